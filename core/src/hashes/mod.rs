@@ -1,0 +1,141 @@
+//! Hash functions (spec section 2): the labelled hash `HL` used for every DGSP-level value,
+//! and the SPHINCS+ "simple" tweakable hashes `F`, `T` and `PRF` that WOTS+ is built from.
+//!
+//! The tweakable hashes are keyed by a WOTS+ key's public seed `rho`; a [`Th`] is built once
+//! per key and precomputes whatever depends on `rho` alone (the SHA-2 midstate of
+//! `rho || padding`, the SHAKE lanes holding `rho`), so each chain step costs one compression
+//! (SHA-2) or one Keccak-f permutation (SHAKE).
+
+mod sha2;
+mod shake;
+
+use ::sha2::{Digest, Sha256, Sha512};
+use sha3::digest::{ExtendableOutput, Update, XofReader};
+use sha3::Shake256;
+
+use crate::params::{HashFamily, ParamSet, MAX_N};
+
+pub(crate) use self::sha2::Sha2Th;
+pub(crate) use self::shake::ShakeTh;
+
+/// The labels of the DGSP-level hashes (spec 2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Label {
+    /// `rho`: a WOTS+ public seed from its secret seed.
+    Rho,
+    /// `wots-sk`: a WOTS+ secret seed from `seed_u` and the item seed.
+    WotsSk,
+    /// `msg`: the digest a WOTS+ key signs.
+    Msg,
+    /// `cid`: a member's secret-derived identifier.
+    Cid,
+    /// `cid*`: what the member presents in certificate requests.
+    CidStar,
+    /// `pi`: the opening proof.
+    Pi,
+    /// `tau`: the certificate commitment.
+    Tau,
+}
+
+impl Label {
+    /// The ASCII label as hashed.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Label::Rho => "rho",
+            Label::WotsSk => "wots-sk",
+            Label::Msg => "msg",
+            Label::Cid => "cid",
+            Label::CidStar => "cid*",
+            Label::Pi => "pi",
+            Label::Tau => "tau",
+        }
+    }
+
+    /// Every label, for tests and vectors.
+    pub const ALL: [Label; 7] = [
+        Label::Rho,
+        Label::WotsSk,
+        Label::Msg,
+        Label::Cid,
+        Label::CidStar,
+        Label::Pi,
+        Label::Tau,
+    ];
+}
+
+/// `HL(label, parts[0] || parts[1] || ...)`: returns a 32-byte buffer whose first `N` bytes
+/// are the hash.
+pub(crate) fn labelled(params: ParamSet, label: Label, parts: &[&[u8]]) -> [u8; MAX_N] {
+    fn absorb<D: Digest>(mut d: D, label: Label, parts: &[&[u8]]) -> D {
+        Digest::update(&mut d, b"DGSP-v1:");
+        Digest::update(&mut d, label.as_str().as_bytes());
+        Digest::update(&mut d, [0u8]);
+        for p in parts {
+            Digest::update(&mut d, p);
+        }
+        d
+    }
+    let n = params.n();
+    let mut out = [0u8; MAX_N];
+    match (params.hash_family(), n) {
+        (HashFamily::Shake, _) => {
+            let mut h = Shake256::default();
+            h.update(b"DGSP-v1:");
+            h.update(label.as_str().as_bytes());
+            h.update(&[0u8]);
+            for p in parts {
+                h.update(p);
+            }
+            h.finalize_xof().read(&mut out[..n]);
+        }
+        (HashFamily::Sha2, 16) => {
+            out[..n].copy_from_slice(&absorb(Sha256::new(), label, parts).finalize()[..n])
+        }
+        (HashFamily::Sha2, _) => {
+            out[..n].copy_from_slice(&absorb(Sha512::new(), label, parts).finalize()[..n])
+        }
+    }
+    out
+}
+
+/// The tweakable hash of one WOTS+ key (keyed by its `rho`), for either hash family.
+pub(crate) enum Th {
+    Sha2(Sha2Th),
+    Shake(ShakeTh),
+}
+
+impl Th {
+    /// Precomputes the `rho`-dependent state. `rho` must be `N` bytes.
+    pub(crate) fn new(params: ParamSet, rho: &[u8]) -> Self {
+        match params.hash_family() {
+            HashFamily::Sha2 => Th::Sha2(Sha2Th::new(rho)),
+            HashFamily::Shake => Th::Shake(ShakeTh::new(rho)),
+        }
+    }
+
+    /// Applies `steps` chain steps to `x` (N bytes) in chain `chain`, starting at step `start`.
+    #[inline]
+    pub(crate) fn chain(&self, x: &mut [u8], chain: u32, start: u32, steps: u32) {
+        match self {
+            Th::Sha2(h) => h.chain(x, chain, start, steps),
+            Th::Shake(h) => h.chain(x, chain, start, steps),
+        }
+    }
+
+    /// `PRF(rho, ADRS{type=WOTS_PRF, chain}, sk_seed)` into `out` (N bytes).
+    #[inline]
+    pub(crate) fn prf(&self, chain: u32, sk_seed: &[u8], out: &mut [u8]) {
+        match self {
+            Th::Sha2(h) => h.prf(chain, sk_seed, out),
+            Th::Shake(h) => h.prf(chain, sk_seed, out),
+        }
+    }
+
+    /// `T(rho, ADRS{type=WOTS_PK}, ends)` into `out` (N bytes).
+    pub(crate) fn t_pk(&self, ends: &[u8], out: &mut [u8]) {
+        match self {
+            Th::Sha2(h) => h.t_pk(ends, out),
+            Th::Shake(h) => h.t_pk(ends, out),
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! # dgsp-core
+//!
+//! DGSP, a post-quantum, fully dynamic group signature scheme built on SPHINCS+
+//! (IACR ePrint 2025/760), implemented to the project's specification `dgsp-v1`.
+//!
+//! Members of a group sign anonymously; anyone verifies with the group public key; the
+//! manager can open a signature to its signer and anyone can judge whether the opening is
+//! right; revoking a member invalidates all of its certificates and signatures.
+//!
+//! ```
+//! use dgsp_core::{InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, ParamSet};
+//! let mut rng = rand_core::OsRng;
+//! let (plm, revoked) = (InMemoryPlm::new(), InMemoryRevokedList::new());
+//!
+//! // Manager: create the group and admit a member.
+//! let manager = Manager::generate(ParamSet::Sha2_128f, &mut rng);
+//! let (id, cid_star) = manager.join(&plm, "alice")?;
+//!
+//! // Member: make a key, request one certificate, import it.
+//! let member = MemberKey::generate(ParamSet::Sha2_128f, id, cid_star, &mut rng);
+//! let item = member.csr(1, &mut rng).pop().unwrap();
+//! let cert = manager.issue(&plm, id, member.cid_star(), &[*item.wots_pk()])?.remove(0);
+//! let key = member.import(manager.public_key(), item, &cert)?;
+//!
+//! // Sign (consumes the one-time key), verify, open, judge.
+//! let sig = key.sign(b"hello");
+//! let group = manager.public_key();
+//! group.verify(b"hello", &sig, &revoked)?;
+//! let opening = manager.open(b"hello", &sig)?;
+//! group.judge(b"hello", &sig, opening.id, &opening.pi)?;
+//!
+//! // Revoke: the signature now verifies as revoked.
+//! manager.revoke(&plm, &revoked, id)?;
+//! assert!(matches!(group.verify(b"hello", &sig, &revoked), Err(dgsp_core::Error::Revoked)));
+//! # Ok::<(), dgsp_core::Error>(())
+//! ```
+//!
+//! ## Validation
+//! - Every `from_bytes` checks the 4-byte header (marker, version, parameter set, kind) and
+//!   the exact length before reading a field; it returns a [`DecodeError`], never panics.
+//! - [`ManagerPublicKey::verify`] checks the revoked list first, then recomputes the WOTS+
+//!   public key from the signature (real chain/hash addresses and checksum, spec section 3)
+//!   and verifies the manager's SPHINCS+ signature over
+//!   `"DGSP-v1:cert" || wots_pk || zeta || tau`.
+//! - [`Manager::open`] and [`ManagerPublicKey::judge`] verify the signature first.
+//!
+//! ## Secrets
+//! Secret types ([`ManagerSecretKey`], [`MemberKey`], [`SeedU`], [`WotsSeed`], ...) are
+//! zeroized on drop and print `<redacted>` under `Debug`. A one-time [`SigningKey`] is
+//! consumed by [`SigningKey::sign`]. The SPHINCS+ library's own secret-key type is not
+//! zeroized (see `spx` module notes); it lives only for one signing call.
+//!
+//! ## Performance
+//! WOTS+ chains cost one SHA-256 compression (SHA-2 sets, `rho` midstate precomputed) or one
+//! Keccak-f permutation (SHAKE sets) per step. Certificate batches and revocations run in
+//! parallel on rayon's pool. See `docs/benchmarks.md` in the repository.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod address;
+mod certificate;
+mod derive;
+mod encoding;
+mod error;
+mod hashes;
+pub mod hazmat;
+mod keys;
+mod manager;
+mod member;
+mod params;
+mod plm;
+mod revoked;
+mod signature;
+mod spx;
+mod values;
+mod verify;
+mod wots;
+mod zeta;
+
+pub use certificate::{Certificate, CERT_PREFIX};
+pub use encoding::{peek_header, Kind, HEADER_LEN, MARKER, VERSION as ENCODING_VERSION};
+pub use error::{DecodeError, Error, StoreError};
+pub use keys::{ManagerPublicKey, ManagerSecretKey, MemberKey};
+pub use manager::{Manager, Opening};
+pub use member::{CsrItem, SigningKey};
+pub use params::{HashFamily, ParamSet, MAX_N, MAX_WOTS_LEN, WOTS_LEN2, WOTS_W};
+pub use plm::{Deactivation, InMemoryPlm, MemberRecord, Plm};
+pub use revoked::{InMemoryRevokedList, RevokedList};
+pub use signature::Signature;
+pub use values::{
+    AesKey, Cid, CidStar, HashSecret, MessageDigest, Pi, Rho, SeedU, SkSeed, Tau, WotsPk, WotsSeed,
+    Zeta,
+};
+
+/// A member id: assigned sequentially from 0 at join.
+pub type MemberId = u64;
+
+/// This crate's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,77 @@
+//! Verification and judging: what anyone holding the group public key can check.
+
+use crate::certificate::cert_message;
+use crate::derive;
+use crate::error::Error;
+use crate::keys::ManagerPublicKey;
+use crate::revoked::RevokedList;
+use crate::signature::Signature;
+use crate::spx;
+use crate::values::{Pi, WotsPk};
+use crate::wots;
+use crate::MemberId;
+
+impl ManagerPublicKey {
+    /// Verifies a group signature on `message`.
+    ///
+    /// Returns [`Error::Revoked`] if the signature's zeta is on the revoked list (checked
+    /// first, as the spec says), [`Error::ParamMismatch`] if it belongs to another
+    /// parameter set, and [`Error::InvalidSignature`] if it does not verify.
+    pub fn verify<R: RevokedList + ?Sized>(
+        &self,
+        message: &[u8],
+        sig: &Signature,
+        revoked: &R,
+    ) -> Result<(), Error> {
+        if revoked.contains(sig.zeta())? {
+            return Err(Error::Revoked);
+        }
+        self.verify_ignoring_revocation(message, sig).map(|_| ())
+    }
+
+    /// The cryptographic half of [`verify`](Self::verify): the WOTS+ signature and the
+    /// manager's certificate signature, without consulting a revoked list (for callers that
+    /// check revocation themselves, e.g. against a signed snapshot). Returns the recomputed
+    /// WOTS+ public key.
+    pub fn verify_ignoring_revocation(
+        &self,
+        message: &[u8],
+        sig: &Signature,
+    ) -> Result<WotsPk, Error> {
+        let params = self.params();
+        if sig.params() != params {
+            return Err(Error::ParamMismatch {
+                expected: params,
+                found: sig.params(),
+            });
+        }
+        let d = derive::message_digest(params, &sig.rho, message);
+        let wots_pk = wots::public_key_from_signature(params, &sig.rho, &sig.wots_sig, &d);
+        let msg = cert_message(wots_pk.as_bytes(), &sig.zeta, sig.tau.as_bytes());
+        if spx::verify(params, self.spx_bytes(), &msg, &sig.spx_sig) {
+            Ok(wots_pk)
+        } else {
+            Err(Error::InvalidSignature)
+        }
+    }
+
+    /// Judges the manager's claim that member `id` made `sig` on `message`, with proof `pi`.
+    ///
+    /// Accepts iff the signature is valid (revoked or not) and
+    /// `tau == HL("tau", wots_pk || pi || be64(id))`. The validity check goes beyond the
+    /// spec's tau comparison on purpose: an opening of an invalid signature proves nothing.
+    pub fn judge(
+        &self,
+        message: &[u8],
+        sig: &Signature,
+        id: MemberId,
+        pi: &Pi,
+    ) -> Result<(), Error> {
+        let wots_pk = self.verify_ignoring_revocation(message, sig)?;
+        if derive::tau(self.params(), &wots_pk, pi, id) == sig.tau {
+            Ok(())
+        } else {
+            Err(Error::WrongOpening)
+        }
+    }
+}
