@@ -18,6 +18,19 @@ use crate::values::{AesKey, Zeta};
 use crate::zeta::ZetaCipher;
 use crate::MemberId;
 
+/// Advances `x` (N bytes) by `steps` steps of WOTS+ chain `chain` of the key with public
+/// seed `rho`, starting at position `start` (spec section 3, `chain(x, i, start, steps)`).
+pub fn wots_chain(
+    params: ParamSet,
+    rho: &crate::Rho,
+    x: &mut [u8],
+    chain: u32,
+    start: u32,
+    steps: u32,
+) {
+    crate::hashes::Th::new(params, rho.as_bytes()).chain(x, chain, start, steps);
+}
+
 /// `HL(label, input)`: the labelled hash of spec 2.1 (`N` bytes).
 pub fn labelled_hash(params: ParamSet, label: Label, input: &[u8]) -> Vec<u8> {
     crate::hashes::labelled(params, label, &[input])[..params.n()].to_vec()

@@ -99,6 +99,9 @@ pub(crate) fn labelled(params: ParamSet, label: Label, parts: &[&[u8]]) -> [u8; 
 }
 
 /// The tweakable hash of one WOTS+ key (keyed by its `rho`), for either hash family.
+// Built on the stack once per WOTS+ operation and never stored: boxing the larger variant
+// would only add an allocation to every sign and verify.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Th {
     Sha2(Sha2Th),
     Shake(ShakeTh),

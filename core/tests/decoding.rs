@@ -1,0 +1,132 @@
+//! Decoding any byte string gives a typed error or a value, never a panic (spec section 5).
+
+use dgsp_core::{
+    peek_header, Certificate, DecodeError, Kind, ManagerPublicKey, ManagerSecretKey, MemberKey,
+    ParamSet, Signature,
+};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+const KINDS: [Kind; 5] = [
+    Kind::ManagerPublicKey,
+    Kind::ManagerSecretKey,
+    Kind::Certificate,
+    Kind::Signature,
+    Kind::MemberKey,
+];
+
+/// Decodes `bytes` as every kind; returns how many decoders accepted it.
+fn decode_all(bytes: &[u8]) -> usize {
+    [
+        ManagerPublicKey::from_bytes(bytes).is_ok(),
+        ManagerSecretKey::from_bytes(bytes).is_ok(),
+        Certificate::from_bytes(bytes).is_ok(),
+        Signature::from_bytes(bytes).is_ok(),
+        MemberKey::from_bytes(bytes).is_ok(),
+    ]
+    .into_iter()
+    .filter(|ok| *ok)
+    .count()
+}
+
+fn valid(params: ParamSet, kind: Kind, rng: &mut ChaCha20Rng) -> Vec<u8> {
+    let mut b = vec![0u8; kind.encoded_len(params)];
+    rng.fill_bytes(&mut b);
+    b[..4].copy_from_slice(&[0xD6, 0x01, params.id(), kind as u8]);
+    b
+}
+
+#[test]
+fn well_formed_encodings_decode_and_round_trip() {
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    for params in ParamSet::ALL {
+        for kind in KINDS {
+            let b = valid(params, kind, &mut rng);
+            assert_eq!(decode_all(&b), 1, "{params} {kind:?}");
+            assert_eq!(peek_header(&b).unwrap(), (params, kind as u8));
+            let again = match kind {
+                Kind::ManagerPublicKey => ManagerPublicKey::from_bytes(&b).unwrap().to_bytes(),
+                Kind::ManagerSecretKey => ManagerSecretKey::from_bytes(&b)
+                    .unwrap()
+                    .to_bytes()
+                    .to_vec(),
+                Kind::Certificate => Certificate::from_bytes(&b).unwrap().to_bytes(),
+                Kind::Signature => Signature::from_bytes(&b).unwrap().to_bytes(),
+                Kind::MemberKey => MemberKey::from_bytes(&b).unwrap().to_bytes().to_vec(),
+            };
+            assert_eq!(again, b, "{params} {kind:?} round trip");
+        }
+    }
+}
+
+#[test]
+fn every_header_defect_has_its_own_error() {
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let good = valid(ParamSet::Sha2_128f, Kind::Signature, &mut rng);
+    let e = |b: &[u8]| Signature::from_bytes(b).unwrap_err();
+    assert_eq!(e(&good[..3]), DecodeError::MissingHeader { len: 3 });
+    assert_eq!(e(&[]), DecodeError::MissingHeader { len: 0 });
+    let mut b = good.clone();
+    b[0] = 0xD7;
+    assert_eq!(e(&b), DecodeError::BadMarker(0xD7));
+    let mut b = good.clone();
+    b[1] = 2;
+    assert_eq!(e(&b), DecodeError::UnsupportedVersion(2));
+    for bad in [0u8, 13, 255] {
+        let mut b = good.clone();
+        b[2] = bad;
+        assert_eq!(e(&b), DecodeError::UnknownParamSet(bad));
+    }
+    let mut b = good.clone();
+    b[3] = 3;
+    assert!(matches!(
+        e(&b),
+        DecodeError::WrongKind {
+            expected: 4,
+            found: 3,
+            ..
+        }
+    ));
+    assert!(matches!(
+        e(&good[..good.len() - 1]),
+        DecodeError::WrongLength { .. }
+    ));
+    let mut longer = good.clone();
+    longer.push(0);
+    assert!(matches!(e(&longer), DecodeError::WrongLength { .. }));
+    // A valid signature header of another set with this body length: wrong length.
+    let mut b = good.clone();
+    b[2] = ParamSet::Shake128f.id();
+    assert!(
+        Signature::from_bytes(&b).is_ok(),
+        "same sizes: sha2-128f and shake-128f"
+    );
+    b[2] = ParamSet::Sha2_192f.id();
+    assert!(matches!(e(&b), DecodeError::WrongLength { .. }));
+}
+
+#[test]
+fn random_and_truncated_inputs_never_panic() {
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    for _ in 0..20_000 {
+        let len = (rng.next_u32() % 300) as usize;
+        let mut b = vec![0u8; len];
+        rng.fill_bytes(&mut b);
+        if len >= 4 && rng.next_u32() % 2 == 0 {
+            b[0] = 0xD6;
+            b[1] = 0x01;
+            b[2] %= 14;
+            b[3] %= 7;
+        }
+        // Short keys of the right length are legitimately decodable; what matters is
+        // that nothing panics and that no byte string is two kinds of object at once.
+        assert!(decode_all(&b) <= 1);
+    }
+    // Every truncation of a valid object of each kind.
+    for kind in KINDS {
+        let b = valid(ParamSet::Shake128f, kind, &mut rng);
+        for cut in 0..b.len() {
+            assert_eq!(decode_all(&b[..cut]), 0, "{kind:?} cut at {cut}");
+        }
+    }
+}
