@@ -1,1 +1,41 @@
-fn main() {}
+//! Ours against the published `dgsp` 0.1.2 (its default `sphincs_shake_256f`, in-memory),
+//! operation by operation, interleaved in one run on the same machine; prints the
+//! ours/reference table and writes it to `<criterion dir>/compare-table.md`.
+//!
+//! `cargo bench -p dgsp-core --bench compare`
+
+use criterion::Criterion;
+use dgsp_core::ParamSet;
+
+#[path = "ours.rs"]
+mod ours;
+#[path = "reference_dgsp.rs"]
+mod reference_dgsp;
+#[path = "report.rs"]
+mod report;
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let ours = ours::Fixture::new(ParamSet::Shake256f);
+    let reference = reference_dgsp::RefFixture::new();
+    {
+        let mut group = c.benchmark_group(reference_dgsp::GROUP);
+        for op in reference_dgsp::OPS {
+            reference_dgsp::bench_reference_op(&mut group, &reference, op);
+            reference_dgsp::configure(&mut group, op);
+            ours::bench_op(&mut group, &ours, op, &format!("{op}/ours"));
+        }
+        group.finish();
+    }
+    c.final_summary();
+
+    let dir = report::criterion_dir();
+    let table = report::print_ratio_table(&dir, &reference_dgsp::OPS);
+    println!("\nshake-256f, ours vs dgsp 0.1.2 (criterion means):\n\n{table}");
+    let out = dir.join("compare-table.md");
+    if let Err(e) = std::fs::write(&out, &table) {
+        eprintln!("could not write {}: {e}", out.display());
+    } else {
+        println!("written to {}", out.display());
+    }
+}

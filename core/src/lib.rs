@@ -42,7 +42,9 @@
 //!   public key from the signature (real chain/hash addresses and checksum, spec section 3)
 //!   and verifies the manager's SPHINCS+ signature over
 //!   `"DGSP-v1:cert" || wots_pk || zeta || tau`.
-//! - [`Manager::open`] and [`ManagerPublicKey::judge`] verify the signature first.
+//! - [`Manager::open`] verifies the signature first and never opens an invalid one.
+//!   [`ManagerPublicKey::judge`] checks the opening exactly as the spec defines it (tau
+//!   against the recomputed WOTS+ key); pair it with `verify` when validity is in question.
 //!
 //! ## Secrets
 //! Secret types ([`ManagerSecretKey`], [`MemberKey`], [`SeedU`], [`WotsSeed`], ...) are

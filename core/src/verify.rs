@@ -55,11 +55,14 @@ impl ManagerPublicKey {
         }
     }
 
-    /// Judges the manager's claim that member `id` made `sig` on `message`, with proof `pi`.
+    /// Judges the manager's claim that member `id` made `sig` on `message`, with proof `pi`
+    /// (spec section 4): recomputes the WOTS+ public key from the signature and accepts iff
+    /// `tau == HL("tau", wots_pk || pi || be64(id))`.
     ///
-    /// Accepts iff the signature is valid (revoked or not) and
-    /// `tau == HL("tau", wots_pk || pi || be64(id))`. The validity check goes beyond the
-    /// spec's tau comparison on purpose: an opening of an invalid signature proves nothing.
+    /// Judge checks the opening, not the signature: call [`verify`](Self::verify) (or
+    /// [`verify_ignoring_revocation`](Self::verify_ignoring_revocation)) as well when the
+    /// signature's validity is not already established. [`Error::ParamMismatch`] if the
+    /// signature belongs to another parameter set, [`Error::WrongOpening`] otherwise.
     pub fn judge(
         &self,
         message: &[u8],
@@ -67,8 +70,16 @@ impl ManagerPublicKey {
         id: MemberId,
         pi: &Pi,
     ) -> Result<(), Error> {
-        let wots_pk = self.verify_ignoring_revocation(message, sig)?;
-        if derive::tau(self.params(), &wots_pk, pi, id) == sig.tau {
+        let params = self.params();
+        if sig.params() != params {
+            return Err(Error::ParamMismatch {
+                expected: params,
+                found: sig.params(),
+            });
+        }
+        let d = derive::message_digest(params, &sig.rho, message);
+        let wots_pk = wots::public_key_from_signature(params, &sig.rho, &sig.wots_sig, &d);
+        if derive::tau(params, &wots_pk, pi, id) == sig.tau {
             Ok(())
         } else {
             Err(Error::WrongOpening)
