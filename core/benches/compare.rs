@@ -1,8 +1,18 @@
-//! Ours against the published `dgsp` 0.1.2 (its default `sphincs_shake_256f`, in-memory),
-//! operation by operation, interleaved in one run on the same machine; prints the
-//! ours/reference table and writes it to `<criterion dir>/compare-table.md`.
+//! Ours against the published `dgsp` 0.1.2 (in-memory), operation by operation, interleaved
+//! in one run on the same machine; prints the ours/reference table and writes it to
+//! `<criterion dir>/compare-table-<set>.md`.
 //!
-//! `cargo bench -p dgsp-core --bench compare`
+//! `cargo bench -p dgsp-core --bench compare` (shake-256f, the reference's default), or
+//! `cargo bench -p dgsp-core --bench compare --no-default-features --features baseline-sha2-128f`.
+
+#[cfg(all(feature = "baseline-shake-256f", feature = "baseline-sha2-128f"))]
+compile_error!("choose one baseline: add --no-default-features with baseline-sha2-128f");
+
+/// The set both sides run, matching the baseline's compile-time choice.
+#[cfg(not(feature = "baseline-sha2-128f"))]
+const SET: ParamSet = ParamSet::Shake256f;
+#[cfg(feature = "baseline-sha2-128f")]
+const SET: ParamSet = ParamSet::Sha2_128f;
 
 use criterion::Criterion;
 use dgsp_core::ParamSet;
@@ -16,7 +26,7 @@ mod report;
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
-    let ours = ours::Fixture::new(ParamSet::Shake256f);
+    let ours = ours::Fixture::new(SET);
     let reference = reference_dgsp::RefFixture::new();
     {
         let mut group = c.benchmark_group(reference_dgsp::GROUP);
@@ -31,8 +41,8 @@ fn main() {
 
     let dir = report::criterion_dir();
     let table = report::print_ratio_table(&dir, &reference_dgsp::OPS);
-    println!("\nshake-256f, ours vs dgsp 0.1.2 (criterion means):\n\n{table}");
-    let out = dir.join("compare-table.md");
+    println!("\n{SET}, ours vs dgsp 0.1.2 (criterion means):\n\n{table}");
+    let out = dir.join(format!("compare-table-{SET}.md"));
     if let Err(e) = std::fs::write(&out, &table) {
         eprintln!("could not write {}: {e}", out.display());
     } else {

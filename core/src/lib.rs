@@ -72,6 +72,7 @@ mod manager;
 mod member;
 mod params;
 mod plm;
+pub mod revocation;
 mod revoked;
 mod signature;
 mod spx;

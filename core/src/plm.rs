@@ -6,8 +6,9 @@
 //! reserved after a member was deactivated. [`InMemoryPlm`] is the reference implementation;
 //! the registry provides one over RocksDB.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::error::StoreError;
 use crate::MemberId;
@@ -66,10 +67,27 @@ pub trait Plm: Send + Sync {
     fn deactivate(&self, id: MemberId) -> Result<Deactivation, StoreError>;
 }
 
+/// One member as stored: the username is shared with the name index (one allocation).
+struct Stored {
+    username: Arc<str>,
+    active: bool,
+    counter: u64,
+}
+
+impl Stored {
+    fn record(&self) -> MemberRecord {
+        MemberRecord {
+            username: self.username.to_string(),
+            active: self.active,
+            counter: self.counter,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Members {
-    records: Vec<MemberRecord>,
-    by_name: HashMap<String, MemberId>,
+    records: Vec<Stored>,
+    by_name: HashMap<Arc<str>, MemberId>,
 }
 
 /// A PLM in memory, behind one mutex.
@@ -94,16 +112,17 @@ impl InMemoryPlm {
 impl Plm for InMemoryPlm {
     fn add_member(&self, username: &str) -> Result<MemberId, StoreError> {
         let mut m = self.lock()?;
-        if m.by_name.contains_key(username) {
-            return Err(StoreError::DuplicateUsername(username.to_owned()));
-        }
         let id = m.records.len() as MemberId;
-        m.records.push(MemberRecord {
-            username: username.to_owned(),
+        let name: Arc<str> = Arc::from(username);
+        match m.by_name.entry(Arc::clone(&name)) {
+            Entry::Occupied(_) => return Err(StoreError::DuplicateUsername(username.to_owned())),
+            Entry::Vacant(v) => v.insert(id),
+        };
+        m.records.push(Stored {
+            username: name,
             active: true,
             counter: 0,
         });
-        m.by_name.insert(username.to_owned(), id);
         Ok(id)
     }
 
@@ -111,7 +130,7 @@ impl Plm for InMemoryPlm {
         let m = self.lock()?;
         Ok(usize::try_from(id)
             .ok()
-            .and_then(|i| m.records.get(i).cloned()))
+            .and_then(|i| m.records.get(i).map(Stored::record)))
     }
 
     fn id_of(&self, username: &str) -> Result<Option<MemberId>, StoreError> {

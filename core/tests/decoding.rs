@@ -59,6 +59,26 @@ fn well_formed_encodings_decode_and_round_trip() {
     }
 }
 
+/// The sizes published in docs/format.md.
+#[test]
+fn encoded_sizes_match_the_published_table() {
+    let table = [
+        (ParamSet::Sha2_128s, [36, 100, 7892, 8468, 44]),
+        (ParamSet::Sha2_128f, [36, 100, 17124, 17700, 44]),
+        (ParamSet::Sha2_192s, [52, 148, 16268, 17516, 60]),
+        (ParamSet::Sha2_192f, [52, 148, 35708, 36956, 60]),
+        (ParamSet::Sha2_256s, [68, 196, 29844, 32020, 76]),
+        (ParamSet::Sha2_256f, [68, 196, 49908, 52084, 76]),
+    ];
+    for (sha2, sizes) in table {
+        let shake = ParamSet::from_id(sha2.id() + 6).unwrap();
+        for params in [sha2, shake] {
+            let got = KINDS.map(|k| k.encoded_len(params));
+            assert_eq!(got, sizes, "{params}");
+        }
+    }
+}
+
 #[test]
 fn every_header_defect_has_its_own_error() {
     let mut rng = ChaCha20Rng::seed_from_u64(2);

@@ -1,0 +1,1 @@
+//! Merkle-committed revocation snapshots (placeholder: being written).

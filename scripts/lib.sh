@@ -1,0 +1,49 @@
+# Shared by the README's commands: idempotent installs and the shared build cache.
+# Sourced, not run.
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+# One target directory for every build of this project on this machine, outside the clone:
+# CI's fresh clones and later sessions reuse it; a machine without it simply builds cold.
+use_shared_target_dir() {
+  if [ -z "${CARGO_TARGET_DIR:-}" ]; then
+    export CARGO_TARGET_DIR="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/target"
+  fi
+  mkdir -p "$CARGO_TARGET_DIR"
+  say "build directory: $CARGO_TARGET_DIR"
+}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "need root for: $*" >&2; return 1; fi
+}
+
+ensure_rust() {
+  if ! command -v cargo >/dev/null; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+      export PATH="$HOME/.cargo/bin:$PATH"
+    else
+      echo "cargo not found: install Rust (https://rustup.rs), then run this again." >&2
+      return 1
+    fi
+  fi
+  for comp in rustfmt clippy; do
+    if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then
+      say "installing rust component $comp"
+      rustup component add "$comp"
+    fi
+  done
+}
+
+ensure_python_crypto() {
+  if ! command -v python3 >/dev/null; then
+    say "installing python3"
+    as_root apt-get update -qq && as_root apt-get install -y -qq python3 python3-pip
+  fi
+  if ! python3 -c 'import cryptography' 2>/dev/null; then
+    say "installing the Python 'cryptography' package (AES for the known-answer vectors)"
+    python3 -m pip install --quiet cryptography \
+      || python3 -m pip install --quiet --break-system-packages cryptography \
+      || { as_root apt-get update -qq && as_root apt-get install -y -qq python3-cryptography; }
+  fi
+}
