@@ -8,7 +8,7 @@ use crate::params::{ParamSet, MAX_N, MAX_WOTS_LEN, WOTS_W};
 use crate::values::{MessageDigest, Rho, SkSeed, WotsPk};
 
 /// Highest chain position (`w - 1`).
-const TOP: u32 = (WOTS_W - 1) as u32;
+const TOP: u8 = (WOTS_W - 1) as u8;
 
 /// The `len` base-16 digits of a digest: `len1 = 2N` message digits, most significant
 /// nibble first, then three checksum digits of `(sum(15 - m_i)) << 4` as a big-endian u16.
@@ -27,14 +27,6 @@ pub fn digits(params: ParamSet, d: &MessageDigest) -> [u8; MAX_WOTS_LEN] {
     out
 }
 
-/// Chain starts `sk_i`, written into `buf` (`len * N` bytes).
-fn secret_starts(params: ParamSet, th: &Th, sk_seed: &SkSeed, buf: &mut [u8]) {
-    let n = params.n();
-    for (i, sk) in buf.chunks_exact_mut(n).enumerate() {
-        th.prf(i as u32, sk_seed.expose_secret(), sk);
-    }
-}
-
 /// Compresses the chain ends into the public key.
 fn compress(params: ParamSet, th: &Th, ends: &[u8]) -> WotsPk {
     let mut pk = [0u8; MAX_N];
@@ -48,23 +40,19 @@ pub fn public_key(params: ParamSet, rho: &Rho, sk_seed: &SkSeed) -> WotsPk {
     let (n, len) = (params.n(), params.wots_len());
     let mut buf = [0u8; MAX_WOTS_LEN * MAX_N];
     let ends = &mut buf[..len * n];
-    secret_starts(params, &th, sk_seed, ends);
-    for (i, x) in ends.chunks_exact_mut(n).enumerate() {
-        th.chain(x, i as u32, 0, TOP);
-    }
+    th.prf_all(sk_seed.expose_secret(), ends);
+    th.chains(ends, &[0; MAX_WOTS_LEN][..len], &[TOP; MAX_WOTS_LEN][..len]);
     compress(params, &th, ends)
 }
 
 /// Signs digest `d`: block `i` is chain `i` advanced `digit_i` steps (`len * N` bytes).
 pub fn sign(params: ParamSet, rho: &Rho, sk_seed: &SkSeed, d: &MessageDigest) -> Vec<u8> {
     let th = Th::new(params, rho.as_bytes());
-    let n = params.n();
+    let len = params.wots_len();
     let digits = digits(params, d);
     let mut sig = vec![0u8; params.wots_sig_len()];
-    secret_starts(params, &th, sk_seed, &mut sig);
-    for (i, x) in sig.chunks_exact_mut(n).enumerate() {
-        th.chain(x, i as u32, 0, u32::from(digits[i]));
-    }
+    th.prf_all(sk_seed.expose_secret(), &mut sig);
+    th.chains(&mut sig, &[0; MAX_WOTS_LEN][..len], &digits[..len]);
     sig
 }
 
@@ -78,13 +66,14 @@ pub fn public_key_from_signature(
     let th = Th::new(params, rho.as_bytes());
     let (n, len) = (params.n(), params.wots_len());
     let digits = digits(params, d);
+    let mut rest = [0u8; MAX_WOTS_LEN];
+    for (r, d) in rest.iter_mut().zip(&digits[..len]) {
+        *r = TOP - d;
+    }
     let mut buf = [0u8; MAX_WOTS_LEN * MAX_N];
     let ends = &mut buf[..len * n];
     ends.copy_from_slice(sig);
-    for (i, x) in ends.chunks_exact_mut(n).enumerate() {
-        let start = u32::from(digits[i]);
-        th.chain(x, i as u32, start, TOP - start);
-    }
+    th.chains(ends, &digits[..len], &rest[..len]);
     let pk = compress(params, &th, ends);
     buf.zeroize();
     pk

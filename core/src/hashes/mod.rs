@@ -6,6 +6,7 @@
 //! `rho || padding`, the SHAKE lanes holding `rho`), so each chain step costs one compression
 //! (SHA-2) or one Keccak-f permutation (SHAKE).
 
+mod lanes;
 mod sha2;
 mod shake;
 
@@ -125,12 +126,31 @@ impl Th {
         }
     }
 
-    /// `PRF(rho, ADRS{type=WOTS_PRF, chain}, sk_seed)` into `out` (N bytes).
-    #[inline]
-    pub(crate) fn prf(&self, chain: u32, sk_seed: &[u8], out: &mut [u8]) {
+    /// Advances chain `i` of `buf` (`len` chains of N bytes) from position `start[i]` by
+    /// `steps[i]` positions.
+    pub(crate) fn chains(&self, buf: &mut [u8], start: &[u8], steps: &[u8]) {
         match self {
-            Th::Sha2(h) => h.prf(chain, sk_seed, out),
-            Th::Shake(h) => h.prf(chain, sk_seed, out),
+            Th::Sha2(h) => h.chains(buf, start, steps),
+            Th::Shake(h) => {
+                let n = buf.len() / start.len();
+                for (i, x) in buf.chunks_exact_mut(n).enumerate() {
+                    h.chain(x, i as u32, u32::from(start[i]), u32::from(steps[i]));
+                }
+            }
+        }
+    }
+
+    /// The secret chain starts `PRF(rho, ADRS{type=WOTS_PRF, chain=i, hash=0}, sk_seed)` for
+    /// every chain `i`, into `out` (`len * N` bytes).
+    pub(crate) fn prf_all(&self, sk_seed: &[u8], out: &mut [u8]) {
+        match self {
+            Th::Sha2(h) => h.prf_all(sk_seed, out),
+            Th::Shake(h) => {
+                let n = sk_seed.len();
+                for (i, sk) in out.chunks_exact_mut(n).enumerate() {
+                    h.prf(i as u32, sk_seed, sk);
+                }
+            }
         }
     }
 

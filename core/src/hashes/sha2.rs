@@ -4,10 +4,15 @@
 //! `rho` alone, so its SHA-256 state is computed once per key, and the second block
 //! (`ADRSc || x || padding`, at most 22 + 32 + 9 = 63 bytes) is one call to the compression
 //! function per chain step. `T` uses a hasher cloned from the same primed state.
+//!
+//! A chain step depends on the step before, so one chain is bound by the compression's
+//! latency; the chains of a WOTS+ key are independent, so [`Sha2Th::chains`] keeps
+//! [`LANES`] of them in flight and compresses one block of each per call.
 
 use sha2::digest::generic_array::GenericArray;
 use sha2::{compress256, Digest, Sha256, Sha512};
 
+use super::lanes::{compress_lanes, LANES};
 use crate::address::{Adrs, COMPRESSED_HASH_OFFSET, WOTS_HASH, WOTS_PK, WOTS_PRF};
 use crate::params::MAX_N;
 
@@ -92,13 +97,74 @@ impl Sha2Th {
         x.copy_from_slice(&block[X_OFFSET..X_OFFSET + n]);
     }
 
-    pub(crate) fn prf(&self, chain: u32, sk_seed: &[u8], out: &mut [u8]) {
-        let mut adrs = Adrs::dgsp(WOTS_PRF);
-        adrs.set_chain(chain);
-        let mut block = self.second_block(&adrs);
-        block[X_OFFSET..X_OFFSET + self.n].copy_from_slice(sk_seed);
-        self.step(&mut block);
-        out.copy_from_slice(&block[X_OFFSET..X_OFFSET + self.n]);
+    /// Advances chain `i` of `buf` (`len` chains of N bytes) from position `start[i]` by
+    /// `steps[i]`, [`LANES`] chains at a time.
+    pub(crate) fn chains(&self, buf: &mut [u8], start: &[u8], steps: &[u8]) {
+        let n = self.n;
+        let mut todo = (0..buf.len() / n).filter(|&i| steps[i] > 0);
+        // Per lane: the chain it works on (if any), its next step, the step it stops at.
+        let mut lane: [Option<(usize, u32, u32)>; LANES] = [None; LANES];
+        let mut blocks = [[0u8; 64]; LANES];
+        let mut load = |slot: &mut Option<(usize, u32, u32)>, block: &mut [u8; 64], buf: &[u8]| {
+            *slot = todo.next().map(|i| {
+                let mut adrs = Adrs::dgsp(WOTS_HASH);
+                adrs.set_chain(i as u32);
+                *block = self.second_block(&adrs);
+                block[X_OFFSET..X_OFFSET + n].copy_from_slice(&buf[i * n..(i + 1) * n]);
+                let j = u32::from(start[i]);
+                (i, j, j + u32::from(steps[i]))
+            });
+        };
+        for (slot, block) in lane.iter_mut().zip(blocks.iter_mut()) {
+            load(slot, block, buf);
+        }
+        while lane.iter().any(Option::is_some) {
+            let mut states = [self.mid; LANES];
+            for (slot, block) in lane.iter().zip(blocks.iter_mut()) {
+                if let Some((_, j, _)) = slot {
+                    block[COMPRESSED_HASH_OFFSET..COMPRESSED_HASH_OFFSET + 4]
+                        .copy_from_slice(&j.to_be_bytes());
+                }
+            }
+            compress_lanes(&mut states, &blocks);
+            for ((slot, block), st) in lane.iter_mut().zip(blocks.iter_mut()).zip(&states) {
+                let Some((i, j, end)) = slot else { continue };
+                for (k, w) in st.iter().take(n / 4).enumerate() {
+                    block[X_OFFSET + 4 * k..X_OFFSET + 4 * k + 4].copy_from_slice(&w.to_be_bytes());
+                }
+                *j += 1;
+                if *j == *end {
+                    let i = *i;
+                    buf[i * n..(i + 1) * n].copy_from_slice(&block[X_OFFSET..X_OFFSET + n]);
+                    load(slot, block, buf);
+                }
+            }
+        }
+    }
+
+    /// The secret chain starts `PRF(rho, ADRS{type=WOTS_PRF, chain=i}, sk_seed)` for every
+    /// chain `i` of `out` (`len * N` bytes), [`LANES`] at a time.
+    pub(crate) fn prf_all(&self, sk_seed: &[u8], out: &mut [u8]) {
+        let n = self.n;
+        let len = out.len() / n;
+        for first in (0..len).step_by(LANES) {
+            let mut blocks = [[0u8; 64]; LANES];
+            for (k, block) in blocks.iter_mut().enumerate() {
+                let mut adrs = Adrs::dgsp(WOTS_PRF);
+                adrs.set_chain((first + k).min(len - 1) as u32);
+                *block = self.second_block(&adrs);
+                block[X_OFFSET..X_OFFSET + n].copy_from_slice(sk_seed);
+            }
+            let mut states = [self.mid; LANES];
+            compress_lanes(&mut states, &blocks);
+            for (k, st) in states.iter().enumerate().take(len - first) {
+                let chunk = &mut out[(first + k) * n..(first + k + 1) * n];
+                for (q, w) in st.iter().take(n / 4).enumerate() {
+                    chunk[4 * q..4 * q + 4].copy_from_slice(&w.to_be_bytes());
+                }
+            }
+            zeroize::Zeroize::zeroize(&mut blocks);
+        }
     }
 
     pub(crate) fn t_pk(&self, ends: &[u8], out: &mut [u8]) {
