@@ -1,0 +1,258 @@
+//! The manager's secret key at rest: encrypted with a key derived from a passphrase
+//! (Argon2id) under XChaCha20-Poly1305, in a small JSON envelope.
+//!
+//! The envelope's clear fields (format, parameter set, public key) are the AEAD's associated
+//! data, so they cannot be swapped without the decryption failing. Files are written with
+//! mode 0600 and refused when other users can read or write them.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use argon2::{Algorithm, Argon2, Params, Version};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use dgsp_core::{ManagerPublicKey, ManagerSecretKey, ParamSet};
+use rand_core::{OsRng, RngCore};
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+/// Envelope format name.
+const FORMAT: &str = "dgsp-manager-key-v1";
+
+/// Why a key file could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyFileError {
+    /// File system error.
+    #[error("{path}: {source}")]
+    Io {
+        /// the file
+        path: PathBuf,
+        /// the cause
+        #[source]
+        source: std::io::Error,
+    },
+    /// Other users may read or write the file.
+    #[error("{path}: refusing a secret key file that other users can access (mode {mode:o}); run: chmod 600 {path}")]
+    TooOpen {
+        /// the file
+        path: PathBuf,
+        /// its permission bits
+        mode: u32,
+    },
+    /// Not a key envelope of this format.
+    #[error("{path}: not a DGSP manager key file: {reason}")]
+    Malformed {
+        /// the file
+        path: PathBuf,
+        /// what is wrong
+        reason: String,
+    },
+    /// Wrong passphrase, or the file was modified.
+    #[error("{path}: cannot decrypt the manager key: wrong passphrase or tampered file")]
+    Decrypt {
+        /// the file
+        path: PathBuf,
+    },
+    /// The passphrase is empty or too short.
+    #[error("the key passphrase must be at least 12 characters")]
+    WeakPassphrase,
+}
+
+/// Argon2id cost parameters (stored in the file, so they can be raised later).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct KdfParams {
+    /// memory in KiB
+    pub m_kib: u32,
+    /// iterations
+    pub t: u32,
+    /// lanes
+    pub p: u32,
+}
+
+impl Default for KdfParams {
+    /// 64 MiB, 3 passes, 1 lane (RFC 9106's second recommended option, scaled to a service).
+    fn default() -> Self {
+        KdfParams {
+            m_kib: 64 * 1024,
+            t: 3,
+            p: 1,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    format: String,
+    params: ParamSet,
+    public_key: String,
+    kdf: KdfParams,
+    salt: String,
+    nonce: String,
+    ciphertext: String,
+}
+
+impl Envelope {
+    fn aad(&self) -> Vec<u8> {
+        format!("{}|{}|{}", self.format, self.params, self.public_key).into_bytes()
+    }
+}
+
+fn derive_key(
+    passphrase: &[u8],
+    salt: &[u8],
+    kdf: KdfParams,
+) -> Result<Zeroizing<[u8; 32]>, String> {
+    let params = Params::new(kdf.m_kib, kdf.t, kdf.p, Some(32)).map_err(|e| e.to_string())?;
+    let mut key = Zeroizing::new([0u8; 32]);
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+        .hash_password_into(passphrase, salt, key.as_mut())
+        .map_err(|e| e.to_string())?;
+    Ok(key)
+}
+
+/// Encrypts `sk` under `passphrase` and writes it to `path` (mode 0600, created new: an
+/// existing file is never overwritten).
+pub fn write(
+    path: &Path,
+    sk: &ManagerSecretKey,
+    passphrase: &[u8],
+    kdf: KdfParams,
+) -> Result<(), KeyFileError> {
+    if passphrase.len() < 12 {
+        return Err(KeyFileError::WeakPassphrase);
+    }
+    let io = |source| KeyFileError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut salt = [0u8; 16];
+    let mut nonce = [0u8; 24];
+    OsRng.fill_bytes(&mut salt);
+    OsRng.fill_bytes(&mut nonce);
+    let key = derive_key(passphrase, &salt, kdf).map_err(|reason| KeyFileError::Malformed {
+        path: path.to_owned(),
+        reason,
+    })?;
+    let mut env = Envelope {
+        format: FORMAT.into(),
+        params: sk.params(),
+        public_key: B64.encode(sk.public_key().to_bytes()),
+        kdf,
+        salt: B64.encode(salt),
+        nonce: B64.encode(nonce),
+        ciphertext: String::new(),
+    };
+    let aad = env.aad();
+    let plaintext = sk.to_bytes();
+    let ct = XChaCha20Poly1305::new(key.as_ref().into())
+        .encrypt(
+            XNonce::from_slice(&nonce),
+            Payload {
+                msg: &plaintext,
+                aad: &aad,
+            },
+        )
+        .expect("XChaCha20-Poly1305 encryption of a small buffer cannot fail");
+    env.ciphertext = B64.encode(ct);
+    let json = serde_json::to_vec_pretty(&env).expect("envelope serializes");
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    f.write_all(&json).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    Ok(())
+}
+
+/// Reads the public key from a key file without the passphrase.
+pub fn read_public(path: &Path) -> Result<ManagerPublicKey, KeyFileError> {
+    let env = read_envelope(path)?;
+    public_of(path, &env)
+}
+
+fn public_of(path: &Path, env: &Envelope) -> Result<ManagerPublicKey, KeyFileError> {
+    let bad = |reason: String| KeyFileError::Malformed {
+        path: path.to_owned(),
+        reason,
+    };
+    let bytes = B64
+        .decode(&env.public_key)
+        .map_err(|e| bad(format!("public_key: {e}")))?;
+    ManagerPublicKey::from_bytes(&bytes).map_err(|e| bad(format!("public_key: {e}")))
+}
+
+fn read_envelope(path: &Path) -> Result<Envelope, KeyFileError> {
+    let io = |source| KeyFileError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = fs::metadata(path).map_err(io)?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o007 != 0 {
+        return Err(KeyFileError::TooOpen {
+            path: path.to_owned(),
+            mode,
+        });
+    }
+    let text = fs::read(path).map_err(io)?;
+    let env: Envelope = serde_json::from_slice(&text).map_err(|e| KeyFileError::Malformed {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if env.format != FORMAT {
+        return Err(KeyFileError::Malformed {
+            path: path.to_owned(),
+            reason: format!("format {:?}, expected {FORMAT:?}", env.format),
+        });
+    }
+    Ok(env)
+}
+
+/// Reads and decrypts the manager's secret key; checks it matches the stored public key.
+pub fn read(path: &Path, passphrase: &[u8]) -> Result<ManagerSecretKey, KeyFileError> {
+    let env = read_envelope(path)?;
+    let bad = |reason: String| KeyFileError::Malformed {
+        path: path.to_owned(),
+        reason,
+    };
+    let salt = B64
+        .decode(&env.salt)
+        .map_err(|e| bad(format!("salt: {e}")))?;
+    let nonce = B64
+        .decode(&env.nonce)
+        .map_err(|e| bad(format!("nonce: {e}")))?;
+    let ct = B64
+        .decode(&env.ciphertext)
+        .map_err(|e| bad(format!("ciphertext: {e}")))?;
+    if nonce.len() != 24 {
+        return Err(bad(format!("nonce is {} bytes, expected 24", nonce.len())));
+    }
+    let key = derive_key(passphrase, &salt, env.kdf).map_err(bad)?;
+    let aad = env.aad();
+    let plaintext = Zeroizing::new(
+        XChaCha20Poly1305::new(key.as_ref().into())
+            .decrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &ct,
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| KeyFileError::Decrypt {
+                path: path.to_owned(),
+            })?,
+    );
+    let sk = ManagerSecretKey::from_bytes(&plaintext).map_err(|e| bad(e.to_string()))?;
+    if sk.public_key() != public_of(path, &env)? || sk.params() != env.params {
+        return Err(bad(
+            "the secret key does not match the envelope's public key".into(),
+        ));
+    }
+    Ok(sk)
+}

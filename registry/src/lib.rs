@@ -1,0 +1,13 @@
+//! # dgsp-registry
+//!
+//! The group manager's service: every join, certificate issuance, revocation and opening is
+//! an event in an append-only, hash-chained RocksDB log; the private member list (PLM) and
+//! the public revoked list are projections of it. See ARCHITECTURE.md and docs/event-log.md.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod events;
+pub mod keyfile;
+pub mod log;
+pub mod store;
