@@ -47,3 +47,17 @@ ensure_python_crypto() {
       || { as_root apt-get update -qq && as_root apt-get install -y -qq python3-cryptography; }
   fi
 }
+
+# RocksDB comes from Debian (librocksdb-dev 7.8, linked by the rocksdb crate 0.20.1) and
+# bindgen needs libclang: see docs/rocksdb.md for why not the bundled build.
+ensure_system_packages() {
+  local missing=()
+  for pkg in librocksdb-dev clang libclang-dev pkg-config; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing system packages: ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}"
+  fi
+}

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_rust
+ensure_system_packages
 use_shared_target_dir
 
 say "building the demo (release)"

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_rust
+ensure_system_packages
 ensure_python_crypto
 use_shared_target_dir
 
