@@ -57,7 +57,7 @@
 //! Keccak-f permutation (SHAKE sets) per step. Certificate batches and revocations run in
 //! parallel on rayon's pool. See `docs/benchmarks.md` in the repository.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // allowed only in `hashes::lanes` (SHA-NI kernel)
 #![warn(missing_docs)]
 
 mod address;

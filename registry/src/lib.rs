@@ -11,3 +11,4 @@ pub mod events;
 pub mod keyfile;
 pub mod log;
 pub mod store;
+pub mod writer;

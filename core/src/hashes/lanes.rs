@@ -8,10 +8,17 @@
 //! overlap them and run at the SHA unit's *throughput* instead. Elsewhere (other CPUs,
 //! other architectures) it falls back to a plain loop over [`sha2::compress256`].
 //!
-//! Measured on the development machine (Xeon with SHA-NI, dependent chains, release build):
-//! `sha2::compress256` alone ~42 ns per block; this kernel with 2 / 3 / 4 / 8 lanes
-//! ~22 / ~15.5 / ~12.5 / ~12 ns per block per lane. Four lanes reach the SHA unit's
-//! throughput; eight gain almost nothing and spill registers, so `LANES = 4`.
+//! Measured on the development machine (virtualised Sapphire-Rapids-class Xeon, ~3.3 GHz,
+//! release build, dependent chains as in WOTS+: each lane's next block holds its previous
+//! output), ns per block per lane: `sha2::compress256` 48.6; this kernel with 1 / 2 / 3 /
+//! 4 / 6 / 8 lanes 48.2 / 35.7 / 33.9 / 34.1 / 33.9 / 34.5. On this CPU `sha256rnds2` has a
+//! latency of ~1.13 ns but a throughput of only ~0.85 ns, so 32 of them bound a block at
+//! ~27.5 ns however many lanes run: the gain over one chain is ~1.4x, reached from three
+//! lanes on. In a simulation of the WOTS+ lane-refill loop (keygen and sign, n = 16/24/32)
+//! four lanes were consistently best or tied (~36-39 ns per chain step against ~51 for
+//! `compress256`); three or fewer leave the SHA unit partly idle and six or more spill
+//! registers (16 XMM registers; the SHA instructions have no VEX/EVEX form) and waste
+//! more work on idle lanes at the tail. Hence `LANES = 4`.
 //!
 //! # Safety
 //!
@@ -68,7 +75,7 @@ fn compress_lanes_portable<const N: usize>(states: &mut [[u32; 8]; N], blocks: &
 #[cfg(target_arch = "x86_64")]
 mod shani {
     use core::arch::x86_64::{
-        __m128i, _mm_add_epi32, _mm_alignr_epi8, _mm_blend_epi16, _mm_loadu_si128, _mm_set_epi32,
+        _mm_add_epi32, _mm_alignr_epi8, _mm_blend_epi16, _mm_loadu_si128, _mm_set_epi32,
         _mm_set_epi64x, _mm_setzero_si128, _mm_sha256msg1_epu32, _mm_sha256msg2_epu32,
         _mm_sha256rnds2_epu32, _mm_shuffle_epi32, _mm_shuffle_epi8, _mm_storeu_si128,
     };
@@ -116,8 +123,10 @@ mod shani {
     /// Each lane follows the usual SHA-NI structure (state held as ABEF / CDGH, two rounds
     /// per `sha256rnds2`, schedule by `sha256msg1`/`sha256msg2`); the lanes are processed
     /// together one 4-round group at a time, so `N` independent dependency chains are in
-    /// flight. Generic over `N` so the tests and measurements can try other lane counts;
-    /// the constant loops are fully unrolled by the compiler.
+    /// flight. The 16 round groups are spelled out by the macros below (so every schedule
+    /// vector has a fixed register role) and the `0..N` lane loops have a constant trip
+    /// count, so the whole function compiles to straight-line code (checked in the
+    /// disassembly). Generic over `N` so the tests and measurements can try other counts.
     ///
     /// # Safety
     /// The CPU must support `sha`, `sse2`, `ssse3` and `sse4.1` (check [`available`]).
@@ -131,8 +140,13 @@ mod shani {
 
         let mut abef = [_mm_setzero_si128(); N];
         let mut cdgh = [_mm_setzero_si128(); N];
-        // The message schedule, four words per vector, as a ring of the last 16 words.
-        let mut w = [[_mm_setzero_si128(); 4]; N];
+        // The message schedule: the last 16 words as a ring of four 4-word vectors per lane.
+        // Separate arrays (not an indexed ring) so every access below has a constant index
+        // and the whole thing lives in registers.
+        let mut w0 = [_mm_setzero_si128(); N];
+        let mut w1 = [_mm_setzero_si128(); N];
+        let mut w2 = [_mm_setzero_si128(); N];
+        let mut w3 = [_mm_setzero_si128(); N];
 
         for i in 0..N {
             let (lo, hi) = states[i].split_at(4);
@@ -149,50 +163,75 @@ mod shani {
             abef[i] = _mm_alignr_epi8(badc, efgh, 8); // [f e b a]
             cdgh[i] = _mm_blend_epi16(efgh, badc, 0xF0); // [h g d c]
 
-            for (k, chunk) in blocks[i].chunks_exact(16).enumerate() {
+            let slots = [&mut w0[i], &mut w1[i], &mut w2[i], &mut w3[i]];
+            for (slot, chunk) in slots.into_iter().zip(blocks[i].chunks_exact(16)) {
                 // SAFETY: `chunk` is exactly 16 bytes of the block; unaligned load.
                 let m = unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) };
-                w[i][k] = _mm_shuffle_epi8(m, bswap);
+                *slot = _mm_shuffle_epi8(m, bswap);
             }
         }
-        let abef0 = abef;
-        let cdgh0 = cdgh;
 
-        for g in 0..16 {
-            let k = _mm_set_epi32(
-                K[4 * g + 3] as i32,
-                K[4 * g + 2] as i32,
-                K[4 * g + 1] as i32,
-                K[4 * g] as i32,
-            );
-            for i in 0..N {
-                let wi = &mut w[i];
-                if g >= 4 {
-                    // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], four at a time:
-                    // ring slot g%4 holds group g-4, (g+1)%4 g-3, (g+2)%4 g-2, (g+3)%4 g-1.
-                    let m = _mm_sha256msg1_epu32(wi[g % 4], wi[(g + 1) % 4]);
-                    let m = _mm_add_epi32(m, _mm_alignr_epi8(wi[(g + 3) % 4], wi[(g + 2) % 4], 4));
-                    wi[g % 4] = _mm_sha256msg2_epu32(m, wi[(g + 3) % 4]);
+        // Rounds 4g .. 4g+3 of every lane, with message words `$w` (W[4g .. 4g+3]).
+        macro_rules! rounds {
+            ($g:literal, $w:ident) => {{
+                let k = _mm_set_epi32(
+                    K[4 * $g + 3] as i32,
+                    K[4 * $g + 2] as i32,
+                    K[4 * $g + 1] as i32,
+                    K[4 * $g] as i32,
+                );
+                for i in 0..N {
+                    let wk = _mm_add_epi32($w[i], k);
+                    cdgh[i] = _mm_sha256rnds2_epu32(cdgh[i], abef[i], wk);
+                    abef[i] = _mm_sha256rnds2_epu32(abef[i], cdgh[i], _mm_shuffle_epi32(wk, 0x0E));
                 }
-                let wk = _mm_add_epi32(wi[g % 4], k);
-                cdgh[i] = _mm_sha256rnds2_epu32(cdgh[i], abef[i], wk);
-                abef[i] = _mm_sha256rnds2_epu32(abef[i], cdgh[i], _mm_shuffle_epi32(wk, 0x0E));
-            }
+            }};
         }
+        // The next four schedule words, W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16],
+        // replacing the oldest ring slot `$w16` (W[t-16..]); `$w12`, `$w8`, `$w4` hold
+        // W[t-12..], W[t-8..], W[t-4..].
+        macro_rules! schedule {
+            ($w16:ident, $w12:ident, $w8:ident, $w4:ident) => {
+                for i in 0..N {
+                    let m = _mm_sha256msg1_epu32($w16[i], $w12[i]);
+                    let m = _mm_add_epi32(m, _mm_alignr_epi8($w4[i], $w8[i], 4));
+                    $w16[i] = _mm_sha256msg2_epu32(m, $w4[i]);
+                }
+            };
+        }
+
+        rounds!(0, w0);
+        rounds!(1, w1);
+        rounds!(2, w2);
+        rounds!(3, w3);
+        macro_rules! sixteen_rounds {
+            ($($g0:literal, $g1:literal, $g2:literal, $g3:literal);*) => {$(
+                schedule!(w0, w1, w2, w3);
+                rounds!($g0, w0);
+                schedule!(w1, w2, w3, w0);
+                rounds!($g1, w1);
+                schedule!(w2, w3, w0, w1);
+                rounds!($g2, w2);
+                schedule!(w3, w0, w1, w2);
+                rounds!($g3, w3);
+            )*};
+        }
+        sixteen_rounds!(4, 5, 6, 7; 8, 9, 10, 11; 12, 13, 14, 15);
 
         for i in 0..N {
-            let abef = _mm_add_epi32(abef[i], abef0[i]);
-            let cdgh = _mm_add_epi32(cdgh[i], cdgh0[i]);
-            let feba = _mm_shuffle_epi32(abef, 0x1B); // [a b e f]
-            let ghcd = _mm_shuffle_epi32(cdgh, 0xB1); // [g h c d]
+            let feba = _mm_shuffle_epi32(abef[i], 0x1B); // [a b e f]
+            let ghcd = _mm_shuffle_epi32(cdgh[i], 0xB1); // [g h c d]
             let dcba = _mm_blend_epi16(feba, ghcd, 0xF0); // [a b c d]
             let hgfe = _mm_alignr_epi8(ghcd, feba, 8); // [e f g h]
             let (lo, hi) = states[i].split_at_mut(4);
             // SAFETY: `lo` and `hi` are 4 × u32 = 16 bytes each, exclusively borrowed;
-            // unaligned stores.
+            // unaligned loads and stores. Adding the input state re-read from memory (it is
+            // still unmodified) rather than kept in registers eases register pressure.
             unsafe {
-                _mm_storeu_si128(lo.as_mut_ptr().cast(), dcba);
-                _mm_storeu_si128(hi.as_mut_ptr().cast(), hgfe);
+                let dcba0 = _mm_loadu_si128(lo.as_ptr().cast());
+                let hgfe0 = _mm_loadu_si128(hi.as_ptr().cast());
+                _mm_storeu_si128(lo.as_mut_ptr().cast(), _mm_add_epi32(dcba, dcba0));
+                _mm_storeu_si128(hi.as_mut_ptr().cast(), _mm_add_epi32(hgfe, hgfe0));
             }
         }
     }

@@ -6,6 +6,8 @@
 //! `rho || padding`, the SHAKE lanes holding `rho`), so each chain step costs one compression
 //! (SHA-2) or one Keccak-f permutation (SHAKE).
 
+// The SHA-NI kernel: the only unsafe code in the crate (see its "Safety" section).
+#[allow(unsafe_code)]
 mod lanes;
 mod sha2;
 mod shake;

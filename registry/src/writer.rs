@@ -1,0 +1,290 @@
+//! The single writer: every change to a group goes through one thread, which assigns
+//! `seq`s, validates each command against the current state, and commits whatever has
+//! queued up as **one** synced RocksDB batch (group commit). A request is answered only
+//! after its batch is durable; under load, one fsync covers many requests.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use dgsp_core::{Manager, MemberId, Zeta};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::events::Event;
+use crate::log::Entry;
+use crate::store::{Head, MemberView, Store, StoreError};
+
+/// Most commands committed in one batch.
+pub const MAX_GROUP: usize = 1024;
+
+/// Why the writer refused a command.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The username is taken.
+    #[error("username {0:?} is already a member")]
+    DuplicateUsername(String),
+    /// No such member.
+    #[error("unknown member id {0}")]
+    UnknownMember(MemberId),
+    /// The member was revoked.
+    #[error("member {0} is revoked")]
+    Inactive(MemberId),
+    /// Counter overflow.
+    #[error("certificate counter of member {0} would overflow")]
+    CounterOverflow(MemberId),
+    /// The database failed; nothing of this batch was written.
+    #[error("storage: {0}")]
+    Store(#[from] StoreError),
+    /// The writer has stopped (shutdown).
+    #[error("the registry is shutting down")]
+    Stopped,
+}
+
+/// A change requested of the group.
+#[derive(Debug)]
+pub enum Command {
+    /// Admit a member.
+    Join {
+        /// unique username
+        username: String,
+    },
+    /// Reserve counters for certificates (signed afterwards, outside the writer).
+    Issue {
+        /// member
+        id: MemberId,
+        /// SHA3-256 (hex) of each WOTS+ public key to certify
+        wots_pk_digests: Vec<String>,
+    },
+    /// Revoke a member (idempotent).
+    Revoke {
+        /// member
+        id: MemberId,
+    },
+    /// Record an opening (verified before it gets here).
+    Opened {
+        /// the event to log
+        event: Event,
+    },
+    /// Append a signed snapshot or checkpoint.
+    Publish {
+        /// the event to log
+        event: Event,
+    },
+}
+
+/// What a committed command produced.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// `Join`: the new id.
+    Joined {
+        /// entry seq
+        seq: u64,
+        /// member id
+        id: MemberId,
+    },
+    /// `Issue`: the reserved counter range.
+    Reserved {
+        /// entry seq
+        seq: u64,
+        /// member id
+        id: MemberId,
+        /// first counter
+        first: u64,
+        /// number reserved
+        count: u64,
+    },
+    /// `Revoke`: the member's zetas (hex); `seq` of the (first) revocation entry.
+    Revoked {
+        /// entry seq
+        seq: u64,
+        /// member id
+        id: MemberId,
+        /// revoked zetas, hex
+        zetas: Vec<String>,
+        /// true if the member had been revoked before (nothing new was written)
+        already: bool,
+    },
+    /// `Opened` / `Publish`.
+    Appended {
+        /// entry seq
+        seq: u64,
+    },
+}
+
+struct Request {
+    command: Command,
+    idem: Option<String>,
+    reply: oneshot::Sender<Result<Outcome, WriteError>>,
+}
+
+/// A handle to the writer thread; cheap to clone.
+#[derive(Clone)]
+pub struct Writer {
+    tx: mpsc::Sender<Request>,
+}
+
+impl Writer {
+    /// Starts the writer thread over `store`. It stops when every handle is dropped.
+    pub fn start(store: Arc<Store>, manager: Arc<Manager>) -> Result<(Writer, std::thread::JoinHandle<()>), StoreError> {
+        let head = store.head()?;
+        let next_id = store.count("members")?;
+        let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
+        let state = State { store, manager, head, next_id };
+        let handle = std::thread::Builder::new()
+            .name("dgsp-writer".into())
+            .spawn(move || state.run(rx))
+            .expect("spawn writer thread");
+        Ok((Writer { tx }, handle))
+    }
+
+    /// Submits a command and waits until it is durable (or refused). With an idempotency
+    /// key, a repeated command returns the first outcome and changes nothing.
+    pub async fn submit(&self, command: Command, idem: Option<String>) -> Result<Outcome, WriteError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Request { command, idem, reply }).await.map_err(|_| WriteError::Stopped)?;
+        rx.await.map_err(|_| WriteError::Stopped)?
+    }
+}
+
+struct State {
+    store: Arc<Store>,
+    manager: Arc<Manager>,
+    head: Head,
+    next_id: u64,
+}
+
+/// Changes made by earlier commands of the batch being built.
+#[derive(Default)]
+struct Pending {
+    members: HashMap<MemberId, MemberView>,
+    names: HashMap<String, MemberId>,
+    idem: HashMap<String, Outcome>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+impl State {
+    fn run(mut self, mut rx: mpsc::Receiver<Request>) {
+        while let Some(first) = rx.blocking_recv() {
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(r) => group.push(r),
+                    Err(_) => break,
+                }
+            }
+            self.commit_group(group);
+        }
+    }
+
+    fn member(&self, pending: &Pending, id: MemberId) -> Result<MemberView, WriteError> {
+        match pending.members.get(&id) {
+            Some(v) => Ok(v.clone()),
+            None => self.store.member(id)?.ok_or(WriteError::UnknownMember(id)),
+        }
+    }
+
+    fn commit_group(&mut self, group: Vec<Request>) {
+        let mut pending = Pending::default();
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut idem_records = Vec::new();
+        let mut answers = Vec::with_capacity(group.len());
+        let (start_head, start_next_id) = (self.head, self.next_id);
+        for req in group {
+            let result = self.apply(&req, &mut pending, &mut entries);
+            if let (Some(key), Ok(outcome)) = (&req.idem, &result) {
+                if !pending.idem.contains_key(key) {
+                    pending.idem.insert(key.clone(), outcome.clone());
+                    idem_records.push((key.clone(), serde_json::to_vec(outcome).expect("outcomes serialize")));
+                }
+            }
+            answers.push((req.reply, result));
+        }
+        if !entries.is_empty() || !idem_records.is_empty() {
+            if let Err(e) = self.store.commit(&entries, &idem_records) {
+                tracing::error!(error = %e, "commit failed; the batch was not written");
+                self.head = start_head;
+                self.next_id = start_next_id;
+                let msg = e.to_string();
+                for (reply, result) in answers {
+                    let _ = reply.send(match result {
+                        Ok(_) => Err(WriteError::Store(StoreError::Corrupt { what: "commit".into(), reason: msg.clone() })),
+                        Err(e) => Err(e),
+                    });
+                }
+                return;
+            }
+        }
+        for (reply, result) in answers {
+            let _ = reply.send(result);
+        }
+    }
+
+    fn seal(&mut self, event: &Event, entries: &mut Vec<Entry>) -> u64 {
+        let seq = self.head.seq + 1;
+        let e = Entry::seal(seq, now_ms(), event, &self.head.hash);
+        self.head = Head { seq, hash: e.hash_bytes().expect("fresh hash") };
+        entries.push(e);
+        seq
+    }
+
+    fn apply(&mut self, req: &Request, pending: &mut Pending, entries: &mut Vec<Entry>) -> Result<Outcome, WriteError> {
+        if let Some(key) = &req.idem {
+            if let Some(o) = pending.idem.get(key) {
+                return Ok(o.clone());
+            }
+            if let Some(bytes) = self.store.idempotent(key)? {
+                if let Ok(o) = serde_json::from_slice::<Outcome>(&bytes) {
+                    return Ok(o);
+                }
+            }
+        }
+        match &req.command {
+            Command::Join { username } => {
+                if pending.names.contains_key(username) || self.store.id_of(username)?.is_some() {
+                    return Err(WriteError::DuplicateUsername(username.clone()));
+                }
+                let id = self.next_id;
+                let seq = self.seal(&Event::MemberJoined { id, username: username.clone() }, entries);
+                self.next_id += 1;
+                pending.names.insert(username.clone(), id);
+                pending.members.insert(id, MemberView { username: username.clone(), active: true, counter: 0, revoked_at: None });
+                Ok(Outcome::Joined { seq, id })
+            }
+            Command::Issue { id, wots_pk_digests } => {
+                let mut m = self.member(pending, *id)?;
+                if !m.active {
+                    return Err(WriteError::Inactive(*id));
+                }
+                let count = wots_pk_digests.len() as u64;
+                let first = m.counter;
+                m.counter = first.checked_add(count).ok_or(WriteError::CounterOverflow(*id))?;
+                let event = Event::CertificatesIssued { id: *id, first, count, wots_pk_digests: wots_pk_digests.clone() };
+                let seq = self.seal(&event, entries);
+                pending.members.insert(*id, m);
+                Ok(Outcome::Reserved { seq, id: *id, first, count })
+            }
+            Command::Revoke { id } => {
+                let mut m = self.member(pending, *id)?;
+                let zetas: Vec<String> = self.manager.zetas(*id, 0..m.counter).iter().map(|z: &Zeta| hex::encode(z.as_bytes())).collect();
+                if let Some(seq) = m.revoked_at.filter(|_| !m.active) {
+                    return Ok(Outcome::Revoked { seq, id: *id, zetas, already: true });
+                }
+                let event = Event::MemberRevoked { id: *id, counter: m.counter, zetas: zetas.clone() };
+                let seq = self.seal(&event, entries);
+                m.active = false;
+                m.revoked_at = Some(seq);
+                pending.members.insert(*id, m);
+                Ok(Outcome::Revoked { seq, id: *id, zetas, already: false })
+            }
+            Command::Opened { event } | Command::Publish { event } => {
+                let seq = self.seal(event, entries);
+                Ok(Outcome::Appended { seq })
+            }
+        }
+    }
+}
