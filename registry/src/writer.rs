@@ -127,11 +127,19 @@ pub struct Writer {
 
 impl Writer {
     /// Starts the writer thread over `store`. It stops when every handle is dropped.
-    pub fn start(store: Arc<Store>, manager: Arc<Manager>) -> Result<(Writer, std::thread::JoinHandle<()>), StoreError> {
+    pub fn start(
+        store: Arc<Store>,
+        manager: Arc<Manager>,
+    ) -> Result<(Writer, std::thread::JoinHandle<()>), StoreError> {
         let head = store.head()?;
         let next_id = store.count("members")?;
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
-        let state = State { store, manager, head, next_id };
+        let state = State {
+            store,
+            manager,
+            head,
+            next_id,
+        };
         let handle = std::thread::Builder::new()
             .name("dgsp-writer".into())
             .spawn(move || state.run(rx))
@@ -141,9 +149,20 @@ impl Writer {
 
     /// Submits a command and waits until it is durable (or refused). With an idempotency
     /// key, a repeated command returns the first outcome and changes nothing.
-    pub async fn submit(&self, command: Command, idem: Option<String>) -> Result<Outcome, WriteError> {
+    pub async fn submit(
+        &self,
+        command: Command,
+        idem: Option<String>,
+    ) -> Result<Outcome, WriteError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Request { command, idem, reply }).await.map_err(|_| WriteError::Stopped)?;
+        self.tx
+            .send(Request {
+                command,
+                idem,
+                reply,
+            })
+            .await
+            .map_err(|_| WriteError::Stopped)?;
         rx.await.map_err(|_| WriteError::Stopped)?
     }
 }
@@ -164,7 +183,9 @@ struct Pending {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl State {
@@ -199,7 +220,10 @@ impl State {
             if let (Some(key), Ok(outcome)) = (&req.idem, &result) {
                 if !pending.idem.contains_key(key) {
                     pending.idem.insert(key.clone(), outcome.clone());
-                    idem_records.push((key.clone(), serde_json::to_vec(outcome).expect("outcomes serialize")));
+                    idem_records.push((
+                        key.clone(),
+                        serde_json::to_vec(outcome).expect("outcomes serialize"),
+                    ));
                 }
             }
             answers.push((req.reply, result));
@@ -212,7 +236,10 @@ impl State {
                 let msg = e.to_string();
                 for (reply, result) in answers {
                     let _ = reply.send(match result {
-                        Ok(_) => Err(WriteError::Store(StoreError::Corrupt { what: "commit".into(), reason: msg.clone() })),
+                        Ok(_) => Err(WriteError::Store(StoreError::Corrupt {
+                            what: "commit".into(),
+                            reason: msg.clone(),
+                        })),
                         Err(e) => Err(e),
                     });
                 }
@@ -227,12 +254,20 @@ impl State {
     fn seal(&mut self, event: &Event, entries: &mut Vec<Entry>) -> u64 {
         let seq = self.head.seq + 1;
         let e = Entry::seal(seq, now_ms(), event, &self.head.hash);
-        self.head = Head { seq, hash: e.hash_bytes().expect("fresh hash") };
+        self.head = Head {
+            seq,
+            hash: e.hash_bytes().expect("fresh hash"),
+        };
         entries.push(e);
         seq
     }
 
-    fn apply(&mut self, req: &Request, pending: &mut Pending, entries: &mut Vec<Entry>) -> Result<Outcome, WriteError> {
+    fn apply(
+        &mut self,
+        req: &Request,
+        pending: &mut Pending,
+        entries: &mut Vec<Entry>,
+    ) -> Result<Outcome, WriteError> {
         if let Some(key) = &req.idem {
             if let Some(o) = pending.idem.get(key) {
                 return Ok(o.clone());
@@ -249,37 +284,85 @@ impl State {
                     return Err(WriteError::DuplicateUsername(username.clone()));
                 }
                 let id = self.next_id;
-                let seq = self.seal(&Event::MemberJoined { id, username: username.clone() }, entries);
+                let seq = self.seal(
+                    &Event::MemberJoined {
+                        id,
+                        username: username.clone(),
+                    },
+                    entries,
+                );
                 self.next_id += 1;
                 pending.names.insert(username.clone(), id);
-                pending.members.insert(id, MemberView { username: username.clone(), active: true, counter: 0, revoked_at: None });
+                pending.members.insert(
+                    id,
+                    MemberView {
+                        username: username.clone(),
+                        active: true,
+                        counter: 0,
+                        revoked_at: None,
+                    },
+                );
                 Ok(Outcome::Joined { seq, id })
             }
-            Command::Issue { id, wots_pk_digests } => {
+            Command::Issue {
+                id,
+                wots_pk_digests,
+            } => {
                 let mut m = self.member(pending, *id)?;
                 if !m.active {
                     return Err(WriteError::Inactive(*id));
                 }
                 let count = wots_pk_digests.len() as u64;
                 let first = m.counter;
-                m.counter = first.checked_add(count).ok_or(WriteError::CounterOverflow(*id))?;
-                let event = Event::CertificatesIssued { id: *id, first, count, wots_pk_digests: wots_pk_digests.clone() };
+                m.counter = first
+                    .checked_add(count)
+                    .ok_or(WriteError::CounterOverflow(*id))?;
+                let event = Event::CertificatesIssued {
+                    id: *id,
+                    first,
+                    count,
+                    wots_pk_digests: wots_pk_digests.clone(),
+                };
                 let seq = self.seal(&event, entries);
                 pending.members.insert(*id, m);
-                Ok(Outcome::Reserved { seq, id: *id, first, count })
+                Ok(Outcome::Reserved {
+                    seq,
+                    id: *id,
+                    first,
+                    count,
+                })
             }
             Command::Revoke { id } => {
                 let mut m = self.member(pending, *id)?;
-                let zetas: Vec<String> = self.manager.zetas(*id, 0..m.counter).iter().map(|z: &Zeta| hex::encode(z.as_bytes())).collect();
+                let zetas: Vec<String> = self
+                    .manager
+                    .zetas(*id, 0..m.counter)
+                    .iter()
+                    .map(|z: &Zeta| hex::encode(z.as_bytes()))
+                    .collect();
                 if let Some(seq) = m.revoked_at.filter(|_| !m.active) {
-                    return Ok(Outcome::Revoked { seq, id: *id, zetas, already: true });
+                    return Ok(Outcome::Revoked {
+                        seq,
+                        id: *id,
+                        zetas,
+                        already: true,
+                    });
                 }
-                let event = Event::MemberRevoked { id: *id, counter: m.counter, zetas: zetas.clone() };
+                let event = Event::MemberRevoked {
+                    id: *id,
+                    counter: m.counter,
+                    zetas: zetas.clone(),
+                };
                 let seq = self.seal(&event, entries);
                 m.active = false;
                 m.revoked_at = Some(seq);
                 pending.members.insert(*id, m);
-                Ok(Outcome::Revoked { seq, id: *id, zetas, already: false })
+                Ok(Outcome::Revoked {
+                    seq,
+                    id: *id,
+                    zetas,
+                    already: false,
+                })
             }
             Command::Opened { event } | Command::Publish { event } => {
                 let seq = self.seal(event, entries);
