@@ -36,6 +36,9 @@ pub enum WriteError {
     /// The database failed; nothing of this batch was written.
     #[error("storage: {0}")]
     Store(#[from] StoreError),
+    /// The idempotency key was first used for a different request.
+    #[error("idempotency key {0:?} was already used for a different request")]
+    IdempotencyMismatch(String),
     /// The writer has stopped (shutdown).
     #[error("the registry is shutting down")]
     Stopped,
@@ -44,10 +47,10 @@ pub enum WriteError {
 /// A change requested of the group.
 #[derive(Debug)]
 pub enum Command {
-    /// Admit a member.
+    /// Admit members, all or none (one username for a single join).
     Join {
-        /// unique username
-        username: String,
+        /// unique usernames
+        usernames: Vec<String>,
     },
     /// Reserve counters for certificates (signed afterwards, outside the writer).
     Issue {
@@ -77,12 +80,12 @@ pub enum Command {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
-    /// `Join`: the new id.
+    /// `Join`: the new ids, in request order.
     Joined {
-        /// entry seq
+        /// seq of the last entry written
         seq: u64,
-        /// member id
-        id: MemberId,
+        /// member ids
+        ids: Vec<MemberId>,
     },
     /// `Issue`: the reserved counter range.
     Reserved {
@@ -113,9 +116,24 @@ pub enum Outcome {
     },
 }
 
+/// A client's idempotency key and the fingerprint (hash) of the request it names.
+#[derive(Clone, Debug)]
+pub struct Idempotency {
+    /// client-chosen key
+    pub key: String,
+    /// hash of the request body and target, to refuse a key reused for another request
+    pub fingerprint: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct IdemRecord {
+    fingerprint: String,
+    outcome: Outcome,
+}
+
 struct Request {
     command: Command,
-    idem: Option<String>,
+    idem: Option<Idempotency>,
     reply: oneshot::Sender<Result<Outcome, WriteError>>,
 }
 
@@ -152,7 +170,7 @@ impl Writer {
     pub async fn submit(
         &self,
         command: Command,
-        idem: Option<String>,
+        idem: Option<Idempotency>,
     ) -> Result<Outcome, WriteError> {
         let (reply, rx) = oneshot::channel();
         self.tx
@@ -179,7 +197,7 @@ struct State {
 struct Pending {
     members: HashMap<MemberId, MemberView>,
     names: HashMap<String, MemberId>,
-    idem: HashMap<String, Outcome>,
+    idem: HashMap<String, IdemRecord>,
 }
 
 fn now_ms() -> u64 {
@@ -217,13 +235,15 @@ impl State {
         let (start_head, start_next_id) = (self.head, self.next_id);
         for req in group {
             let result = self.apply(&req, &mut pending, &mut entries);
-            if let (Some(key), Ok(outcome)) = (&req.idem, &result) {
-                if !pending.idem.contains_key(key) {
-                    pending.idem.insert(key.clone(), outcome.clone());
-                    idem_records.push((
-                        key.clone(),
-                        serde_json::to_vec(outcome).expect("outcomes serialize"),
-                    ));
+            if let (Some(idem), Ok(outcome)) = (&req.idem, &result) {
+                if !pending.idem.contains_key(&idem.key) {
+                    let record = IdemRecord {
+                        fingerprint: idem.fingerprint.clone(),
+                        outcome: outcome.clone(),
+                    };
+                    let bytes = serde_json::to_vec(&record).expect("records serialize");
+                    idem_records.push((idem.key.clone(), bytes));
+                    pending.idem.insert(idem.key.clone(), record);
                 }
             }
             answers.push((req.reply, result));
@@ -268,41 +288,56 @@ impl State {
         pending: &mut Pending,
         entries: &mut Vec<Entry>,
     ) -> Result<Outcome, WriteError> {
-        if let Some(key) = &req.idem {
-            if let Some(o) = pending.idem.get(key) {
-                return Ok(o.clone());
-            }
-            if let Some(bytes) = self.store.idempotent(key)? {
-                if let Ok(o) = serde_json::from_slice::<Outcome>(&bytes) {
-                    return Ok(o);
+        if let Some(idem) = &req.idem {
+            let stored = match pending.idem.get(&idem.key) {
+                Some(r) => Some(IdemRecord {
+                    fingerprint: r.fingerprint.clone(),
+                    outcome: r.outcome.clone(),
+                }),
+                None => self
+                    .store
+                    .idempotent(&idem.key)?
+                    .and_then(|bytes| serde_json::from_slice::<IdemRecord>(&bytes).ok()),
+            };
+            if let Some(r) = stored {
+                if r.fingerprint != idem.fingerprint {
+                    return Err(WriteError::IdempotencyMismatch(idem.key.clone()));
                 }
+                return Ok(r.outcome);
             }
         }
         match &req.command {
-            Command::Join { username } => {
-                if pending.names.contains_key(username) || self.store.id_of(username)?.is_some() {
-                    return Err(WriteError::DuplicateUsername(username.clone()));
+            Command::Join { usernames } => {
+                let mut seen = std::collections::HashSet::new();
+                for u in usernames {
+                    if !seen.insert(u)
+                        || pending.names.contains_key(u)
+                        || self.store.id_of(u)?.is_some()
+                    {
+                        return Err(WriteError::DuplicateUsername(u.clone()));
+                    }
                 }
-                let id = self.next_id;
-                let seq = self.seal(
-                    &Event::MemberJoined {
+                let mut ids = Vec::with_capacity(usernames.len());
+                let mut seq = self.head.seq;
+                for username in usernames {
+                    let id = self.next_id;
+                    let event = Event::MemberJoined {
                         id,
                         username: username.clone(),
-                    },
-                    entries,
-                );
-                self.next_id += 1;
-                pending.names.insert(username.clone(), id);
-                pending.members.insert(
-                    id,
-                    MemberView {
+                    };
+                    seq = self.seal(&event, entries);
+                    self.next_id += 1;
+                    pending.names.insert(username.clone(), id);
+                    let view = MemberView {
                         username: username.clone(),
                         active: true,
                         counter: 0,
                         revoked_at: None,
-                    },
-                );
-                Ok(Outcome::Joined { seq, id })
+                    };
+                    pending.members.insert(id, view);
+                    ids.push(id);
+                }
+                Ok(Outcome::Joined { seq, ids })
             }
             Command::Issue {
                 id,

@@ -6,15 +6,13 @@ use std::sync::Arc;
 
 use dgsp_core::{Manager, ParamSet};
 use dgsp_registry::store::Store;
-use dgsp_registry::writer::{Command, Outcome, WriteError, Writer};
+use dgsp_registry::writer::{Command, Idempotency, Outcome, WriteError, Writer};
 use rand_chacha::rand_core::SeedableRng;
 
 fn setup(dir: &std::path::Path) -> (Arc<Store>, Writer, Arc<Manager>) {
     let store = Arc::new(Store::open(dir).unwrap());
-    let manager = Arc::new(Manager::generate(
-        ParamSet::Sha2_128f,
-        &mut rand_chacha::ChaCha20Rng::seed_from_u64(1),
-    ));
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+    let manager = Arc::new(Manager::generate(ParamSet::Sha2_128f, &mut rng));
     let (writer, _thread) = Writer::start(store.clone(), manager.clone()).unwrap();
     (store, writer, manager)
 }
@@ -23,26 +21,31 @@ fn digests(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{i:064x}")).collect()
 }
 
+fn join(names: &[&str]) -> Command {
+    Command::Join {
+        usernames: names.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn key(fingerprint: &str) -> Option<Idempotency> {
+    Some(Idempotency {
+        key: "k1".into(),
+        fingerprint: fingerprint.into(),
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_joins_and_issuances_never_collide() {
     let dir = tempfile::tempdir().unwrap();
     let (store, writer, _) = setup(dir.path());
     let joins = (0..200).map(|i| {
         let w = writer.clone();
-        tokio::spawn(async move {
-            w.submit(
-                Command::Join {
-                    username: format!("u{i}"),
-                },
-                None,
-            )
-            .await
-        })
+        tokio::spawn(async move { w.submit(join(&[&format!("u{i}")]), None).await })
     });
     let mut ids = HashSet::new();
     for j in joins {
         match j.await.unwrap().unwrap() {
-            Outcome::Joined { id, .. } => assert!(ids.insert(id)),
+            Outcome::Joined { ids: new, .. } => assert!(ids.insert(new[0])),
             o => panic!("{o:?}"),
         }
     }
@@ -51,16 +54,11 @@ async fn concurrent_joins_and_issuances_never_collide() {
     // 100 concurrent issuances for one member: disjoint counter ranges.
     let issues = (0..100).map(|_| {
         let w = writer.clone();
-        tokio::spawn(async move {
-            w.submit(
-                Command::Issue {
-                    id: 7,
-                    wots_pk_digests: digests(3),
-                },
-                None,
-            )
-            .await
-        })
+        let cmd = Command::Issue {
+            id: 7,
+            wots_pk_digests: digests(3),
+        };
+        tokio::spawn(async move { w.submit(cmd, None).await })
     });
     let mut firsts = Vec::new();
     for i in issues {
@@ -81,61 +79,35 @@ async fn concurrent_joins_and_issuances_never_collide() {
 async fn refusals_write_nothing_and_retries_return_the_first_answer() {
     let dir = tempfile::tempdir().unwrap();
     let (store, writer, manager) = setup(dir.path());
-    let first = writer
-        .submit(
-            Command::Join {
-                username: "alice".into(),
-            },
-            Some("k1".into()),
-        )
-        .await
-        .unwrap();
-    let again = writer
-        .submit(
-            Command::Join {
-                username: "alice".into(),
-            },
-            Some("k1".into()),
-        )
-        .await
-        .unwrap();
+    let first = writer.submit(join(&["alice"]), key("a")).await.unwrap();
+    let again = writer.submit(join(&["alice"]), key("a")).await.unwrap();
     assert_eq!(first, again);
     let head = store.head().unwrap();
+    let reused = writer.submit(join(&["bob"]), key("b")).await;
+    assert!(matches!(reused, Err(WriteError::IdempotencyMismatch(_))));
+    let dup = writer.submit(join(&["alice"]), None).await;
+    assert!(matches!(dup, Err(WriteError::DuplicateUsername(_))));
+    // A bulk join is all or nothing.
+    let bulk = writer.submit(join(&["carol", "alice"]), None).await;
+    assert!(matches!(bulk, Err(WriteError::DuplicateUsername(_))));
+    let twice = writer.submit(join(&["dave", "dave"]), None).await;
+    assert!(matches!(twice, Err(WriteError::DuplicateUsername(_))));
+    assert_eq!(store.id_of("carol").unwrap(), None);
+    let unknown = Command::Issue {
+        id: 9,
+        wots_pk_digests: digests(1),
+    };
     assert!(matches!(
-        writer
-            .submit(
-                Command::Join {
-                    username: "alice".into()
-                },
-                None
-            )
-            .await,
-        Err(WriteError::DuplicateUsername(_))
-    ));
-    assert!(matches!(
-        writer
-            .submit(
-                Command::Issue {
-                    id: 9,
-                    wots_pk_digests: digests(1)
-                },
-                None
-            )
-            .await,
+        writer.submit(unknown, None).await,
         Err(WriteError::UnknownMember(9))
     ));
     assert_eq!(store.head().unwrap(), head, "refusals append nothing");
 
-    writer
-        .submit(
-            Command::Issue {
-                id: 0,
-                wots_pk_digests: digests(4),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    let issue = Command::Issue {
+        id: 0,
+        wots_pk_digests: digests(4),
+    };
+    writer.submit(issue, None).await.unwrap();
     let r1 = writer
         .submit(Command::Revoke { id: 0 }, None)
         .await
@@ -174,16 +146,12 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
         head,
         "revoking twice appends nothing"
     );
+    let late = Command::Issue {
+        id: 0,
+        wots_pk_digests: digests(1),
+    };
     assert!(matches!(
-        writer
-            .submit(
-                Command::Issue {
-                    id: 0,
-                    wots_pk_digests: digests(1)
-                },
-                None
-            )
-            .await,
+        writer.submit(late, None).await,
         Err(WriteError::Inactive(0))
     ));
     assert_eq!(store.count("revoked").unwrap(), 4);
