@@ -128,7 +128,7 @@ impl ParamSet {
 
     /// Whether this is a "fast" (`f`) set.
     pub const fn is_fast(self) -> bool {
-        (self as u8) % 2 == 0
+        (self as u8).is_multiple_of(2)
     }
 
     /// WOTS+ `len1 = 2N`: message digits.
