@@ -7,6 +7,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod api;
+pub mod cli;
 pub mod events;
 pub mod keyfile;
 pub mod log;

@@ -1,16 +1,224 @@
-//! `dgsp-registry`: the manager's event-sourced registry (issue: Registry).
-//!
-//! This binary is a placeholder until its own issue lands: it links `dgsp-core` and reports
-//! the parameter sets it would serve, so the workspace builds end to end.
+//! `dgsp-registry`: see `dgsp-registry --help`.
 
-fn main() {
-    let sets: Vec<&str> = dgsp_core::ParamSet::ALL.iter().map(|p| p.name()).collect();
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use clap::Parser;
+use dgsp_core::{Manager, ManagerSecretKey};
+use dgsp_registry::api::{self, AppState};
+use dgsp_registry::cli::{Cli, Command};
+use dgsp_registry::events::Event;
+use dgsp_registry::keyfile::{self, KdfParams};
+use dgsp_registry::log::Entry;
+use dgsp_registry::store::Store;
+use dgsp_registry::writer::Writer;
+use tracing_subscriber::EnvFilter;
+
+type Fallible = Result<(), String>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    if cli.log_format == "json" {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+    let result = match cli.command {
+        Command::Init { params, data, key } => init(params, &data, &key),
+        Command::Serve {
+            data,
+            listen,
+            key,
+            admin_token,
+            admin_token_file,
+            auditor_token,
+            max_body_bytes,
+        } => serve(
+            &data,
+            listen,
+            &key,
+            admin_token,
+            admin_token_file,
+            auditor_token,
+            max_body_bytes,
+        ),
+        Command::Rebuild { data } => rebuild(&data),
+        Command::Verify { data } => verify(&data),
+        Command::PublicKey { data, key_file } => {
+            let path = key_file.unwrap_or_else(|| data.join("manager.key"));
+            keyfile::read_public(&path)
+                .map_err(|e| e.to_string())
+                .map(|pk| {
+                    println!(
+                        "{}",
+                        base64::engine::general_purpose::STANDARD.encode(pk.to_bytes())
+                    );
+                    println!("fingerprint {}", hex::encode(pk.fingerprint()));
+                })
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open_store(data: &std::path::Path) -> Result<Store, String> {
+    Store::open(&data.join("db")).map_err(|e| format!("{}: {e}", data.display()))
+}
+
+fn init(
+    params: dgsp_core::ParamSet,
+    data: &std::path::Path,
+    key: &dgsp_registry::cli::KeyArgs,
+) -> Fallible {
+    let passphrase = key.passphrase()?;
+    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
+    let store = open_store(data)?;
+    if store.head().map_err(|e| e.to_string())?.seq > 0 {
+        return Err(format!(
+            "{} already holds a group; refusing to overwrite it",
+            data.display()
+        ));
+    }
+    let key_path = key.path(data);
+    tracing::info!(%params, "generating the manager key");
+    let sk = ManagerSecretKey::generate(params, &mut rand_core::OsRng);
+    keyfile::write(&key_path, &sk, passphrase.as_bytes(), KdfParams::default())
+        .map_err(|e| e.to_string())?;
+    let pk = sk.public_key();
+    let genesis = Event::GroupCreated {
+        params,
+        public_key: base64::engine::general_purpose::STANDARD.encode(pk.to_bytes()),
+        fingerprint: hex::encode(pk.fingerprint()),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let entry = Entry::seal(1, now, &genesis, &dgsp_registry::log::GENESIS_PREV);
+    store.commit(&[entry], &[]).map_err(|e| e.to_string())?;
     println!(
-        "{} {} (dgsp-core {}): not implemented yet; parameter sets: {}",
-        env!("CARGO_PKG_NAME"),
-        env!("CARGO_PKG_VERSION"),
-        dgsp_core::VERSION,
-        sets.join(", ")
+        "group created: {params}, fingerprint {}",
+        hex::encode(pk.fingerprint())
     );
-    std::process::exit(2);
+    println!("manager key: {} (encrypted)", key_path.display());
+    Ok(())
+}
+
+/// Loads the manager key and checks it is the key of the group in `store`.
+fn load_manager(
+    data: &std::path::Path,
+    key: &dgsp_registry::cli::KeyArgs,
+    store: &Store,
+) -> Result<Manager, String> {
+    let passphrase = key.passphrase()?;
+    let sk = keyfile::read(&key.path(data), passphrase.as_bytes()).map_err(|e| e.to_string())?;
+    let genesis = store.entry(1).map_err(|e| e.to_string())?.ok_or_else(|| {
+        format!(
+            "{} holds no group: run 'dgsp-registry init' first",
+            data.display()
+        )
+    })?;
+    let expected = hex::encode(sk.public_key().fingerprint());
+    match genesis.event().map_err(|e| e.to_string())? {
+        Event::GroupCreated { fingerprint, .. } if fingerprint == expected => Ok(Manager::new(sk)),
+        _ => Err("the manager key does not belong to the group in this data directory".into()),
+    }
+}
+
+fn token(direct: Option<String>, file: Option<std::path::PathBuf>) -> Result<String, String> {
+    let t = match (direct, file) {
+        (Some(t), _) => t,
+        (None, Some(f)) => std::fs::read_to_string(&f)
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .trim()
+            .to_owned(),
+        (None, None) => {
+            return Err("no admin token: set DGSP_ADMIN_TOKEN or pass --admin-token-file".into())
+        }
+    };
+    if t.len() < 16 {
+        return Err("the admin token must be at least 16 characters".into());
+    }
+    Ok(t)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    data: &std::path::Path,
+    listen: std::net::SocketAddr,
+    key: &dgsp_registry::cli::KeyArgs,
+    admin_token: Option<String>,
+    admin_token_file: Option<std::path::PathBuf>,
+    auditor_token: Option<String>,
+    body_limit: usize,
+) -> Fallible {
+    let admin = token(admin_token, admin_token_file)?;
+    let store = Arc::new(open_store(data)?);
+    let manager = Arc::new(load_manager(data, key, &store)?);
+    let head = store.head().map_err(|e| e.to_string())?;
+    let (writer, writer_thread) =
+        Writer::start(store.clone(), manager.clone()).map_err(|e| e.to_string())?;
+    let state = Arc::new(AppState {
+        store,
+        writer,
+        manager: manager.clone(),
+        admin_token: api::token_hash(&admin),
+        auditor_token: auditor_token.as_deref().map(api::token_hash),
+        metrics: Default::default(),
+    });
+    let app = api::router(state, body_limit);
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("{listen}: {e}"))?;
+        tracing::info!(%listen, params = %manager.params(), head = head.seq, "registry serving");
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    drop(rt);
+    let _ = writer_thread.join();
+    tracing::info!("registry stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term.recv() => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+fn rebuild(data: &std::path::Path) -> Fallible {
+    let mut store = open_store(data)?;
+    let n = store.rebuild().map_err(|e| e.to_string())?;
+    println!("rebuilt the projections from {n} log entries");
+    Ok(())
+}
+
+fn verify(data: &std::path::Path) -> Fallible {
+    let store = open_store(data)?;
+    let head = store.verify_chain().map_err(|e| e.to_string())?;
+    println!(
+        "log verified: {} entries, head {}",
+        head.seq,
+        hex::encode(head.hash)
+    );
+    Ok(())
 }

@@ -1,0 +1,415 @@
+//! The operator's API (bearer admin token): join, issue, revoke, open, member lookup.
+//! Every write accepts an `Idempotency-Key` header: a retry with the same key and request
+//! returns the first answer and changes nothing.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use dgsp_core::{CidStar, MemberId, Signature, WotsPk};
+use serde::{Deserialize, Serialize};
+use sha3::{Digest, Sha3_256};
+use utoipa::ToSchema;
+
+use super::problem::{b64, to_b64, Body, IdPath, Problem};
+use super::{Admin, Shared};
+use crate::events::Event;
+use crate::writer::{Command, Idempotency, Outcome};
+
+/// Most WOTS+ keys certified by one request.
+pub const MAX_ISSUE: usize = 1024;
+/// Most usernames in one bulk join.
+pub const MAX_BULK_JOIN: usize = 10_000;
+/// Longest username, in bytes.
+pub const MAX_USERNAME: usize = 128;
+
+fn idempotency(
+    headers: &HeaderMap,
+    route: &str,
+    body: &impl Serialize,
+) -> Result<Option<Idempotency>, Problem> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 200)
+        .ok_or_else(|| {
+            Problem::bad_field("Idempotency-Key", "1 to 200 visible ASCII characters")
+        })?;
+    let mut h = Sha3_256::new();
+    h.update(route.as_bytes());
+    h.update([0]);
+    h.update(serde_json::to_vec(body).expect("requests serialize"));
+    Ok(Some(Idempotency {
+        key: key.to_owned(),
+        fingerprint: hex::encode(h.finalize()),
+    }))
+}
+
+fn check_username(field: &str, u: &str) -> Result<(), Problem> {
+    if u.is_empty() || u.len() > MAX_USERNAME || u.chars().any(char::is_control) {
+        return Err(Problem::invalid_field(
+            field,
+            format!("a username is 1 to {MAX_USERNAME} bytes without control characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// `POST /admin/v1/members` body.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JoinRequest {
+    /// Unique username.
+    pub username: String,
+}
+
+/// A member as admitted.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct JoinedMember {
+    /// Assigned id.
+    pub id: MemberId,
+    /// Username.
+    pub username: String,
+    /// `cid*` for the member's certificate requests (standard base64, N bytes).
+    pub cid_star: String,
+}
+
+async fn join_many(
+    s: &Shared,
+    usernames: Vec<String>,
+    idem: Option<Idempotency>,
+) -> Result<Vec<JoinedMember>, Problem> {
+    let outcome = s
+        .writer
+        .submit(
+            Command::Join {
+                usernames: usernames.clone(),
+            },
+            idem,
+        )
+        .await?;
+    let Outcome::Joined { ids, .. } = outcome else {
+        return Err(Problem::internal("join", "unexpected writer outcome"));
+    };
+    Ok(ids
+        .into_iter()
+        .zip(usernames)
+        .map(|(id, username)| JoinedMember {
+            id,
+            username,
+            cid_star: to_b64(s.manager.cid_star(id).as_bytes()),
+        })
+        .collect())
+}
+
+/// Admit one member.
+#[utoipa::path(post, path = "/admin/v1/members", tag = "admin", request_body = JoinRequest,
+    responses((status = 201, body = JoinedMember), (status = 409, body = Problem), (status = 422, body = Problem)),
+    security(("admin" = [])))]
+pub async fn join(
+    _: Admin,
+    State(s): State<Shared>,
+    headers: HeaderMap,
+    Body(req): Body<JoinRequest>,
+) -> Result<(StatusCode, Json<JoinedMember>), Problem> {
+    check_username("username", &req.username)?;
+    let idem = idempotency(&headers, "join", &req)?;
+    let mut joined = join_many(&s, vec![req.username], idem).await?;
+    Ok((StatusCode::CREATED, Json(joined.remove(0))))
+}
+
+/// `POST /admin/v1/members/bulk` body.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkJoinRequest {
+    /// Unique usernames; all are admitted or none.
+    pub usernames: Vec<String>,
+}
+
+/// Members admitted together.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BulkJoined {
+    /// In request order.
+    pub members: Vec<JoinedMember>,
+}
+
+/// Admit many members at once, all or none.
+#[utoipa::path(post, path = "/admin/v1/members/bulk", tag = "admin", request_body = BulkJoinRequest,
+    responses((status = 201, body = BulkJoined), (status = 409, body = Problem), (status = 422, body = Problem)),
+    security(("admin" = [])))]
+pub async fn join_bulk(
+    _: Admin,
+    State(s): State<Shared>,
+    headers: HeaderMap,
+    Body(req): Body<BulkJoinRequest>,
+) -> Result<(StatusCode, Json<BulkJoined>), Problem> {
+    if req.usernames.is_empty() || req.usernames.len() > MAX_BULK_JOIN {
+        return Err(Problem::invalid_field(
+            "usernames",
+            format!("1 to {MAX_BULK_JOIN} usernames"),
+        ));
+    }
+    for (i, u) in req.usernames.iter().enumerate() {
+        check_username(&format!("usernames[{i}]"), u)?;
+    }
+    let idem = idempotency(&headers, "join_bulk", &req)?;
+    let members = join_many(&s, req.usernames, idem).await?;
+    Ok((StatusCode::CREATED, Json(BulkJoined { members })))
+}
+
+/// `POST /admin/v1/members/{id}/certificates` body.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueRequest {
+    /// The member's `cid*` (standard base64).
+    pub cid_star: String,
+    /// WOTS+ public keys to certify (standard base64, N bytes each).
+    pub wots_pks: Vec<String>,
+}
+
+/// Certificates, one per requested key, in request order.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Issued {
+    /// Member id.
+    pub id: MemberId,
+    /// Counter value of the first certificate.
+    pub first_counter: u64,
+    /// Encoded certificates (standard base64 of the kind-3 encoding).
+    pub certificates: Vec<String>,
+}
+
+/// Issue certificates for a member's WOTS+ public keys.
+#[utoipa::path(post, path = "/admin/v1/members/{id}/certificates", tag = "admin", request_body = IssueRequest,
+    params(("id" = u64, Path, description = "member id")),
+    responses((status = 200, body = Issued), (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)),
+    security(("admin" = [])))]
+pub async fn issue(
+    _: Admin,
+    State(s): State<Shared>,
+    IdPath(id): IdPath,
+    headers: HeaderMap,
+    Body(req): Body<IssueRequest>,
+) -> Result<Json<Issued>, Problem> {
+    let params = s.manager.params();
+    if req.wots_pks.is_empty() || req.wots_pks.len() > MAX_ISSUE {
+        return Err(Problem::invalid_field(
+            "wots_pks",
+            format!("1 to {MAX_ISSUE} public keys"),
+        ));
+    }
+    let cid_star = CidStar::from_slice(params, &b64("cid_star", &req.cid_star)?)
+        .map_err(|e| Problem::bad_field("cid_star", e.to_string()))?;
+    let mut pks = Vec::with_capacity(req.wots_pks.len());
+    for (i, pk) in req.wots_pks.iter().enumerate() {
+        let field = format!("wots_pks[{i}]");
+        let bytes = b64(&field, pk)?;
+        pks.push(
+            WotsPk::from_slice(params, &bytes)
+                .map_err(|e| Problem::bad_field(&field, e.to_string()))?,
+        );
+    }
+    if s.manager.check_cid_star(id, &cid_star).is_err() {
+        return Err(Problem::new(
+            StatusCode::FORBIDDEN,
+            "cid-star-mismatch",
+            "cid* does not match",
+            format!("cid* is not the one issued to member {id}"),
+        )
+        .at("cid_star"));
+    }
+    let idem = idempotency(&headers, &format!("issue/{id}"), &req)?;
+    let digests = pks
+        .iter()
+        .map(|pk| hex::encode(Sha3_256::digest(pk.as_bytes())))
+        .collect();
+    let outcome = s
+        .writer
+        .submit(
+            Command::Issue {
+                id,
+                wots_pk_digests: digests,
+            },
+            idem,
+        )
+        .await?;
+    let Outcome::Reserved { first, .. } = outcome else {
+        return Err(Problem::internal("issue", "unexpected writer outcome"));
+    };
+    let manager = s.manager.clone();
+    let certs = tokio::task::spawn_blocking(move || manager.certify(id, first, &pks))
+        .await
+        .map_err(|e| Problem::internal("certificate signing", e))?;
+    Ok(Json(Issued {
+        id,
+        first_counter: first,
+        certificates: certs.iter().map(|c| to_b64(&c.to_bytes())).collect(),
+    }))
+}
+
+/// A revocation.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Revoked {
+    /// Member id.
+    pub id: MemberId,
+    /// Log entry of the revocation.
+    pub seq: u64,
+    /// True if the member had already been revoked (nothing changed).
+    pub already_revoked: bool,
+    /// The member's revoked zetas (standard base64, 16 bytes each).
+    pub zetas: Vec<String>,
+}
+
+/// Revoke a member: all of its certificates, for good. Idempotent.
+#[utoipa::path(post, path = "/admin/v1/members/{id}/revoke", tag = "admin",
+    params(("id" = u64, Path, description = "member id")),
+    responses((status = 200, body = Revoked), (status = 404, body = Problem)),
+    security(("admin" = [])))]
+pub async fn revoke(
+    _: Admin,
+    State(s): State<Shared>,
+    IdPath(id): IdPath,
+) -> Result<Json<Revoked>, Problem> {
+    let outcome = s.writer.submit(Command::Revoke { id }, None).await?;
+    let Outcome::Revoked {
+        seq,
+        zetas,
+        already,
+        ..
+    } = outcome
+    else {
+        return Err(Problem::internal("revoke", "unexpected writer outcome"));
+    };
+    let zetas = zetas
+        .iter()
+        .map(|z| to_b64(&hex::decode(z).unwrap_or_default()))
+        .collect();
+    Ok(Json(Revoked {
+        id,
+        seq,
+        already_revoked: already,
+        zetas,
+    }))
+}
+
+/// A member record.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MemberInfo {
+    /// Member id.
+    pub id: MemberId,
+    /// Username.
+    pub username: String,
+    /// False once revoked.
+    pub active: bool,
+    /// Certificates issued.
+    pub certificates_issued: u64,
+    /// Log entry of the revocation, once revoked.
+    pub revoked_at: Option<u64>,
+}
+
+/// Look up a member.
+#[utoipa::path(get, path = "/admin/v1/members/{id}", tag = "admin",
+    params(("id" = u64, Path, description = "member id")),
+    responses((status = 200, body = MemberInfo), (status = 404, body = Problem)),
+    security(("admin" = [])))]
+pub async fn member(
+    _: Admin,
+    State(s): State<Shared>,
+    IdPath(id): IdPath,
+) -> Result<Json<MemberInfo>, Problem> {
+    let m = s
+        .store
+        .member(id)
+        .map_err(|e| Problem::internal("member lookup", e))?
+        .ok_or_else(|| {
+            Problem::new(
+                StatusCode::NOT_FOUND,
+                "unknown-member",
+                "Unknown member",
+                format!("no member with id {id}"),
+            )
+        })?;
+    Ok(Json(MemberInfo {
+        id,
+        username: m.username,
+        active: m.active,
+        certificates_issued: m.counter,
+        revoked_at: m.revoked_at,
+    }))
+}
+
+/// `POST /admin/v1/open` body.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenRequest {
+    /// The signed message (standard base64).
+    pub message: String,
+    /// The signature (standard base64 of its encoding).
+    pub signature: String,
+}
+
+/// The signer of a signature, with what a third party needs to judge the claim.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Opened {
+    /// Signer's member id.
+    pub id: MemberId,
+    /// Signer's username.
+    pub username: String,
+    /// Which of the signer's certificates was used.
+    pub counter: u64,
+    /// Opening proof (standard base64, N bytes): give it with `id` to `POST /v1/judge`.
+    pub pi: String,
+    /// Log entry recording the opening.
+    pub seq: u64,
+}
+
+/// Open a valid signature to its signer (refuses invalid ones). The opening is logged.
+#[utoipa::path(post, path = "/admin/v1/open", tag = "admin", request_body = OpenRequest,
+    responses((status = 200, body = Opened), (status = 400, body = Problem), (status = 422, body = Problem)),
+    security(("admin" = [])))]
+pub async fn open(
+    _: Admin,
+    State(s): State<Shared>,
+    Body(req): Body<OpenRequest>,
+) -> Result<Json<Opened>, Problem> {
+    let message = b64("message", &req.message)?;
+    let sig = Signature::from_bytes(&b64("signature", &req.signature)?)
+        .map_err(|e| Problem::bad_field("signature", e.to_string()))?;
+    let manager = s.manager.clone();
+    let (sig, message, opening) = tokio::task::spawn_blocking(move || {
+        let o = manager.open(&message, &sig);
+        (sig, message, o)
+    })
+    .await
+    .map_err(|e| Problem::internal("open", e))?;
+    let opening = opening.map_err(|e| {
+        Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-signature",
+            "Signature does not verify",
+            format!("{e}: only valid signatures are opened"),
+        )
+        .at("signature")
+    })?;
+    let m = s
+        .store
+        .member(opening.id)
+        .map_err(|e| Problem::internal("member lookup", e))?;
+    let event = Event::SignatureOpened {
+        signature: to_b64(&sig.to_bytes()),
+        message_digest: hex::encode(Sha3_256::digest(&message)),
+        id: opening.id,
+        pi: hex::encode(opening.pi.as_bytes()),
+    };
+    let Outcome::Appended { seq } = s.writer.submit(Command::Opened { event }, None).await? else {
+        return Err(Problem::internal("open", "unexpected writer outcome"));
+    };
+    Ok(Json(Opened {
+        id: opening.id,
+        username: m.map(|m| m.username).unwrap_or_default(),
+        counter: opening.counter,
+        pi: to_b64(opening.pi.as_bytes()),
+        seq,
+    }))
+}

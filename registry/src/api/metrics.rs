@@ -1,0 +1,91 @@
+//! Prometheus metrics in the text exposition format.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::Shared;
+
+/// `(method, route, status)`.
+type RequestKey = (String, String, u16);
+
+/// Request counters and latency sums (seconds) per method, route and status.
+#[derive(Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<RequestKey, (u64, f64)>>,
+}
+
+/// Middleware: counts every request by method, matched route and status.
+pub async fn track(State(s): State<Shared>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = req.method().as_str().to_owned();
+    let start = Instant::now();
+    let resp = next.run(req).await;
+    let secs = start.elapsed().as_secs_f64();
+    if let Ok(mut m) = s.metrics.requests.lock() {
+        let e = m
+            .entry((method, route, resp.status().as_u16()))
+            .or_default();
+        e.0 += 1;
+        e.1 += secs;
+    }
+    resp
+}
+
+/// `GET /metrics`.
+pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
+    let mut out = String::new();
+    out.push_str("# HELP dgsp_registry_http_requests_total HTTP requests by route and status.\n");
+    out.push_str("# TYPE dgsp_registry_http_requests_total counter\n");
+    let snapshot: Vec<_> = s
+        .metrics
+        .requests
+        .lock()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
+        .unwrap_or_default();
+    for ((method, route, status), (n, _)) in &snapshot {
+        out.push_str(&format!(
+            "dgsp_registry_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}\n"
+        ));
+    }
+    out.push_str("# HELP dgsp_registry_http_request_seconds_sum Time spent answering, by route and status.\n");
+    out.push_str("# TYPE dgsp_registry_http_request_seconds_sum counter\n");
+    for ((method, route, status), (_, secs)) in &snapshot {
+        out.push_str(&format!(
+            "dgsp_registry_http_request_seconds_sum{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {secs}\n"
+        ));
+    }
+    let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n"
+        ));
+    };
+    let head = s.store.head().map(|h| h.seq).unwrap_or(0);
+    gauge(
+        &mut out,
+        "dgsp_registry_log_head_seq",
+        "Sequence number of the last log entry.",
+        head,
+    );
+    gauge(
+        &mut out,
+        "dgsp_registry_members",
+        "Members ever joined.",
+        s.store.count("members").unwrap_or(0),
+    );
+    gauge(
+        &mut out,
+        "dgsp_registry_revoked_zetas",
+        "Revoked certificate serial numbers.",
+        s.store.count("revoked").unwrap_or(0),
+    );
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+}

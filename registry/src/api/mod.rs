@@ -1,0 +1,162 @@
+//! The registry's HTTP API (axum): the admin API for the operator (bearer token), the public
+//! API (group info, log feed), health, readiness and Prometheus metrics.
+
+pub mod admin;
+pub mod metrics;
+pub mod problem;
+pub mod public;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use axum::middleware;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::Router;
+use dgsp_core::Manager;
+use sha3::{Digest, Sha3_256};
+use subtle::ConstantTimeEq;
+
+use crate::store::Store;
+use crate::writer::Writer;
+use problem::Problem;
+
+/// Default request body limit (a bulk join or a large CSR fits; a flood does not).
+pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
+
+/// Everything a handler needs.
+pub struct AppState {
+    /// the database
+    pub store: Arc<Store>,
+    /// the single writer
+    pub writer: Writer,
+    /// the group manager (secret key)
+    pub manager: Arc<Manager>,
+    /// SHA3-256 of the admin token
+    pub admin_token: [u8; 32],
+    /// SHA3-256 of the auditor token, if one is configured
+    pub auditor_token: Option<[u8; 32]>,
+    /// request and write counters
+    pub metrics: metrics::Metrics,
+}
+
+/// Shared state handle.
+pub type Shared = Arc<AppState>;
+
+/// Hashes a token for constant-time comparison (equal lengths whatever the input).
+pub fn token_hash(token: &str) -> [u8; 32] {
+    Sha3_256::digest(token.as_bytes()).into()
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+fn matches(expected: &[u8; 32], presented: Option<&str>) -> bool {
+    presented.is_some_and(|t| bool::from(token_hash(t).ct_eq(expected)))
+}
+
+/// Extractor: the request carries the admin token.
+pub struct Admin;
+
+impl FromRequestParts<Shared> for Admin {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Problem> {
+        if matches(&state.admin_token, bearer(parts)) {
+            Ok(Admin)
+        } else {
+            Err(Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "Admin token required",
+                "send the admin token as 'Authorization: Bearer <token>'",
+            ))
+        }
+    }
+}
+
+/// Extractor: whether the request carries the auditor (or admin) token.
+pub struct Auditor(pub bool);
+
+impl FromRequestParts<Shared> for Auditor {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Problem> {
+        let presented = bearer(parts);
+        if presented.is_none() {
+            return Ok(Auditor(false));
+        }
+        let ok = matches(&state.admin_token, presented)
+            || state
+                .auditor_token
+                .as_ref()
+                .is_some_and(|t| matches(t, presented));
+        if ok {
+            Ok(Auditor(true))
+        } else {
+            Err(Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "Unknown token",
+                "the bearer token is neither the auditor nor the admin token; omit it for the public view",
+            ))
+        }
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
+    match s.store.head() {
+        Ok(head) => (StatusCode::OK, format!("ready: log head {}\n", head.seq)).into_response(),
+        Err(e) => Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not-ready",
+            "Not ready",
+            format!("store unavailable: {e}"),
+        )
+        .into_response(),
+    }
+}
+
+async fn not_found() -> Problem {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        "No such route",
+        "see /openapi.json",
+    )
+}
+
+/// The whole router.
+pub fn router(state: Shared, body_limit: usize) -> Router {
+    Router::new()
+        .route("/admin/v1/members", post(admin::join))
+        .route("/admin/v1/members/bulk", post(admin::join_bulk))
+        .route("/admin/v1/members/{id}", get(admin::member))
+        .route("/admin/v1/members/{id}/certificates", post(admin::issue))
+        .route("/admin/v1/members/{id}/revoke", post(admin::revoke))
+        .route("/admin/v1/open", post(admin::open))
+        .route("/v1/group", get(public::group))
+        .route("/v1/log/entries", get(public::entries))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics::render))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .with_state(state)
+}

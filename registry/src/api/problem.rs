@@ -1,0 +1,266 @@
+//! RFC 9457 problem details: every error answer is `application/problem+json` with a stable
+//! `type`, and bad input names the offending field.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::writer::WriteError;
+
+/// An error answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    /// Stable identifier of the problem kind, `urn:dgsp:problem:<slug>`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Short human summary of the kind.
+    pub title: String,
+    /// HTTP status.
+    pub status: u16,
+    /// What went wrong in this request.
+    pub detail: String,
+    /// The request field at fault, when there is one (`wots_pks[3]`, `username`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl Problem {
+    /// A problem of kind `slug`.
+    pub fn new(status: StatusCode, slug: &str, title: &str, detail: impl Into<String>) -> Self {
+        Problem {
+            kind: format!("urn:dgsp:problem:{slug}"),
+            title: title.into(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            field: None,
+        }
+    }
+
+    /// Names the field at fault.
+    pub fn at(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// 400: a field is malformed.
+    pub fn bad_field(field: &str, detail: impl Into<String>) -> Self {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "malformed-field",
+            "Malformed field",
+            detail,
+        )
+        .at(field)
+    }
+
+    /// 422: a field is well-formed but not acceptable.
+    pub fn invalid_field(field: &str, detail: impl Into<String>) -> Self {
+        Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-field",
+            "Invalid field",
+            detail,
+        )
+        .at(field)
+    }
+
+    /// 500 without internals (they go to the log).
+    pub fn internal(context: &str, err: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %err, "{context}");
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Internal error",
+            format!("{context}; the registry logged the cause"),
+        )
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = (status, Json(&self)).into_response();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+impl From<WriteError> for Problem {
+    fn from(e: WriteError) -> Self {
+        match &e {
+            WriteError::DuplicateUsername(_) => Problem::new(
+                StatusCode::CONFLICT,
+                "duplicate-username",
+                "Username taken",
+                e.to_string(),
+            )
+            .at("username"),
+            WriteError::UnknownMember(_) => Problem::new(
+                StatusCode::NOT_FOUND,
+                "unknown-member",
+                "Unknown member",
+                e.to_string(),
+            ),
+            WriteError::Inactive(_) => Problem::new(
+                StatusCode::CONFLICT,
+                "member-revoked",
+                "Member revoked",
+                format!("{e}: no more certificates can be issued"),
+            ),
+            WriteError::CounterOverflow(_) => Problem::invalid_field("wots_pks", e.to_string()),
+            WriteError::IdempotencyMismatch(_) => Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency-key-reused",
+                "Idempotency key reused",
+                e.to_string(),
+            )
+            .at("Idempotency-Key"),
+            WriteError::Stopped => Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting-down",
+                "Shutting down",
+                e.to_string(),
+            ),
+            WriteError::Store(err) => Problem::internal("the write could not be stored", err),
+        }
+    }
+}
+
+/// A JSON request body whose every rejection is a [`Problem`] naming the field.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Body(v)),
+            Err(rej) => Err(from_rejection(rej)),
+        }
+    }
+}
+
+fn from_rejection(rej: JsonRejection) -> Problem {
+    let text = rej.body_text();
+    match rej {
+        JsonRejection::JsonDataError(_) => {
+            // axum reports "...target type: <path>: <serde message>".
+            let detail = text
+                .split_once("target type: ")
+                .map_or(text.as_str(), |(_, d)| d);
+            let field = detail.split_once(": ").map(|(f, _)| f.to_owned());
+            let mut p = Problem::new(
+                StatusCode::BAD_REQUEST,
+                "malformed-json",
+                "Malformed request body",
+                detail,
+            );
+            p.field = field.filter(|f| !f.contains(' ') && f != ".");
+            p
+        }
+        JsonRejection::JsonSyntaxError(_) => Problem::new(
+            StatusCode::BAD_REQUEST,
+            "malformed-json",
+            "Malformed request body",
+            text,
+        ),
+        JsonRejection::MissingJsonContentType(_) => Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "Expected application/json",
+            text,
+        ),
+        other => {
+            let status = other.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                Problem::new(status, "body-too-large", "Request body too large", text)
+            } else {
+                Problem::new(status, "unreadable-body", "Unreadable request body", text)
+            }
+        }
+    }
+}
+
+/// Decodes a standard-base64 field, naming it on failure.
+pub fn b64(field: &str, value: &str) -> Result<Vec<u8>, Problem> {
+    B64.decode(value)
+        .map_err(|e| Problem::bad_field(field, format!("not standard base64: {e}")))
+}
+
+/// Standard base64 with padding.
+pub fn to_b64(bytes: &[u8]) -> String {
+    B64.encode(bytes)
+}
+
+/// Query parameters whose rejection is a [`Problem`].
+pub struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for Params<T> {
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Problem> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Params(q.0))
+            .map_err(|rej| {
+                let text = rej.body_text();
+                let detail = text
+                    .split_once("query string: ")
+                    .map_or(text.as_str(), |(_, d)| d)
+                    .to_owned();
+                let field = detail
+                    .split_once(':')
+                    .map(|(f, _)| f.trim().to_owned())
+                    .filter(|f| !f.contains(' '));
+                let mut p = Problem::new(
+                    StatusCode::BAD_REQUEST,
+                    "malformed-query",
+                    "Malformed query string",
+                    detail,
+                );
+                p.field = field;
+                p
+            })
+    }
+}
+
+/// A path member id whose rejection is a [`Problem`] naming `id`.
+pub struct IdPath(pub u64);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for IdPath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Problem> {
+        axum::extract::Path::<u64>::from_request_parts(parts, state)
+            .await
+            .map(|p| IdPath(p.0))
+            .map_err(|rej| {
+                Problem::bad_field(
+                    "id",
+                    format!(
+                        "member id must be an unsigned integer ({})",
+                        rej.body_text()
+                    ),
+                )
+            })
+    }
+}
