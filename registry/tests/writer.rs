@@ -9,12 +9,27 @@ use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Idempotency, Outcome, WriteError, Writer};
 use rand_chacha::rand_core::SeedableRng;
 
-fn setup(dir: &std::path::Path) -> (Arc<Store>, Writer, Arc<Manager>) {
+type Setup = (
+    Arc<Store>,
+    Writer,
+    Arc<Manager>,
+    std::thread::JoinHandle<()>,
+);
+
+fn setup(dir: &std::path::Path) -> Setup {
     let store = Arc::new(Store::open(dir).unwrap());
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     let manager = Arc::new(Manager::generate(ParamSet::Sha2_128f, &mut rng));
-    let (writer, _thread) = Writer::start(store.clone(), manager.clone()).unwrap();
-    (store, writer, manager)
+    let (writer, thread) = Writer::start(store.clone(), manager.clone()).unwrap();
+    (store, writer, manager, thread)
+}
+
+/// Drops the last writer handle and waits for the thread, so RocksDB closes before exit.
+async fn stop(writer: Writer, thread: std::thread::JoinHandle<()>) {
+    drop(writer);
+    tokio::task::spawn_blocking(move || thread.join().unwrap())
+        .await
+        .unwrap();
 }
 
 fn digests(n: usize) -> Vec<String> {
@@ -37,7 +52,7 @@ fn key(fingerprint: &str) -> Option<Idempotency> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_joins_and_issuances_never_collide() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, writer, _) = setup(dir.path());
+    let (store, writer, _, thread) = setup(dir.path());
     let joins = (0..200).map(|i| {
         let w = writer.clone();
         tokio::spawn(async move { w.submit(join(&[&format!("u{i}")]), None).await })
@@ -73,12 +88,13 @@ async fn concurrent_joins_and_issuances_never_collide() {
     assert_eq!(firsts, (0..100).map(|k| 3 * k).collect::<Vec<_>>());
     assert_eq!(store.member(7).unwrap().unwrap().counter, 300);
     assert_eq!(store.verify_chain().unwrap().seq, 300);
+    stop(writer, thread).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_write_nothing_and_retries_return_the_first_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, writer, manager) = setup(dir.path());
+    let (store, writer, manager, thread) = setup(dir.path());
     let first = writer.submit(join(&["alice"]), key("a")).await.unwrap();
     let again = writer.submit(join(&["alice"]), key("a")).await.unwrap();
     assert_eq!(first, again);
@@ -155,4 +171,5 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
         Err(WriteError::Inactive(0))
     ));
     assert_eq!(store.count("revoked").unwrap(), 4);
+    stop(writer, thread).await;
 }

@@ -1,0 +1,423 @@
+//! The registry over real HTTP on loopback: a member's whole flow through the admin API,
+//! and the bad-input table (each refusal is problem+json and leaves the log unchanged).
+
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_core::{Certificate, CidStar, InMemoryRevokedList, Manager, MemberKey, ParamSet};
+use dgsp_registry::api::{self, AppState};
+use dgsp_registry::events::Event;
+use dgsp_registry::log::{Entry, GENESIS_PREV};
+use dgsp_registry::store::Store;
+use dgsp_registry::writer::Writer;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+const ADMIN: &str = "admin-token-for-tests";
+const AUDITOR: &str = "auditor-token-for-tests";
+
+struct Registry {
+    url: String,
+    client: reqwest::Client,
+    store: Arc<Store>,
+    manager: Arc<Manager>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<()>,
+    writer: std::thread::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(body_limit: usize) -> Registry {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let manager = Arc::new(Manager::generate(
+        ParamSet::Sha2_128f,
+        &mut ChaCha20Rng::seed_from_u64(3),
+    ));
+    let pk = manager.public_key();
+    let genesis = Event::GroupCreated {
+        params: pk.params(),
+        public_key: B64.encode(pk.to_bytes()),
+        fingerprint: hex::encode(pk.fingerprint()),
+    };
+    store
+        .commit(&[Entry::seal(1, 1, &genesis, &GENESIS_PREV)], &[])
+        .unwrap();
+    let (writer, writer_thread) = Writer::start(store.clone(), manager.clone()).unwrap();
+    let state = Arc::new(AppState {
+        store: store.clone(),
+        writer,
+        manager: manager.clone(),
+        admin_token: api::token_hash(ADMIN),
+        auditor_token: Some(api::token_hash(AUDITOR)),
+        metrics: Default::default(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, api::router(state, body_limit))
+            .with_graceful_shutdown(async {
+                stopped.await.ok();
+            })
+            .await
+            .unwrap();
+    });
+    Registry {
+        url,
+        client: reqwest::Client::new(),
+        store,
+        manager,
+        stop,
+        server,
+        writer: writer_thread,
+        _dir: dir,
+    }
+}
+
+impl Registry {
+    /// Stops like `serve` does: the server drains, the writer thread ends, RocksDB closes.
+    async fn shutdown(self) {
+        let _ = self.stop.send(());
+        self.server.await.unwrap();
+        drop(self.client);
+        tokio::task::spawn_blocking(move || self.writer.join().unwrap())
+            .await
+            .unwrap();
+        drop(self.store);
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(ADMIN)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        if status.is_client_error() || status.is_server_error() {
+            assert_eq!(
+                r.headers()["content-type"],
+                "application/problem+json",
+                "{path}"
+            );
+        }
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn raw(&self, path: &str, body: &'static str) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(ADMIN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_gets_certificates_signs_and_is_opened_and_revoked() {
+    let reg = start(api::DEFAULT_BODY_LIMIT).await;
+    let params = ParamSet::Sha2_128f;
+    let (status, joined) = reg
+        .post("/admin/v1/members", &json!({"username": "alice"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let id = joined["id"].as_u64().unwrap();
+    let cid_star = CidStar::from_slice(
+        params,
+        &B64.decode(joined["cid_star"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+
+    let member = MemberKey::generate(params, id, cid_star, &mut ChaCha20Rng::seed_from_u64(9));
+    let items = member.csr(3, &mut ChaCha20Rng::seed_from_u64(10));
+    let pks: Vec<String> = items
+        .iter()
+        .map(|i| B64.encode(i.wots_pk().as_bytes()))
+        .collect();
+    let body = json!({"cid_star": joined["cid_star"], "wots_pks": pks});
+    let (status, issued) = reg
+        .post(&format!("/admin/v1/members/{id}/certificates"), &body)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{issued}");
+    let certs: Vec<Certificate> = issued["certificates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| Certificate::from_bytes(&B64.decode(c.as_str().unwrap()).unwrap()).unwrap())
+        .collect();
+    let key = member
+        .import(
+            reg.manager.public_key(),
+            items.into_iter().nth(2).unwrap(),
+            &certs[2],
+        )
+        .unwrap();
+    let sig = key.sign(b"invoice 42");
+    reg.manager
+        .public_key()
+        .verify(b"invoice 42", &sig, &InMemoryRevokedList::new())
+        .unwrap();
+
+    let body =
+        json!({"message": B64.encode(b"invoice 42"), "signature": B64.encode(sig.to_bytes())});
+    let (status, opened) = reg.post("/admin/v1/open", &body).await;
+    assert_eq!(status, StatusCode::OK, "{opened}");
+    assert_eq!(
+        (
+            opened["id"].as_u64(),
+            opened["username"].as_str(),
+            opened["counter"].as_u64()
+        ),
+        (Some(id), Some("alice"), Some(2))
+    );
+    let pi =
+        dgsp_core::Pi::from_slice(params, &B64.decode(opened["pi"].as_str().unwrap()).unwrap())
+            .unwrap();
+    reg.manager
+        .public_key()
+        .judge(b"invoice 42", &sig, id, &pi)
+        .unwrap();
+
+    let (status, revoked) = reg
+        .post(&format!("/admin/v1/members/{id}/revoke"), &json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(revoked["zetas"].as_array().unwrap().len(), 3);
+    assert!(reg.store.is_revoked(sig.zeta()).unwrap());
+
+    // The public feed hides usernames; the auditor token reveals them; the chain verifies.
+    let public: Value = reg
+        .client
+        .get(format!("{}/v1/log/entries", reg.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(!public.to_string().contains("alice"));
+    let audited: Value = reg
+        .client
+        .get(format!("{}/v1/log/entries", reg.url))
+        .bearer_auth(AUDITOR)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(audited.to_string().contains("alice"));
+    let entries: Vec<Entry> = serde_json::from_value(public["entries"].clone()).unwrap();
+    let mut prev = (0, GENESIS_PREV);
+    for e in &entries {
+        e.check(prev.0, &prev.1).unwrap();
+        prev = (e.seq, e.hash_bytes().unwrap());
+    }
+    assert_eq!(prev.0, reg.store.head().unwrap().seq);
+    reg.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_with_problem_json_and_changes_nothing() {
+    let reg = start(64 * 1024).await;
+    let (_, alice) = reg
+        .post("/admin/v1/members", &json!({"username": "alice"}))
+        .await;
+    let (_, bob) = reg
+        .post("/admin/v1/members", &json!({"username": "bob"}))
+        .await;
+    let pk16 = B64.encode([7u8; 16]);
+    let issue = |cid: &Value| json!({"cid_star": cid, "wots_pks": [pk16]});
+    reg.post("/admin/v1/members/0/revoke", &json!({})).await;
+    let head = reg.store.head().unwrap();
+
+    let cases: Vec<(&str, Value, StatusCode, Option<&str>)> = vec![
+        (
+            "/admin/v1/members",
+            json!({"username": "alice"}),
+            StatusCode::CONFLICT,
+            Some("username"),
+        ),
+        (
+            "/admin/v1/members",
+            json!({"username": ""}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("username"),
+        ),
+        (
+            "/admin/v1/members",
+            json!({"name": "x"}),
+            StatusCode::BAD_REQUEST,
+            None,
+        ),
+        (
+            "/admin/v1/members/bulk",
+            json!({"usernames": ["carol", "bob"]}),
+            StatusCode::CONFLICT,
+            Some("username"),
+        ),
+        (
+            "/admin/v1/members/bulk",
+            json!({"usernames": ["ok", "\u{7}"]}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("usernames[1]"),
+        ),
+        (
+            "/admin/v1/members/99/certificates",
+            issue(&bob["cid_star"]),
+            StatusCode::FORBIDDEN,
+            Some("cid_star"),
+        ),
+        (
+            "/admin/v1/members/1/certificates",
+            issue(&alice["cid_star"]),
+            StatusCode::FORBIDDEN,
+            Some("cid_star"),
+        ),
+        (
+            "/admin/v1/members/0/certificates",
+            issue(&alice["cid_star"]),
+            StatusCode::CONFLICT,
+            None,
+        ),
+        (
+            "/admin/v1/members/1/certificates",
+            json!({"cid_star": "***", "wots_pks": [pk16]}),
+            StatusCode::BAD_REQUEST,
+            Some("cid_star"),
+        ),
+        (
+            "/admin/v1/members/1/certificates",
+            json!({"cid_star": bob["cid_star"], "wots_pks": ["AAAA"]}),
+            StatusCode::BAD_REQUEST,
+            Some("wots_pks[0]"),
+        ),
+        (
+            "/admin/v1/members/1/certificates",
+            json!({"cid_star": bob["cid_star"], "wots_pks": []}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("wots_pks"),
+        ),
+        (
+            "/admin/v1/members/x/certificates",
+            issue(&bob["cid_star"]),
+            StatusCode::BAD_REQUEST,
+            Some("id"),
+        ),
+        (
+            "/admin/v1/members/99/revoke",
+            json!({}),
+            StatusCode::NOT_FOUND,
+            None,
+        ),
+        (
+            "/admin/v1/open",
+            json!({"message": "aGk=", "signature": "AAAA"}),
+            StatusCode::BAD_REQUEST,
+            Some("signature"),
+        ),
+        (
+            "/admin/v1/open",
+            json!({"message": "%%", "signature": "AAAA"}),
+            StatusCode::BAD_REQUEST,
+            Some("message"),
+        ),
+    ];
+    for (path, body, status, field) in cases {
+        let (got, problem) = reg.post(path, &body).await;
+        assert_eq!(got, status, "{path} {body}: {problem}");
+        assert_eq!(problem["status"], status.as_u16());
+        assert!(problem["type"]
+            .as_str()
+            .unwrap()
+            .starts_with("urn:dgsp:problem:"));
+        if let Some(f) = field {
+            assert_eq!(problem["field"], f, "{path} {body}: {problem}");
+        }
+    }
+    let (status, p) = reg.raw("/admin/v1/members", "{\"username\": ").await;
+    assert_eq!(
+        (status, p["type"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("urn:dgsp:problem:malformed-json")
+        )
+    );
+    let big = format!(
+        "{{\"usernames\": [{}]}}",
+        vec!["\"abcdefgh\""; 10_000].join(",")
+    );
+    let r = reg
+        .client
+        .post(format!("{}/admin/v1/members/bulk", reg.url))
+        .bearer_auth(ADMIN)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let r = reg
+        .client
+        .post(format!("{}/admin/v1/members", reg.url))
+        .json(&json!({"username": "eve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = reg
+        .client
+        .post(format!("{}/admin/v1/members", reg.url))
+        .bearer_auth("wrong-token-wrong-token")
+        .json(&json!({"username": "eve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+
+    assert_eq!(
+        reg.store.head().unwrap(),
+        head,
+        "no refusal appended anything"
+    );
+    // Revoking twice is idempotent: same answer, nothing appended.
+    let (status, again) = reg.post("/admin/v1/members/0/revoke", &json!({})).await;
+    assert_eq!(
+        (status, again["already_revoked"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
+    assert_eq!(reg.store.head().unwrap(), head);
+    reg.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_returns_the_first_answer() {
+    let reg = start(api::DEFAULT_BODY_LIMIT).await;
+    let send = |name: &'static str, key: &'static str| {
+        reg.client
+            .post(format!("{}/admin/v1/members", reg.url))
+            .bearer_auth(ADMIN)
+            .header("idempotency-key", key)
+            .json(&json!({"username": name}))
+            .send()
+    };
+    let a: Value = send("zoe", "req-1").await.unwrap().json().await.unwrap();
+    let b: Value = send("zoe", "req-1").await.unwrap().json().await.unwrap();
+    assert_eq!(a, b);
+    let head = reg.store.head().unwrap();
+    let c = send("yan", "req-1").await.unwrap();
+    assert_eq!(c.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(reg.store.head().unwrap(), head);
+    reg.shutdown().await;
+}
