@@ -1,0 +1,301 @@
+//! [`RevocationSet`]: the sorted set of revoked zetas in 4096 buckets, its root, inserts that
+//! rehash only what changed, and proof generation.
+
+use core::fmt;
+
+use rayon::prelude::*;
+
+use crate::values::Zeta;
+
+use super::bucket::Bucket;
+use super::error::SetError;
+use super::hasher::{top_leaf_hash, Hash};
+use super::proof::{InclusionProof, LeafOpening, NonMembershipProof, RevocationProof};
+use super::tree::Layers;
+use super::{bucket_of, BUCKET_COUNT, TOP_DEPTH};
+
+/// Top leaves hashed per rayon task.
+const TOP_LEAVES_PER_TASK: usize = 512;
+/// New zetas above which sorting them runs in parallel.
+const PARALLEL_SORT: usize = 1 << 14;
+
+/// The committed set of revoked zetas (commitment format v1, `docs/revocation-proofs.md`).
+///
+/// Zetas are kept sorted in 4096 buckets by their first 12 bits; each bucket has a Merkle
+/// tree over its leaves and a top tree commits to every bucket's root, start and count.
+/// Insert-only: nothing is ever removed, so every later root still contains every zeta.
+///
+/// Memory is about 80 bytes per zeta (16 for the zeta, 32 for its leaf hash, about 32 for
+/// the nodes above); see [`memory_bytes`](Self::memory_bytes).
+#[derive(Clone)]
+pub struct RevocationSet {
+    /// Exactly [`BUCKET_COUNT`] buckets.
+    buckets: Vec<Bucket>,
+    /// `starts[b]` = number of zetas in buckets `< b`.
+    starts: Vec<u64>,
+    /// Tree over the [`BUCKET_COUNT`] top leaves.
+    top: Layers,
+    len: u64,
+}
+
+impl Default for RevocationSet {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for RevocationSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RevocationSet({} zetas, root ", self.len)?;
+        for b in &self.root()[..8] {
+            write!(f, "{b:02x}")?;
+        }
+        f.write_str("..)")
+    }
+}
+
+impl FromIterator<Zeta> for RevocationSet {
+    /// Sorts and deduplicates, then builds in parallel (see [`RevocationSet::from_zetas`]).
+    fn from_iter<I: IntoIterator<Item = Zeta>>(iter: I) -> Self {
+        Self::from_zetas(iter)
+    }
+}
+
+impl RevocationSet {
+    /// The empty set.
+    pub fn new() -> Self {
+        Self::from_buckets(vec![Bucket::default(); BUCKET_COUNT])
+    }
+
+    /// Builds the set from strictly ascending zetas (buckets built in parallel).
+    pub fn from_sorted(zetas: &[Zeta]) -> Result<Self, SetError> {
+        if let Some(index) = zetas
+            .par_windows(2)
+            .position_first(|w| w[0] >= w[1])
+            .map(|i| i + 1)
+        {
+            return Err(SetError::NotSorted { index });
+        }
+        Ok(Self::from_sorted_unchecked(zetas))
+    }
+
+    /// Builds the set from zetas in any order; duplicates are ignored.
+    pub fn from_zetas<I: IntoIterator<Item = Zeta>>(zetas: I) -> Self {
+        let mut v: Vec<Zeta> = zetas.into_iter().collect();
+        v.par_sort_unstable();
+        v.dedup();
+        Self::from_sorted_unchecked(&v)
+    }
+
+    /// Number of revoked zetas.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing is revoked.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The set root (the top-tree root); for the empty set, [`empty_root`](super::empty_root).
+    pub fn root(&self) -> [u8; 32] {
+        self.top.root().unwrap_or_else(super::empty_root)
+    }
+
+    /// Whether `zeta` is revoked.
+    pub fn contains(&self, zeta: &Zeta) -> bool {
+        self.bucket(zeta).search(zeta).is_ok()
+    }
+
+    /// Global position of `zeta` in the sorted set, if revoked.
+    pub fn position(&self, zeta: &Zeta) -> Option<u64> {
+        let b = usize::from(bucket_of(zeta));
+        let local = self.buckets[b].search(zeta).ok()?;
+        Some(self.starts[b] + local as u64)
+    }
+
+    /// All revoked zetas, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = &Zeta> + '_ {
+        self.buckets.iter().flat_map(|b| b.zetas().iter())
+    }
+
+    /// Approximate heap memory held, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.buckets
+            .iter()
+            .map(|b| b.heap_bytes() + std::mem::size_of::<Bucket>())
+            .sum::<usize>()
+            + self.starts.capacity() * 8
+            + self.top.heap_bytes()
+    }
+
+    /// Adds `zetas` (any order; duplicates and already revoked ones are ignored) and updates
+    /// the root. Returns how many were new.
+    ///
+    /// Only touched buckets are rehashed (in parallel when several are touched), each only to
+    /// the right of its first new leaf; then the top leaves from the first touched bucket on
+    /// (their starts moved) and the top tree above them.
+    pub fn insert(&mut self, zetas: &[Zeta]) -> usize {
+        let mut new: Vec<Zeta> = zetas
+            .iter()
+            .filter(|z| !self.contains(z))
+            .copied()
+            .collect();
+        if new.len() > PARALLEL_SORT {
+            new.par_sort_unstable();
+        } else {
+            new.sort_unstable();
+        }
+        new.dedup();
+        if new.is_empty() {
+            return 0;
+        }
+
+        // Runs of new zetas per bucket (sorted input, so each bucket's run is contiguous).
+        let mut runs: Vec<(usize, &[Zeta])> = Vec::new();
+        let mut rest = &new[..];
+        while let Some(z) = rest.first() {
+            let b = bucket_of(z);
+            let n = rest.partition_point(|x| bucket_of(x) == b);
+            let (run, tail) = rest.split_at(n);
+            runs.push((usize::from(b), run));
+            rest = tail;
+        }
+        let first_bucket = runs.first().map_or(0, |r| r.0);
+
+        let mut work: Vec<(&mut Bucket, &[Zeta])> = Vec::with_capacity(runs.len());
+        let mut pending = runs.iter().peekable();
+        for (b, bucket) in self.buckets.iter_mut().enumerate() {
+            if let Some(&(_, run)) = pending.next_if(|r| r.0 == b) {
+                work.push((bucket, run));
+            }
+        }
+        if work.len() > 1 {
+            work.into_par_iter()
+                .for_each(|(bucket, run)| bucket.insert_sorted(run));
+        } else {
+            for (bucket, run) in work {
+                bucket.insert_sorted(run);
+            }
+        }
+
+        self.refresh_top_from(first_bucket);
+        new.len()
+    }
+
+    /// A proof for `zeta`: inclusion if revoked, non-membership otherwise.
+    pub fn prove(&self, zeta: &Zeta) -> RevocationProof {
+        match self.prove_inclusion(zeta) {
+            Some(p) => RevocationProof::Inclusion(p),
+            None => RevocationProof::NonMembership(self.non_membership_unchecked(zeta)),
+        }
+    }
+
+    /// An inclusion proof for `zeta`, or `None` if it is not revoked.
+    pub fn prove_inclusion(&self, zeta: &Zeta) -> Option<InclusionProof> {
+        let b = usize::from(bucket_of(zeta));
+        let local = self.buckets[b].search(zeta).ok()?;
+        Some(InclusionProof {
+            leaf: self.opening(b, local),
+        })
+    }
+
+    /// A non-membership proof for `zeta`, or `None` if it is revoked.
+    pub fn prove_non_membership(&self, zeta: &Zeta) -> Option<NonMembershipProof> {
+        if self.contains(zeta) {
+            return None;
+        }
+        Some(self.non_membership_unchecked(zeta))
+    }
+
+    fn non_membership_unchecked(&self, zeta: &Zeta) -> NonMembershipProof {
+        let b = usize::from(bucket_of(zeta));
+        let i = self.buckets[b].search(zeta).unwrap_or_else(|i| i);
+        let predecessor = if i > 0 {
+            Some((b, i - 1))
+        } else {
+            (0..b)
+                .rev()
+                .find(|&c| self.buckets[c].len() > 0)
+                .map(|c| (c, self.buckets[c].len() - 1))
+        };
+        let successor = if i < self.buckets[b].len() {
+            Some((b, i))
+        } else {
+            (b + 1..BUCKET_COUNT)
+                .find(|&c| self.buckets[c].len() > 0)
+                .map(|c| (c, 0))
+        };
+        NonMembershipProof {
+            predecessor: predecessor.map(|(c, j)| self.opening(c, j)),
+            successor: successor.map(|(c, j)| self.opening(c, j)),
+        }
+    }
+
+    /// The opening of zeta `local` of bucket `b` (both in range).
+    fn opening(&self, b: usize, local: usize) -> LeafOpening {
+        let bucket = &self.buckets[b];
+        let mut top_path = [[0u8; 32]; TOP_DEPTH];
+        for (slot, h) in top_path.iter_mut().zip(self.top.path(b)) {
+            *slot = h;
+        }
+        LeafOpening {
+            zeta: bucket.zetas()[local],
+            bucket: b as u16,
+            bucket_start: self.starts[b],
+            bucket_count: bucket.len() as u64,
+            local_index: local as u64,
+            bucket_path: bucket.path(local),
+            top_path,
+        }
+    }
+
+    fn bucket(&self, zeta: &Zeta) -> &Bucket {
+        &self.buckets[usize::from(bucket_of(zeta))]
+    }
+
+    fn from_sorted_unchecked(zetas: &[Zeta]) -> Self {
+        let bounds: Vec<usize> = (0..=BUCKET_COUNT)
+            .map(|b| zetas.partition_point(|z| usize::from(bucket_of(z)) < b))
+            .collect();
+        let buckets = bounds
+            .par_windows(2)
+            .map(|w| Bucket::from_sorted(&zetas[w[0]..w[1]]))
+            .collect();
+        Self::from_buckets(buckets)
+    }
+
+    fn from_buckets(buckets: Vec<Bucket>) -> Self {
+        let mut set = RevocationSet {
+            buckets,
+            starts: vec![0; BUCKET_COUNT],
+            top: Layers::new(vec![[0u8; 32]; BUCKET_COUNT]),
+            len: 0,
+        };
+        set.refresh_top_from(0);
+        set
+    }
+
+    /// Recomputes starts, top leaves and the top tree for buckets `first..`.
+    fn refresh_top_from(&mut self, first: usize) {
+        let mut start = self.starts[first];
+        for (slot, bucket) in self.starts[first..].iter_mut().zip(&self.buckets[first..]) {
+            *slot = start;
+            start += bucket.len() as u64;
+        }
+        self.len = start;
+        let (buckets, starts) = (&self.buckets, &self.starts);
+        self.top.update_leaves(first, |leaves| {
+            leaves[first..]
+                .par_iter_mut()
+                .with_min_len(TOP_LEAVES_PER_TASK)
+                .enumerate()
+                .for_each(|(k, leaf)| *leaf = top_leaf(first + k, starts, buckets));
+        });
+    }
+}
+
+fn top_leaf(b: usize, starts: &[u64], buckets: &[Bucket]) -> Hash {
+    let bucket = &buckets[b];
+    top_leaf_hash(b as u16, starts[b], bucket.len() as u64, &bucket.root())
+}
