@@ -62,6 +62,7 @@
 
 mod address;
 mod certificate;
+pub mod checkpoint;
 mod derive;
 mod encoding;
 mod error;
