@@ -12,5 +12,6 @@ pub mod cli;
 pub mod events;
 pub mod keyfile;
 pub mod log;
+pub mod publisher;
 pub mod store;
 pub mod writer;

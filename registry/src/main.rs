@@ -168,6 +168,13 @@ fn serve(
     let head = store.head().map_err(|e| e.to_string())?;
     let (writer, writer_thread) =
         Writer::start(store.clone(), manager.clone()).map_err(|e| e.to_string())?;
+    let published = dgsp_registry::publisher::load(&store).map_err(|e| e.to_string())?;
+    let publisher = (
+        store.clone(),
+        writer.clone(),
+        manager.clone(),
+        published.clone(),
+    );
     let state = Arc::new(AppState {
         store,
         writer,
@@ -175,6 +182,7 @@ fn serve(
         admin_token: api::token_hash(&admin),
         auditor_token: auditor_token.as_deref().map(api::token_hash),
         metrics: Default::default(),
+        published,
     });
     let app = api::router(state, body_limit);
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
@@ -183,10 +191,17 @@ fn serve(
             .await
             .map_err(|e| format!("{listen}: {e}"))?;
         tracing::info!(%listen, params = %manager.params(), head = head.seq, "registry serving");
-        axum::serve(listener, app)
+        let (store, writer, manager, published) = publisher;
+        let signer = tokio::spawn(dgsp_registry::publisher::run(
+            store, writer, manager, published,
+        ));
+        let served = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown_signal())
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string());
+        signer.abort();
+        let _ = signer.await;
+        served
     })?;
     drop(rt);
     let _ = writer_thread.join();

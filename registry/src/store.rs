@@ -194,6 +194,7 @@ impl Store {
     }
 
     /// A projection counter (`members`, `revoked`), 0 if unset.
+    /// (The `checkpoint` key of the same column family holds a seq, not a count.)
     pub fn count(&self, name: &str) -> Result<u64, StoreError> {
         Ok(self
             .db
@@ -331,6 +332,56 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Every revoked zeta, in ascending order.
+    pub fn revoked_zetas(&self) -> Result<Vec<Zeta>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(self.cf("revoked"), IteratorMode::Start) {
+            let (k, _) = item?;
+            out.push(Zeta::from_slice(&k).map_err(|e| corrupt("revoked zeta", e))?);
+        }
+        Ok(out)
+    }
+
+    /// Snapshot `number` as published (JSON), if any.
+    pub fn snapshot(&self, number: u64) -> Result<Option<serde_json::Value>, StoreError> {
+        self.db
+            .get_cf(self.cf("snapshots"), be(number))?
+            .map(|v| {
+                serde_json::from_slice(&v).map_err(|e| corrupt(format!("snapshot {number}"), e))
+            })
+            .transpose()
+    }
+
+    /// The latest published snapshot (JSON), if any.
+    pub fn latest_snapshot(&self) -> Result<Option<serde_json::Value>, StoreError> {
+        match self
+            .db
+            .iterator_cf(self.cf("snapshots"), IteratorMode::End)
+            .next()
+        {
+            None => Ok(None),
+            Some(item) => {
+                let (_, v) = item?;
+                Ok(Some(
+                    serde_json::from_slice(&v).map_err(|e| corrupt("latest snapshot", e))?,
+                ))
+            }
+        }
+    }
+
+    /// The entry holding the latest checkpoint, if any.
+    pub fn latest_checkpoint(&self) -> Result<Option<Entry>, StoreError> {
+        let Some(seq) = self
+            .db
+            .get_cf(self.cf("views"), b"checkpoint")?
+            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+            .map(u64::from_be_bytes)
+        else {
+            return Ok(None);
+        };
+        self.entry(seq)
     }
 
     /// Verifies the whole chain (and every commitment) from seq 1; returns the head.

@@ -141,6 +141,7 @@ struct Request {
 #[derive(Clone)]
 pub struct Writer {
     tx: mpsc::Sender<Request>,
+    head: tokio::sync::watch::Receiver<u64>,
 }
 
 impl Writer {
@@ -152,17 +153,24 @@ impl Writer {
         let head = store.head()?;
         let next_id = store.count("members")?;
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
+        let (head_tx, head_rx) = tokio::sync::watch::channel(head.seq);
         let state = State {
             store,
             manager,
             head,
             next_id,
+            head_tx,
         };
         let handle = std::thread::Builder::new()
             .name("dgsp-writer".into())
             .spawn(move || state.run(rx))
             .expect("spawn writer thread");
-        Ok((Writer { tx }, handle))
+        Ok((Writer { tx, head: head_rx }, handle))
+    }
+
+    /// Watches the seq of the last durable entry.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.head.clone()
     }
 
     /// Submits a command and waits until it is durable (or refused). With an idempotency
@@ -190,6 +198,7 @@ struct State {
     manager: Arc<Manager>,
     head: Head,
     next_id: u64,
+    head_tx: tokio::sync::watch::Sender<u64>,
 }
 
 /// Changes made by earlier commands of the batch being built.
@@ -269,6 +278,7 @@ impl State {
         for (reply, result) in answers {
             let _ = reply.send(result);
         }
+        self.head_tx.send_replace(self.head.seq);
     }
 
     fn seal(&mut self, event: &Event, entries: &mut Vec<Entry>) -> u64 {

@@ -266,14 +266,23 @@ impl RevocationSet {
     }
 
     fn from_buckets(buckets: Vec<Bucket>) -> Self {
-        let mut set = RevocationSet {
+        let mut starts = Vec::with_capacity(BUCKET_COUNT);
+        let mut len = 0u64;
+        for bucket in &buckets {
+            starts.push(len);
+            len += bucket.len() as u64;
+        }
+        let leaves = (0..BUCKET_COUNT)
+            .into_par_iter()
+            .with_min_len(TOP_LEAVES_PER_TASK)
+            .map(|b| top_leaf(b, &starts, &buckets))
+            .collect();
+        RevocationSet {
             buckets,
-            starts: vec![0; BUCKET_COUNT],
-            top: Layers::new(vec![[0u8; 32]; BUCKET_COUNT]),
-            len: 0,
-        };
-        set.refresh_top_from(0);
-        set
+            starts,
+            top: Layers::new(leaves),
+            len,
+        }
     }
 
     /// Recomputes starts, top leaves and the top tree for buckets `first..`.

@@ -40,6 +40,8 @@ pub struct AppState {
     pub auditor_token: Option<[u8; 32]>,
     /// request and write counters
     pub metrics: metrics::Metrics,
+    /// revocation set and latest signed snapshot
+    pub published: crate::publisher::SharedPublished,
 }
 
 /// Shared state handle.
@@ -149,6 +151,10 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/admin/v1/open", post(admin::open))
         .route("/v1/group", get(public::group))
         .route("/v1/log/entries", get(public::entries))
+        .route("/v1/checkpoint", get(public::checkpoint))
+        .route("/v1/revocations/snapshot", get(public::latest_snapshot))
+        .route("/v1/revocations/snapshots/{n}", get(public::snapshot))
+        .route("/v1/revocations/{zeta}/proof", get(public::proof))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics::render))

@@ -1,8 +1,12 @@
 //! The public API: group information and the log feed.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use dgsp_core::Zeta;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::problem::{to_b64, Params, Problem};
@@ -87,4 +91,129 @@ pub async fn entries(
         .map_err(|e| Problem::internal("head", e))?
         .seq;
     Ok(Json(Entries { entries, head_seq }))
+}
+
+/// The latest signed checkpoint of the log.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CheckpointInfo {
+    /// Entries covered.
+    pub size: u64,
+    /// Hash of entry `size` (hex).
+    pub head: String,
+    /// The signed note (C2SP signed-note style; see docs/event-log.md).
+    pub note: String,
+}
+
+/// The latest signed checkpoint of the log head.
+#[utoipa::path(get, path = "/v1/checkpoint", tag = "public",
+    responses((status = 200, body = CheckpointInfo), (status = 503, body = Problem)))]
+pub async fn checkpoint(State(s): State<Shared>) -> Result<Json<CheckpointInfo>, Problem> {
+    let entry = s
+        .store
+        .latest_checkpoint()
+        .map_err(|e| Problem::internal("checkpoint", e))?;
+    let e = entry.ok_or_else(|| not_yet("no checkpoint has been signed yet"))?;
+    let get = |k: &str| e.public.get(k).cloned().unwrap_or(Value::Null);
+    Ok(Json(CheckpointInfo {
+        size: get("size").as_u64().unwrap_or(0),
+        head: get("head").as_str().unwrap_or_default().to_owned(),
+        note: get("note").as_str().unwrap_or_default().to_owned(),
+    }))
+}
+
+fn not_yet(detail: &str) -> Problem {
+    Problem::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not-yet-published",
+        "Not published yet",
+        detail,
+    )
+}
+
+fn with_retry(p: Problem) -> Response {
+    let mut r = p.into_response();
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    r
+}
+
+/// The latest signed revocation snapshot: `{record, signature, encoded}`.
+#[utoipa::path(get, path = "/v1/revocations/snapshot", tag = "public",
+    responses((status = 200, body = Object), (status = 503, body = Problem)))]
+pub async fn latest_snapshot(State(s): State<Shared>) -> Response {
+    match s.store.latest_snapshot() {
+        Ok(Some(v)) => Json(v).into_response(),
+        Ok(None) => with_retry(not_yet("no snapshot has been signed yet")),
+        Err(e) => Problem::internal("snapshot", e).into_response(),
+    }
+}
+
+/// Signed revocation snapshot number `n`.
+#[utoipa::path(get, path = "/v1/revocations/snapshots/{n}", tag = "public",
+    params(("n" = u64, Path, description = "snapshot number, from 1")),
+    responses((status = 200, body = Object), (status = 404, body = Problem)))]
+pub async fn snapshot(
+    State(s): State<Shared>,
+    Path(n): Path<String>,
+) -> Result<Json<Value>, Problem> {
+    let n: u64 = n
+        .parse()
+        .map_err(|_| Problem::bad_field("n", "snapshot number must be an unsigned integer"))?;
+    s.store
+        .snapshot(n)
+        .map_err(|e| Problem::internal("snapshot", e))?
+        .map(Json)
+        .ok_or_else(|| {
+            Problem::new(
+                StatusCode::NOT_FOUND,
+                "unknown-snapshot",
+                "No such snapshot",
+                format!("no snapshot number {n}"),
+            )
+        })
+}
+
+/// A revocation proof for one zeta.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProofAnswer {
+    /// The zeta asked about (hex).
+    pub zeta: String,
+    /// Whether it is revoked in the snapshot.
+    pub revoked: bool,
+    /// The proof (standard base64 of the format in docs/revocation-proofs.md).
+    pub proof: String,
+    /// Snapshot number the proof is against.
+    pub snapshot_number: u64,
+    /// Its root (hex) and count.
+    pub root: String,
+    /// Revoked zetas in the snapshot.
+    pub count: u64,
+}
+
+/// Inclusion (revoked) or non-membership (not revoked) proof for a zeta (32 hex characters),
+/// against the latest signed snapshot.
+#[utoipa::path(get, path = "/v1/revocations/{zeta}/proof", tag = "public",
+    params(("zeta" = String, Path, description = "the zeta, 32 hex characters")),
+    responses((status = 200, body = ProofAnswer), (status = 400, body = Problem), (status = 503, body = Problem)))]
+pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Response {
+    let mut bytes = [0u8; 16];
+    if hex::decode_to_slice(&zeta, &mut bytes).is_err() {
+        return Problem::bad_field("zeta", "a zeta is 16 bytes written as 32 hex characters")
+            .into_response();
+    }
+    let zeta = Zeta(bytes);
+    let p = s.published.read().expect("publisher lock");
+    let Some(snap) = p.snapshot.as_ref().filter(|_| p.in_sync) else {
+        return with_retry(not_yet("a new snapshot is being signed; retry shortly"));
+    };
+    let proof = p.set.prove(&zeta);
+    Json(ProofAnswer {
+        zeta: hex::encode(bytes),
+        revoked: matches!(proof.claim(), dgsp_core::revocation::Membership::Revoked),
+        proof: to_b64(&proof.to_bytes()),
+        snapshot_number: snap.record.number,
+        root: hex::encode(snap.record.root),
+        count: snap.record.count,
+    })
+    .into_response()
 }
