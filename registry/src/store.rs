@@ -410,7 +410,7 @@ impl Store {
         let mut replayed = 0;
         let mut after = 0;
         loop {
-            let chunk = self.entries_after(after, 4096)?;
+            let chunk = self.raw_entries_after(after, 16_384)?;
             let Some(last) = chunk.last() else { break };
             after = last.seq;
             let mut batch = WriteBatch::default();
@@ -425,6 +425,22 @@ impl Store {
         }
         self.db.flush_wal(true)?;
         Ok(replayed)
+    }
+
+    /// Like [`entries_after`](Self::entries_after), decoding the JSON in parallel.
+    fn raw_entries_after(&self, after: u64, limit: usize) -> Result<Vec<Entry>, StoreError> {
+        use rayon::prelude::*;
+        let start = be(after.saturating_add(1));
+        let raw: Vec<Box<[u8]>> = self
+            .db
+            .iterator_cf(
+                self.cf("log"),
+                IteratorMode::From(&start, Direction::Forward),
+            )
+            .take(limit)
+            .map(|item| item.map(|(_, v)| v))
+            .collect::<Result<_, _>>()?;
+        raw.par_iter().map(|v| decode_entry(v)).collect()
     }
 
     /// Every key and value of the projections, in order: for comparing a rebuild with the

@@ -1,0 +1,300 @@
+//! Registry throughput on real RocksDB (synced WAL), printed as a table:
+//!
+//!     cargo bench -p dgsp-registry --bench registry
+//!
+//! - durable joins/s through the writer with 1 and 64 concurrent submitters, and over HTTP
+//!   on loopback with 64 concurrent clients;
+//! - certificate issuance over HTTP (sha2-128f, batches of 16);
+//! - revocation of a member holding 100 000 certificates;
+//! - replay (rebuild) speed in events/s.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_core::{Manager, ParamSet};
+use dgsp_registry::api::{self, AppState};
+use dgsp_registry::store::Store;
+use dgsp_registry::writer::{Command, Writer};
+use rand_chacha::rand_core::SeedableRng;
+use serde_json::{json, Value};
+
+const TOKEN: &str = "bench-admin-token-0000";
+
+fn fresh() -> (tempfile::TempDir, Arc<Store>, Arc<Manager>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let manager = Arc::new(Manager::generate(
+        ParamSet::Sha2_128f,
+        &mut rand_chacha::ChaCha20Rng::seed_from_u64(1),
+    ));
+    (dir, store, manager)
+}
+
+async fn joins_via_writer(concurrency: usize, total: usize) -> f64 {
+    let (_dir, store, manager) = fresh();
+    let (writer, thread) = Writer::start(store, manager).unwrap();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|c| {
+            let w = writer.clone();
+            tokio::spawn(async move {
+                for i in 0..total / concurrency {
+                    let cmd = Command::Join {
+                        usernames: vec![format!("c{c}-{i}")],
+                    };
+                    w.submit(cmd, None).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    drop(writer);
+    tokio::task::spawn_blocking(move || thread.join().unwrap())
+        .await
+        .unwrap();
+    rate
+}
+
+struct Server {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<()>,
+    thread: std::thread::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+async fn serve() -> Server {
+    let (dir, store, manager) = fresh();
+    let (writer, thread) = Writer::start(store.clone(), manager.clone()).unwrap();
+    let state = Arc::new(AppState {
+        store: store.clone(),
+        writer,
+        manager,
+        admin_token: api::token_hash(TOKEN),
+        auditor_token: None,
+        metrics: Default::default(),
+        published: dgsp_registry::publisher::load(&store).unwrap(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, api::router(state, api::DEFAULT_BODY_LIMIT))
+            .with_graceful_shutdown(async {
+                stopped.await.ok();
+            })
+            .await
+            .unwrap();
+    });
+    Server {
+        base,
+        stop,
+        server,
+        thread,
+        _dir: dir,
+    }
+}
+
+impl Server {
+    async fn shutdown(self) {
+        let _ = self.stop.send(());
+        self.server.await.unwrap();
+        tokio::task::spawn_blocking(move || self.thread.join().unwrap())
+            .await
+            .unwrap();
+    }
+}
+
+async fn joins_via_http(concurrency: usize, total: usize) -> f64 {
+    let s = serve().await;
+    let client = reqwest::Client::new();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|c| {
+            let (client, base) = (client.clone(), s.base.clone());
+            tokio::spawn(async move {
+                for i in 0..total / concurrency {
+                    let r = client
+                        .post(format!("{base}/admin/v1/members"))
+                        .bearer_auth(TOKEN)
+                        .json(&json!({"username": format!("h{c}-{i}")}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert!(r.status().is_success());
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    s.shutdown().await;
+    rate
+}
+
+async fn issuance_via_http(batches: usize, per_batch: usize) -> f64 {
+    let s = serve().await;
+    let client = reqwest::Client::new();
+    let r: Value = client
+        .post(format!("{}/admin/v1/members", s.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"username": "m"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..4)
+        .map(|t| {
+            let (client, base, cid) = (client.clone(), s.base.clone(), r["cid_star"].clone());
+            tokio::spawn(async move {
+                for b in 0..batches / 4 {
+                    let pks: Vec<String> = (0..per_batch)
+                        .map(|k| B64.encode([(t * 64 + b + k) as u8; 16]))
+                        .collect();
+                    let r = client
+                        .post(format!("{base}/admin/v1/members/0/certificates"))
+                        .bearer_auth(TOKEN)
+                        .json(&json!({"cid_star": cid, "wots_pks": pks}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert!(r.status().is_success());
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let rate = (batches * per_batch) as f64 / start.elapsed().as_secs_f64();
+    s.shutdown().await;
+    rate
+}
+
+async fn revoke_100k() -> f64 {
+    let (_dir, store, manager) = fresh();
+    let (writer, thread) = Writer::start(store.clone(), manager).unwrap();
+    writer
+        .submit(
+            Command::Join {
+                usernames: vec!["big".into()],
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    for _ in 0..10 {
+        let digests = (0..10_000).map(|i| format!("{i:064x}")).collect();
+        writer
+            .submit(
+                Command::Issue {
+                    id: 0,
+                    wots_pk_digests: digests,
+                },
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let start = Instant::now();
+    writer
+        .submit(Command::Revoke { id: 0 }, None)
+        .await
+        .unwrap();
+    let revoke_ms = start.elapsed().as_secs_f64() * 1e3;
+    drop(writer);
+    tokio::task::spawn_blocking(move || thread.join().unwrap())
+        .await
+        .unwrap();
+    revoke_ms
+}
+
+/// Replay of a typical log of 100 000 events: joins, each followed by an issuance of 4
+/// certificates, and every 10th member revoked.
+async fn replay() -> f64 {
+    let (_dir, store, manager) = fresh();
+    let (writer, thread) = Writer::start(store.clone(), manager).unwrap();
+    let mut id = 0u64;
+    while store.head().unwrap().seq < 100_000 {
+        let batch: Vec<_> = (id..id + 200)
+            .map(|m| {
+                let w = writer.clone();
+                tokio::spawn(async move {
+                    let join = Command::Join {
+                        usernames: vec![format!("m{m}")],
+                    };
+                    w.submit(join, None).await.unwrap();
+                    let digests = (0..4).map(|i| format!("{i:064x}")).collect();
+                    let issue = Command::Issue {
+                        id: m,
+                        wots_pk_digests: digests,
+                    };
+                    w.submit(issue, None).await.unwrap();
+                    if m % 10 == 0 {
+                        w.submit(Command::Revoke { id: m }, None).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in batch {
+            t.await.unwrap();
+        }
+        id += 200;
+    }
+    drop(writer);
+    tokio::task::spawn_blocking(move || thread.join().unwrap())
+        .await
+        .unwrap();
+    let mut store = Arc::try_unwrap(store).ok().expect("sole owner");
+    let events = store.head().unwrap().seq;
+    let start = Instant::now();
+    store.rebuild().unwrap();
+    events as f64 / start.elapsed().as_secs_f64()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test --benches` compatibility: nothing to list.
+    }
+    println!("registry benchmarks (RocksDB, WAL synced per commit group, sha2-128f)\n");
+    println!("| measurement | result |\n|---|---:|");
+    println!(
+        "| durable joins/s, writer, 1 client | {:.0} |",
+        joins_via_writer(1, 2_000).await
+    );
+    println!(
+        "| durable joins/s, writer, 64 clients | {:.0} |",
+        joins_via_writer(64, 64_000).await
+    );
+    println!(
+        "| durable joins/s, HTTP, 1 client | {:.0} |",
+        joins_via_http(1, 2_000).await
+    );
+    println!(
+        "| durable joins/s, HTTP, 64 clients | {:.0} |",
+        joins_via_http(64, 32_000).await
+    );
+    println!(
+        "| certificates/s, HTTP, batches of 16 | {:.0} |",
+        issuance_via_http(16, 16).await
+    );
+    println!(
+        "| revoke a member with 100 000 certificates | {:.0} ms |",
+        revoke_100k().await
+    );
+    println!(
+        "| replay (rebuild) events/s, 100 000 typical events | {:.0} |",
+        replay().await
+    );
+}
