@@ -199,6 +199,7 @@ async fn revoke_100k() -> f64 {
             .submit(
                 Command::Issue {
                     id: 0,
+                    count: 10_000,
                     wots_pk_digests: digests,
                 },
                 None,
@@ -237,6 +238,7 @@ async fn replay() -> f64 {
                     let digests = (0..4).map(|i| format!("{i:064x}")).collect();
                     let issue = Command::Issue {
                         id: m,
+                        count: 4,
                         wots_pk_digests: digests,
                     };
                     w.submit(issue, None).await.unwrap();

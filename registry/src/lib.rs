@@ -14,4 +14,5 @@ pub mod keyfile;
 pub mod log;
 pub mod publisher;
 pub mod store;
+pub mod views;
 pub mod writer;

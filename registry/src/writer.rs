@@ -36,6 +36,14 @@ pub enum WriteError {
     /// The database failed; nothing of this batch was written.
     #[error("storage: {0}")]
     Store(#[from] StoreError),
+    /// An issuance whose digest list does not match its count.
+    #[error("{digests} key digests for {count} certificates")]
+    DigestCount {
+        /// certificates requested
+        count: u64,
+        /// digests given
+        digests: usize,
+    },
     /// The idempotency key was first used for a different request.
     #[error("idempotency key {0:?} was already used for a different request")]
     IdempotencyMismatch(String),
@@ -56,6 +64,8 @@ pub enum Command {
     Issue {
         /// member
         id: MemberId,
+        /// how many counters (equal to `wots_pk_digests.len()` when digests are given)
+        count: u64,
         /// SHA3-256 (hex) of each WOTS+ public key to certify
         wots_pk_digests: Vec<String>,
     },
@@ -166,6 +176,23 @@ impl Writer {
             .spawn(move || state.run(rx))
             .expect("spawn writer thread");
         Ok((Writer { tx, head: head_rx }, handle))
+    }
+
+    /// [`submit`](Self::submit) for synchronous callers (not from inside an async runtime).
+    pub fn submit_blocking(
+        &self,
+        command: Command,
+        idem: Option<Idempotency>,
+    ) -> Result<Outcome, WriteError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .blocking_send(Request {
+                command,
+                idem,
+                reply,
+            })
+            .map_err(|_| WriteError::Stopped)?;
+        rx.blocking_recv().map_err(|_| WriteError::Stopped)?
     }
 
     /// Watches the seq of the last durable entry.
@@ -351,13 +378,20 @@ impl State {
             }
             Command::Issue {
                 id,
+                count,
                 wots_pk_digests,
             } => {
                 let mut m = self.member(pending, *id)?;
                 if !m.active {
                     return Err(WriteError::Inactive(*id));
                 }
-                let count = wots_pk_digests.len() as u64;
+                let count = *count;
+                if !wots_pk_digests.is_empty() && wots_pk_digests.len() as u64 != count {
+                    return Err(WriteError::DigestCount {
+                        count,
+                        digests: wots_pk_digests.len(),
+                    });
+                }
                 let first = m.counter;
                 m.counter = first
                     .checked_add(count)

@@ -71,6 +71,7 @@ async fn concurrent_joins_and_issuances_never_collide() {
         let w = writer.clone();
         let cmd = Command::Issue {
             id: 7,
+            count: 3,
             wots_pk_digests: digests(3),
         };
         tokio::spawn(async move { w.submit(cmd, None).await })
@@ -111,6 +112,7 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
     assert_eq!(store.id_of("carol").unwrap(), None);
     let unknown = Command::Issue {
         id: 9,
+        count: 1,
         wots_pk_digests: digests(1),
     };
     assert!(matches!(
@@ -121,6 +123,7 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
 
     let issue = Command::Issue {
         id: 0,
+        count: 4,
         wots_pk_digests: digests(4),
     };
     writer.submit(issue, None).await.unwrap();
@@ -164,6 +167,7 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
     );
     let late = Command::Issue {
         id: 0,
+        count: 1,
         wots_pk_digests: digests(1),
     };
     assert!(matches!(

@@ -229,6 +229,7 @@ pub async fn issue(
         .submit(
             Command::Issue {
                 id,
+                count: req.wots_pks.len() as u64,
                 wots_pk_digests: digests,
             },
             idem,

@@ -120,7 +120,9 @@ impl From<WriteError> for Problem {
                 "Member revoked",
                 format!("{e}: no more certificates can be issued"),
             ),
-            WriteError::CounterOverflow(_) => Problem::invalid_field("wots_pks", e.to_string()),
+            WriteError::CounterOverflow(_) | WriteError::DigestCount { .. } => {
+                Problem::invalid_field("wots_pks", e.to_string())
+            }
             WriteError::IdempotencyMismatch(_) => Problem::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "idempotency-key-reused",
