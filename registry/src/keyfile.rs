@@ -256,3 +256,69 @@ pub fn read(path: &Path, passphrase: &[u8]) -> Result<ManagerSecretKey, KeyFileE
     }
     Ok(sk)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dgsp_core::ParamSet;
+
+    const FAST: KdfParams = KdfParams {
+        m_kib: 64,
+        t: 1,
+        p: 1,
+    };
+    const PASS: &[u8] = b"a long enough passphrase";
+
+    fn key() -> ManagerSecretKey {
+        ManagerSecretKey::generate(ParamSet::Sha2_128f, &mut OsRng)
+    }
+
+    #[test]
+    fn round_trip_and_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manager.key");
+        let sk = key();
+        write(&path, &sk, PASS, FAST).unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(read(&path, PASS).unwrap().to_bytes(), sk.to_bytes());
+        assert_eq!(read_public(&path).unwrap(), sk.public_key());
+        // The file holds no secret in the clear.
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(&B64.encode(&sk.to_bytes()[4..20])));
+
+        assert!(matches!(
+            read(&path, b"the wrong passphrase"),
+            Err(KeyFileError::Decrypt { .. })
+        ));
+        assert!(
+            matches!(write(&path, &sk, PASS, FAST), Err(KeyFileError::Io { .. })),
+            "never overwrites"
+        );
+        assert!(matches!(
+            write(&dir.path().join("x"), &sk, b"short", FAST),
+            Err(KeyFileError::WeakPassphrase)
+        ));
+
+        // Swapping the public key in the clear fields breaks decryption (it is AAD).
+        let mut env: serde_json::Value = serde_json::from_str(&text).unwrap();
+        env["public_key"] = B64.encode(key().public_key().to_bytes()).into();
+        let forged = dir.path().join("forged.key");
+        fs::write(&forged, serde_json::to_vec(&env).unwrap()).unwrap();
+        fs::set_permissions(&forged, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(matches!(
+            read(&forged, PASS),
+            Err(KeyFileError::Decrypt { .. })
+        ));
+
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(
+            read(&path, PASS),
+            Err(KeyFileError::TooOpen { mode: 0o644, .. })
+        ));
+        assert!(matches!(
+            read_public(&path),
+            Err(KeyFileError::TooOpen { .. })
+        ));
+    }
+}

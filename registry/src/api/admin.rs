@@ -271,8 +271,15 @@ pub async fn revoke(
     _: Admin,
     State(s): State<Shared>,
     IdPath(id): IdPath,
+    headers: HeaderMap,
 ) -> Result<Json<Revoked>, Problem> {
-    let outcome = s.writer.submit(Command::Revoke { id }, None).await?;
+    let outcome = s
+        .writer
+        .submit(
+            Command::Revoke { id },
+            idempotency(&headers, &format!("revoke/{id}"), &id)?,
+        )
+        .await?;
     let Outcome::Revoked {
         seq,
         zetas,
@@ -372,8 +379,10 @@ pub struct Opened {
 pub async fn open(
     _: Admin,
     State(s): State<Shared>,
+    headers: HeaderMap,
     Body(req): Body<OpenRequest>,
 ) -> Result<Json<Opened>, Problem> {
+    let idem = idempotency(&headers, "open", &req)?;
     let message = b64("message", &req.message)?;
     let sig = Signature::from_bytes(&b64("signature", &req.signature)?)
         .map_err(|e| Problem::bad_field("signature", e.to_string()))?;
@@ -403,7 +412,7 @@ pub async fn open(
         id: opening.id,
         pi: hex::encode(opening.pi.as_bytes()),
     };
-    let Outcome::Appended { seq } = s.writer.submit(Command::Opened { event }, None).await? else {
+    let Outcome::Appended { seq } = s.writer.submit(Command::Opened { event }, idem).await? else {
         return Err(Problem::internal("open", "unexpected writer outcome"));
     };
     Ok(Json(Opened {
