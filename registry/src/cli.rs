@@ -72,6 +72,8 @@ pub enum Command {
         #[arg(long, env = "DGSP_DATA")]
         data: PathBuf,
     },
+    /// Print the OpenAPI document of the registry's HTTP API (JSON).
+    Openapi,
     /// Print the group public key (standard base64) and its fingerprint.
     PublicKey {
         /// Data directory.

@@ -49,6 +49,10 @@ fn main() -> ExitCode {
             max_body_bytes,
         ),
         Command::Rebuild { data } => rebuild(&data),
+        Command::Openapi => {
+            print!("{}", api::openapi::document());
+            Ok(())
+        }
         Command::Verify { data } => verify(&data),
         Command::PublicKey { data, key_file } => {
             let path = key_file.unwrap_or_else(|| data.join("manager.key"));

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod metrics;
+pub mod openapi;
 pub mod problem;
 pub mod public;
 

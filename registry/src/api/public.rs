@@ -139,7 +139,7 @@ fn with_retry(p: Problem) -> Response {
 
 /// The latest signed revocation snapshot: `{record, signature, encoded}`.
 #[utoipa::path(get, path = "/v1/revocations/snapshot", tag = "public",
-    responses((status = 200, body = Object), (status = 503, body = Problem)))]
+    responses((status = 200, description = "the signed snapshot: {record, signature, encoded}", body = Object), (status = 503, body = Problem)))]
 pub async fn latest_snapshot(State(s): State<Shared>) -> Response {
     match s.store.latest_snapshot() {
         Ok(Some(v)) => Json(v).into_response(),

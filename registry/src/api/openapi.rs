@@ -1,0 +1,52 @@
+//! The registry's OpenAPI document, generated from the handlers' annotations.
+//!
+//! `dgsp-registry openapi > openapi/registry.json` writes it; a test fails when the committed
+//! file differs from what the code generates.
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{admin, problem, public};
+
+/// The document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "DGSP registry",
+        description = "The group manager's registry: admin API (bearer admin token) for joins, certificate issuance, revocation and opening; public API for the group, the hash-chained log feed, signed checkpoints, signed revocation snapshots and revocation proofs. Errors are application/problem+json (RFC 9457).",
+        license(name = "MIT OR Apache-2.0")
+    ),
+    paths(
+        admin::join, admin::join_bulk, admin::issue, admin::revoke, admin::member, admin::open,
+        public::group, public::entries, public::checkpoint, public::latest_snapshot,
+        public::snapshot, public::proof
+    ),
+    components(schemas(problem::Problem)),
+    modifiers(&Security),
+    tags((name = "admin", description = "operator API, bearer admin token"),
+         (name = "public", description = "anyone"))
+)]
+pub struct RegistryApi;
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "admin",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The document as pretty JSON with a trailing newline (the committed form).
+pub fn document() -> String {
+    let mut doc = RegistryApi::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    let mut s = doc
+        .to_pretty_json()
+        .expect("the OpenAPI document serializes");
+    s.push('\n');
+    s
+}
