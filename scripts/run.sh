@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The README's main-job command. Until the registry and gateway land, it runs the core
-# demo: a whole group life cycle with sizes and timings for each parameter set given
-# (default shake-256f and sha2-128f; `all` for the twelve).
-#   ./scripts/run.sh [PARAM_SET ...]
+# The README's main-job command: a registry on loopback with an embedded RocksDB data
+# directory and a demo group (created on first run, kept across runs).
+#   ./scripts/run.sh            # registry on 127.0.0.1:7300 (DGSP_LISTEN to change)
+#   ./scripts/run.sh demo [SET ...]   # the core demo: a whole group life cycle with timings
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -11,7 +11,65 @@ ensure_rust
 ensure_system_packages
 use_shared_target_dir
 
-say "building the demo (release)"
-cargo build --release --locked -p dgsp-core --example demo
-say "running"
-exec "$CARGO_TARGET_DIR/release/examples/demo" "$@"
+if [ "${1:-}" = "demo" ]; then
+  shift
+  say "building the core demo (release)"
+  cargo build --release --locked -p dgsp-core --example demo
+  exec "$CARGO_TARGET_DIR/release/examples/demo" "$@"
+fi
+
+say "building dgsp-registry (release)"
+cargo build --release --locked -p dgsp-registry
+BIN="$CARGO_TARGET_DIR/release/dgsp-registry"
+
+DEMO="${DGSP_DEMO_DIR:-$HOME/.cache/dgsp/demo}"
+LISTEN="${DGSP_LISTEN:-127.0.0.1:7300}"
+PARAMS="${DGSP_PARAMS:-sha2-128f}"
+mkdir -p "$DEMO"
+chmod 700 "$DEMO"
+# Demo secrets live beside the data, readable only by you.
+umask 077
+[ -s "$DEMO/passphrase" ] || head -c 24 /dev/urandom | base64 > "$DEMO/passphrase"
+[ -s "$DEMO/admin-token" ] || head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$DEMO/admin-token"
+export DGSP_KEY_PASSPHRASE_FILE="$DEMO/passphrase"
+export DGSP_ADMIN_TOKEN_FILE="$DEMO/admin-token"
+TOKEN=$(cat "$DEMO/admin-token")
+
+first_run=no
+if [ ! -f "$DEMO/group/manager.key" ]; then
+  say "creating the demo group ($PARAMS) in $DEMO/group"
+  "$BIN" init --params "$PARAMS" --data "$DEMO/group"
+  first_run=yes
+fi
+
+say "starting the registry on http://$LISTEN (Ctrl-C stops it)"
+"$BIN" serve --data "$DEMO/group" --listen "$LISTEN" &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null' EXIT INT TERM
+for _ in $(seq 100); do
+  curl -fs "http://$LISTEN/readyz" >/dev/null 2>&1 && break
+  kill -0 $PID 2>/dev/null || { echo "the registry exited; see the messages above" >&2; exit 1; }
+  sleep 0.1
+done
+
+if [ "$first_run" = yes ]; then
+  say "admitting demo members alice, bob and carol"
+  curl -fs -XPOST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
+    -d '{"usernames":["alice","bob","carol"]}' "http://$LISTEN/admin/v1/members/bulk" >/dev/null
+fi
+
+cat <<INFO
+
+  registry   http://$LISTEN
+  group      curl -s http://$LISTEN/v1/group
+  log feed   curl -s 'http://$LISTEN/v1/log/entries?after=0&limit=20'
+  snapshot   curl -s http://$LISTEN/v1/revocations/snapshot
+  checkpoint curl -s http://$LISTEN/v1/checkpoint
+  metrics    curl -s http://$LISTEN/metrics
+  API        openapi/registry.json
+
+  admin token in $DEMO/admin-token; for example:
+    curl -s -H "authorization: Bearer \$(cat $DEMO/admin-token)" http://$LISTEN/admin/v1/members/0
+
+INFO
+wait $PID
