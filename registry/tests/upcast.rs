@@ -11,5 +11,11 @@ fn a_stored_v0_entry_verifies_and_upcasts() {
     let entry: Entry = serde_json::from_str(text).unwrap();
     assert_eq!(entry.v, 0);
     entry.check(0, &GENESIS_PREV).unwrap();
-    assert_eq!(entry.event().unwrap(), Event::MemberJoined { id: 7, username: "bob".into() });
+    assert_eq!(
+        entry.event().unwrap(),
+        Event::MemberJoined {
+            id: 7,
+            username: "bob".into()
+        }
+    );
 }
