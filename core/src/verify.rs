@@ -38,17 +38,9 @@ impl ManagerPublicKey {
         message: &[u8],
         sig: &Signature,
     ) -> Result<WotsPk, Error> {
-        let params = self.params();
-        if sig.params() != params {
-            return Err(Error::ParamMismatch {
-                expected: params,
-                found: sig.params(),
-            });
-        }
-        let d = derive::message_digest(params, &sig.rho, message);
-        let wots_pk = wots::public_key_from_signature(params, &sig.rho, &sig.wots_sig, &d);
+        let wots_pk = self.wots_key_of(message, sig)?;
         let msg = cert_message(wots_pk.as_bytes(), &sig.zeta, sig.tau.as_bytes());
-        if spx::verify(params, self.spx_bytes(), &msg, &sig.spx_sig) {
+        if spx::verify(self.params(), self.spx_bytes(), &msg, &sig.spx_sig) {
             Ok(wots_pk)
         } else {
             Err(Error::InvalidSignature)
@@ -70,6 +62,16 @@ impl ManagerPublicKey {
         id: MemberId,
         pi: &Pi,
     ) -> Result<(), Error> {
+        let wots_pk = self.wots_key_of(message, sig)?;
+        if derive::tau(self.params(), &wots_pk, pi, id) == sig.tau {
+            Ok(())
+        } else {
+            Err(Error::WrongOpening)
+        }
+    }
+
+    /// The WOTS+ public key a signature implies for `message` (shared by verify and judge).
+    fn wots_key_of(&self, message: &[u8], sig: &Signature) -> Result<WotsPk, Error> {
         let params = self.params();
         if sig.params() != params {
             return Err(Error::ParamMismatch {
@@ -78,11 +80,11 @@ impl ManagerPublicKey {
             });
         }
         let d = derive::message_digest(params, &sig.rho, message);
-        let wots_pk = wots::public_key_from_signature(params, &sig.rho, &sig.wots_sig, &d);
-        if derive::tau(params, &wots_pk, pi, id) == sig.tau {
-            Ok(())
-        } else {
-            Err(Error::WrongOpening)
-        }
+        Ok(wots::public_key_from_signature(
+            params,
+            &sig.rho,
+            &sig.wots_sig,
+            &d,
+        ))
     }
 }

@@ -14,7 +14,8 @@ use std::time::Instant;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{Manager, ParamSet};
-use dgsp_registry::api::{self, AppState};
+use dgsp_registry::api;
+use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Writer};
 use rand_chacha::rand_core::SeedableRng;
@@ -62,51 +63,31 @@ async fn joins_via_writer(concurrency: usize, total: usize) -> f64 {
 
 struct Server {
     base: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<()>,
-    thread: std::thread::JoinHandle<()>,
+    running: server::Running,
     _dir: tempfile::TempDir,
 }
 
 async fn serve() -> Server {
     let (dir, store, manager) = fresh();
-    let (writer, thread) = Writer::start(store.clone(), manager.clone()).unwrap();
-    let state = Arc::new(AppState {
-        store: store.clone(),
-        writer,
-        manager,
-        admin_token: api::token_hash(TOKEN),
-        auditor_token: None,
-        metrics: Default::default(),
-        published: dgsp_registry::publisher::load(&store).unwrap(),
-    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, api::router(state, api::DEFAULT_BODY_LIMIT))
-            .with_graceful_shutdown(async {
-                stopped.await.ok();
-            })
-            .await
-            .unwrap();
-    });
+    let config = server::Config {
+        admin_token: TOKEN.into(),
+        auditor_token: None,
+        body_limit: api::DEFAULT_BODY_LIMIT,
+    };
+    let running = server::start(store, manager, listener, config)
+        .await
+        .unwrap();
     Server {
-        base,
-        stop,
-        server,
-        thread,
+        base: running.url(),
+        running,
         _dir: dir,
     }
 }
 
 impl Server {
     async fn shutdown(self) {
-        let _ = self.stop.send(());
-        self.server.await.unwrap();
-        tokio::task::spawn_blocking(move || self.thread.join().unwrap())
-            .await
-            .unwrap();
+        self.running.shutdown().await.unwrap();
     }
 }
 

@@ -7,13 +7,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use clap::Parser;
 use dgsp_core::{Manager, ManagerSecretKey};
-use dgsp_registry::api::{self, AppState};
+use dgsp_registry::api;
 use dgsp_registry::cli::{Cli, Command};
 use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::{self, KdfParams};
 use dgsp_registry::log::Entry;
+use dgsp_registry::server;
 use dgsp_registry::store::Store;
-use dgsp_registry::writer::Writer;
 use tracing_subscriber::EnvFilter;
 
 type Fallible = Result<(), String>;
@@ -170,45 +170,26 @@ fn serve(
     let store = Arc::new(open_store(data)?);
     let manager = Arc::new(load_manager(data, key, &store)?);
     let head = store.head().map_err(|e| e.to_string())?;
-    let (writer, writer_thread) =
-        Writer::start(store.clone(), manager.clone()).map_err(|e| e.to_string())?;
-    let published = dgsp_registry::publisher::load(&store).map_err(|e| e.to_string())?;
-    let publisher = (
-        store.clone(),
-        writer.clone(),
-        manager.clone(),
-        published.clone(),
-    );
-    let state = Arc::new(AppState {
-        store,
-        writer,
-        manager: manager.clone(),
-        admin_token: api::token_hash(&admin),
-        auditor_token: auditor_token.as_deref().map(api::token_hash),
-        metrics: Default::default(),
-        published,
-    });
-    let app = api::router(state, body_limit);
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| format!("{listen}: {e}"))?;
-        tracing::info!(%listen, params = %manager.params(), head = head.seq, "registry serving");
-        let (store, writer, manager, published) = publisher;
-        let signer = tokio::spawn(dgsp_registry::publisher::run(
-            store, writer, manager, published,
-        ));
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown_signal())
+        let params = manager.params();
+        let config = server::Config {
+            admin_token: admin,
+            auditor_token,
+            body_limit,
+        };
+        let running = server::start(store, manager, listener, config)
             .await
-            .map_err(|e| e.to_string());
-        signer.abort();
-        let _ = signer.await;
-        served
+            .map_err(|e| e.to_string())?;
+        tracing::info!(%listen, %params, head = head.seq, "registry serving");
+        running
+            .serve_until(shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
     })?;
-    drop(rt);
-    let _ = writer_thread.join();
     tracing::info!("registry stopped");
     Ok(())
 }

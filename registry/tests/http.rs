@@ -7,11 +7,11 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof};
 use dgsp_core::{Certificate, CidStar, InMemoryRevokedList, Manager, MemberKey, ParamSet};
-use dgsp_registry::api::{self, AppState};
+use dgsp_registry::api;
 use dgsp_registry::events::Event;
 use dgsp_registry::log::{Entry, GENESIS_PREV};
+use dgsp_registry::server;
 use dgsp_registry::store::Store;
-use dgsp_registry::writer::Writer;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use reqwest::StatusCode;
@@ -25,10 +25,7 @@ struct Registry {
     client: reqwest::Client,
     store: Arc<Store>,
     manager: Arc<Manager>,
-    stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<()>,
-    signer: tokio::task::JoinHandle<()>,
-    writer: std::thread::JoinHandle<()>,
+    running: server::Running,
     _dir: tempfile::TempDir,
 }
 
@@ -48,43 +45,21 @@ async fn start(body_limit: usize) -> Registry {
     store
         .commit(&[Entry::seal(1, 1, &genesis, &GENESIS_PREV)], &[])
         .unwrap();
-    let (writer, writer_thread) = Writer::start(store.clone(), manager.clone()).unwrap();
-    let published = dgsp_registry::publisher::load(&store).unwrap();
-    let signer = tokio::spawn(dgsp_registry::publisher::run(
-        store.clone(),
-        writer.clone(),
-        manager.clone(),
-        published.clone(),
-    ));
-    let state = Arc::new(AppState {
-        store: store.clone(),
-        writer,
-        manager: manager.clone(),
-        admin_token: api::token_hash(ADMIN),
-        auditor_token: Some(api::token_hash(AUDITOR)),
-        metrics: Default::default(),
-        published,
-    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, api::router(state, body_limit))
-            .with_graceful_shutdown(async {
-                stopped.await.ok();
-            })
-            .await
-            .unwrap();
-    });
+    let config = server::Config {
+        admin_token: ADMIN.into(),
+        auditor_token: Some(AUDITOR.into()),
+        body_limit,
+    };
+    let running = server::start(store.clone(), manager.clone(), listener, config)
+        .await
+        .unwrap();
     Registry {
-        url,
+        url: running.url(),
         client: reqwest::Client::new(),
         store,
         manager,
-        stop,
-        server,
-        signer,
-        writer: writer_thread,
+        running,
         _dir: dir,
     }
 }
@@ -103,17 +78,9 @@ impl Registry {
             .unwrap_or(0)
     }
 
-    /// Stops like `serve` does: the server drains, the writer thread ends, RocksDB closes.
+    /// Stops like `serve` does, so RocksDB closes before the test process exits.
     async fn shutdown(self) {
-        let _ = self.stop.send(());
-        self.server.await.unwrap();
-        self.signer.abort();
-        let _ = self.signer.await;
-        drop(self.client);
-        tokio::task::spawn_blocking(move || self.writer.join().unwrap())
-            .await
-            .unwrap();
-        drop(self.store);
+        self.running.shutdown().await.unwrap();
     }
 
     async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {

@@ -1,0 +1,123 @@
+//! A running registry: the writer thread, the publisher task and the HTTP server, started
+//! together and stopped in the one order that closes RocksDB cleanly (server drains →
+//! publisher stops → last writer handle dropped → writer thread joined).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use dgsp_core::Manager;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::api::{self, AppState, Shared};
+use crate::publisher;
+use crate::store::{Store, StoreError};
+use crate::writer::Writer;
+
+/// Settings of the HTTP side.
+pub struct Config {
+    /// admin bearer token
+    pub admin_token: String,
+    /// auditor bearer token, if any
+    pub auditor_token: Option<String>,
+    /// largest request body in bytes
+    pub body_limit: usize,
+}
+
+/// A started registry.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// The shared state (store, writer, manager, published snapshots).
+    pub state: Shared,
+    stop: oneshot::Sender<()>,
+    server: JoinHandle<std::io::Result<()>>,
+    signer: JoinHandle<()>,
+    writer_thread: std::thread::JoinHandle<()>,
+}
+
+/// Starts the writer, the publisher and the HTTP server on `listener`.
+pub async fn start(
+    store: Arc<Store>,
+    manager: Arc<Manager>,
+    listener: TcpListener,
+    config: Config,
+) -> Result<Running, StoreError> {
+    let (writer, writer_thread) = Writer::start(store.clone(), manager.clone())?;
+    let published = publisher::load(&store)?;
+    let signer = tokio::spawn(publisher::run(
+        store.clone(),
+        writer.clone(),
+        manager.clone(),
+        published.clone(),
+    ));
+    let state = Arc::new(AppState {
+        store,
+        writer,
+        manager,
+        admin_token: api::token_hash(&config.admin_token),
+        auditor_token: config.auditor_token.as_deref().map(api::token_hash),
+        metrics: Default::default(),
+        published,
+    });
+    let addr = listener.local_addr().map_err(|e| StoreError::Corrupt {
+        what: "listener".into(),
+        reason: e.to_string(),
+    })?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let app = api::router(state.clone(), config.body_limit);
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                stopped.await.ok();
+            })
+            .await
+    });
+    Ok(Running {
+        addr,
+        state,
+        stop,
+        server,
+        signer,
+        writer_thread,
+    })
+}
+
+impl Running {
+    /// The base URL, `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Serves until `signal` completes, then shuts down cleanly.
+    pub async fn serve_until(
+        self,
+        signal: impl std::future::Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        signal.await;
+        self.shutdown().await
+    }
+
+    /// Drains in-flight requests, stops signing, ends the writer and closes the database.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        let Running {
+            state,
+            stop,
+            server,
+            signer,
+            writer_thread,
+            ..
+        } = self;
+        let _ = stop.send(());
+        let served = server.await.map_err(std::io::Error::other)?;
+        signer.abort();
+        let _ = signer.await;
+        drop(state);
+        tokio::task::spawn_blocking(move || writer_thread.join())
+            .await
+            .map_err(std::io::Error::other)?
+            .map_err(|_| std::io::Error::other("the writer thread panicked"))?;
+        served
+    }
+}
