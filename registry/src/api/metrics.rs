@@ -87,5 +87,32 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
         "Revoked certificate serial numbers.",
         s.store.count("revoked").unwrap_or(0),
     );
+    if let Ok(p) = s.published.read() {
+        let number = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
+        gauge(
+            &mut out,
+            "dgsp_registry_snapshot_number",
+            "Latest signed revocation snapshot.",
+            number,
+        );
+        gauge(&mut out, "dgsp_registry_snapshot_in_sync", "1 when proofs are served (the set equals the latest snapshot), 0 while a new one is signed.", u64::from(p.in_sync));
+        let ms = |out: &mut String, name: &str, help: &str, v: f64| {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n"
+            ));
+        };
+        ms(
+            &mut out,
+            "dgsp_registry_snapshot_root_ms",
+            "Time to the new root after the last revocation batch (ms).",
+            p.last_root_ms,
+        );
+        ms(
+            &mut out,
+            "dgsp_registry_snapshot_sign_ms",
+            "Time to sign the last snapshot (ms).",
+            p.last_sign_ms,
+        );
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
 }

@@ -121,7 +121,25 @@ async fn healthz() -> &'static str {
 
 async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
     match s.store.head() {
-        Ok(head) => (StatusCode::OK, format!("ready: log head {}\n", head.seq)).into_response(),
+        Ok(head) => {
+            let snapshot = s.published.read().ok().map(|p| {
+                let n = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
+                format!(
+                    "snapshot {n}{}",
+                    if p.in_sync {
+                        ""
+                    } else {
+                        " (next being signed)"
+                    }
+                )
+            });
+            let snapshot = snapshot.unwrap_or_default();
+            (
+                StatusCode::OK,
+                format!("ready: log head {}, {snapshot}\n", head.seq),
+            )
+                .into_response()
+        }
         Err(e) => Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "not-ready",
