@@ -27,6 +27,9 @@ use problem::Problem;
 /// Default request body limit (a bulk join or a large CSR fits; a flood does not).
 pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
 
+/// A request that takes longer than this (slow client or stuck work) is answered 408.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Everything a handler needs.
 pub struct AppState {
     /// the database
@@ -179,6 +182,10 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/metrics", get(metrics::render))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
