@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use crate::events::Event;
 use crate::store::{Store, StoreError};
-use crate::writer::{Command, Outcome, WriteError, Writer};
+use crate::writer::{Command, WriteError, Writer};
 
 /// What the API serves about revocation state.
 pub struct Published {
@@ -87,6 +87,16 @@ pub fn load(store: &Store) -> Result<SharedPublished, StoreError> {
     })))
 }
 
+/// How far the publisher has read the log, and what it still owes.
+struct Cursor {
+    /// last entry read
+    processed: u64,
+    /// last entry that is not the publisher's own (snapshot or checkpoint)
+    last_substantive: u64,
+    /// size of the last published checkpoint
+    last_checkpoint: u64,
+}
+
 /// Runs until the writer stops.
 pub async fn run(
     store: Arc<Store>,
@@ -95,24 +105,21 @@ pub async fn run(
     published: SharedPublished,
 ) {
     let mut heads = writer.subscribe();
-    let mut processed = store.head().map(|h| h.seq).unwrap_or(0);
-    let mut last_checkpoint = store
+    let last_checkpoint = store
         .latest_checkpoint()
         .ok()
         .flatten()
         .and_then(|e| e.public.get("size").and_then(Value::as_u64))
         .unwrap_or(0);
+    // Re-read from the last checkpoint: its zetas are already in the set (re-inserting
+    // them changes nothing), and whatever came after it still needs a checkpoint.
+    let mut cursor = Cursor {
+        processed: last_checkpoint,
+        last_substantive: 0,
+        last_checkpoint,
+    };
     loop {
-        if let Err(e) = step(
-            &store,
-            &writer,
-            &manager,
-            &published,
-            &mut processed,
-            &mut last_checkpoint,
-        )
-        .await
-        {
+        if let Err(e) = step(&store, &writer, &manager, &published, &mut cursor).await {
             match e {
                 StepError::Stopped => return,
                 StepError::Failed(msg) => {
@@ -120,6 +127,7 @@ pub async fn run(
                 }
             }
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            continue;
         }
         if heads.has_changed().unwrap_or(false) {
             heads.mark_unchanged();
@@ -156,21 +164,19 @@ async fn step(
     writer: &Writer,
     manager: &Arc<Manager>,
     published: &SharedPublished,
-    processed: &mut u64,
-    last_checkpoint: &mut u64,
+    cursor: &mut Cursor,
 ) -> Result<(), StepError> {
     // 1. Fold new revocations into the set; note whether anything but our own entries came.
     let mut new_zetas = Vec::new();
-    let mut substantive = None;
     loop {
-        let page = store.entries_after(*processed, 1024)?;
+        let page = store.entries_after(cursor.processed, 1024)?;
         let Some(last) = page.last() else { break };
-        *processed = last.seq;
+        cursor.processed = last.seq;
         for e in &page {
             match e.kind.as_str() {
                 "snapshot_published" | "checkpoint" => {}
                 "member_revoked" => {
-                    substantive = Some(e.seq);
+                    cursor.last_substantive = e.seq;
                     if let Some(zs) = e.public.get("zetas").and_then(Value::as_array) {
                         for z in zs.iter().filter_map(Value::as_str) {
                             if let Ok(bytes) = hex::decode(z) {
@@ -181,7 +187,7 @@ async fn step(
                         }
                     }
                 }
-                _ => substantive = Some(e.seq),
+                _ => cursor.last_substantive = e.seq,
             }
         }
     }
@@ -200,7 +206,7 @@ async fn step(
     if needs_snapshot {
         let record = {
             let p = published.read().expect("publisher lock");
-            let seq = *processed;
+            let seq = cursor.processed;
             match &p.snapshot {
                 Some(prev) => prev.record.next(seq, p.set.len(), p.set.root(), now_ms()),
                 None => SnapshotRecord::genesis(
@@ -221,7 +227,7 @@ async fn step(
         let event = Event::SnapshotPublished {
             snapshot: snapshot_json(&signed),
         };
-        writer.submit(Command::Publish { event }, None).await?;
+        writer.submit(Command::Append { event }, None).await?;
         let mut p = published.write().expect("publisher lock");
         p.in_sync = p.set.root() == signed.record.root && p.set.len() == signed.record.count;
         tracing::info!(
@@ -234,30 +240,25 @@ async fn step(
         p.last_sign_ms = sign_ms;
     }
 
-    // 3. Checkpoint the head if anything besides our own entries was appended.
-    if substantive.is_some() || *last_checkpoint == 0 {
+    // 3. Checkpoint the head if anything besides our own entries came since the last one.
+    if cursor.last_substantive > cursor.last_checkpoint {
         let head = store.head()?;
-        if head.seq > *last_checkpoint {
-            let cp = Checkpoint {
-                origin: origin_for(manager.public_key()),
-                size: head.seq,
-                head: head.hash,
-            };
-            let m = manager.clone();
-            let note = tokio::task::spawn_blocking(move || m.sign_checkpoint(&cp))
-                .await
-                .map_err(|e| StepError::Failed(e.to_string()))?;
-            let event = Event::Checkpoint {
-                size: head.seq,
-                head: hex::encode(head.hash),
-                note,
-            };
-            if let Outcome::Appended { .. } =
-                writer.submit(Command::Publish { event }, None).await?
-            {
-                *last_checkpoint = head.seq;
-            }
-        }
+        let cp = Checkpoint {
+            origin: origin_for(manager.public_key()),
+            size: head.seq,
+            head: head.hash,
+        };
+        let m = manager.clone();
+        let note = tokio::task::spawn_blocking(move || m.sign_checkpoint(&cp))
+            .await
+            .map_err(|e| StepError::Failed(e.to_string()))?;
+        let event = Event::Checkpoint {
+            size: head.seq,
+            head: hex::encode(head.hash),
+            note,
+        };
+        writer.submit(Command::Append { event }, None).await?;
+        cursor.last_checkpoint = head.seq;
     }
     Ok(())
 }

@@ -465,3 +465,80 @@ async fn an_idempotency_key_returns_the_first_answer() {
     assert_eq!(reg.last_action(), head);
     reg.shutdown().await;
 }
+
+/// A registry that stopped after a write but before checkpointing it signs that checkpoint
+/// on restart, without waiting for new traffic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_checkpoints_what_the_last_run_left_unsigned() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let manager = Arc::new(Manager::generate(
+        ParamSet::Sha2_128f,
+        &mut ChaCha20Rng::seed_from_u64(8),
+    ));
+    let pk = manager.public_key();
+    let events = [
+        Event::GroupCreated {
+            params: pk.params(),
+            public_key: B64.encode(pk.to_bytes()),
+            fingerprint: hex::encode(pk.fingerprint()),
+        },
+        // What the previous run checkpointed: entry 1 only.
+        Event::Checkpoint {
+            size: 1,
+            head: "00".repeat(32),
+            note: String::new(),
+        },
+        Event::MemberJoined {
+            id: 0,
+            username: "late".into(),
+        },
+    ];
+    let mut prev = GENESIS_PREV;
+    let entries: Vec<Entry> = events
+        .iter()
+        .enumerate()
+        .map(|(k, e)| {
+            let entry = Entry::seal(k as u64 + 1, 1, e, &prev);
+            prev = entry.hash_bytes().unwrap();
+            entry
+        })
+        .collect();
+    store.commit(&entries, &[]).unwrap();
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = server::Config {
+        admin_token: ADMIN.into(),
+        auditor_token: None,
+        body_limit: api::DEFAULT_BODY_LIMIT,
+    };
+    let running = server::start(store, manager.clone(), listener, config)
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let mut covered = 0;
+    for _ in 0..200 {
+        let cp: Value = client
+            .get(format!("{}/v1/checkpoint", running.url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        covered = cp["size"].as_u64().unwrap_or(0);
+        if covered >= 3 {
+            manager
+                .public_key()
+                .verify_checkpoint(cp["note"].as_str().unwrap())
+                .unwrap();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        covered >= 3,
+        "the join at seq 3 was never checkpointed (size {covered})"
+    );
+    running.shutdown().await.unwrap();
+}
