@@ -152,17 +152,21 @@ impl Store {
             .transpose()
     }
 
-    /// Up to `limit` entries with seq greater than `after`, in order.
+    /// Up to `limit` entries with seq greater than `after`, in order (JSON decoded in
+    /// parallel: replay and large feed pages are bound by decoding).
     pub fn entries_after(&self, after: u64, limit: usize) -> Result<Vec<Entry>, StoreError> {
+        use rayon::prelude::*;
         let start = be(after.saturating_add(1));
-        self.db
+        let raw: Vec<Box<[u8]>> = self
+            .db
             .iterator_cf(
                 self.cf("log"),
                 IteratorMode::From(&start, Direction::Forward),
             )
             .take(limit)
-            .map(|item| decode_entry(&item?.1))
-            .collect()
+            .map(|item| item.map(|(_, v)| v))
+            .collect::<Result<_, _>>()?;
+        raw.par_iter().map(|v| decode_entry(v)).collect()
     }
 
     /// The member with this id, if any.
@@ -206,15 +210,6 @@ impl Store {
     /// The first answer recorded under an idempotency key.
     pub fn idempotent(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.db.get_cf(self.cf("idem"), key.as_bytes())?)
-    }
-
-    /// Records (or replaces) the answer for an idempotency key, durably.
-    pub fn put_idempotent(&self, key: &str, answer: &[u8]) -> Result<(), StoreError> {
-        let mut wo = WriteOptions::default();
-        wo.set_sync(true);
-        self.db
-            .put_cf_opt(self.cf("idem"), key.as_bytes(), answer, &wo)?;
-        Ok(())
     }
 
     /// Appends `entries` (already sealed, in order, continuing the head) and applies their
@@ -410,7 +405,7 @@ impl Store {
         let mut replayed = 0;
         let mut after = 0;
         loop {
-            let chunk = self.raw_entries_after(after, 16_384)?;
+            let chunk = self.entries_after(after, 16_384)?;
             let Some(last) = chunk.last() else { break };
             after = last.seq;
             let mut batch = WriteBatch::default();
@@ -425,22 +420,6 @@ impl Store {
         }
         self.db.flush_wal(true)?;
         Ok(replayed)
-    }
-
-    /// Like [`entries_after`](Self::entries_after), decoding the JSON in parallel.
-    fn raw_entries_after(&self, after: u64, limit: usize) -> Result<Vec<Entry>, StoreError> {
-        use rayon::prelude::*;
-        let start = be(after.saturating_add(1));
-        let raw: Vec<Box<[u8]>> = self
-            .db
-            .iterator_cf(
-                self.cf("log"),
-                IteratorMode::From(&start, Direction::Forward),
-            )
-            .take(limit)
-            .map(|item| item.map(|(_, v)| v))
-            .collect::<Result<_, _>>()?;
-        raw.par_iter().map(|v| decode_entry(v)).collect()
     }
 
     /// Every key and value of the projections, in order: for comparing a rebuild with the

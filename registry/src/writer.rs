@@ -33,6 +33,9 @@ pub enum WriteError {
     /// Counter overflow.
     #[error("certificate counter of member {0} would overflow")]
     CounterOverflow(MemberId),
+    /// Writing the batch failed; nothing of it was stored.
+    #[error("the write could not be stored: {0}")]
+    CommitFailed(String),
     /// The database failed; nothing of this batch was written.
     #[error("storage: {0}")]
     Store(#[from] StoreError),
@@ -74,13 +77,9 @@ pub enum Command {
         /// member
         id: MemberId,
     },
-    /// Record an opening (verified before it gets here).
-    Opened {
-        /// the event to log
-        event: Event,
-    },
-    /// Append a signed snapshot or checkpoint.
-    Publish {
+    /// Append an event that needs no validation against the state: an opening (verified
+    /// before it gets here), a signed snapshot or a checkpoint.
+    Append {
         /// the event to log
         event: Event,
     },
@@ -119,7 +118,7 @@ pub enum Outcome {
         /// true if the member had been revoked before (nothing new was written)
         already: bool,
     },
-    /// `Opened` / `Publish`.
+    /// `Append`.
     Appended {
         /// entry seq
         seq: u64,
@@ -135,16 +134,32 @@ pub struct Idempotency {
     pub fingerprint: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 struct IdemRecord {
     fingerprint: String,
     outcome: Outcome,
 }
 
+type Reply = Result<Outcome, WriteError>;
+
 struct Request {
     command: Command,
     idem: Option<Idempotency>,
-    reply: oneshot::Sender<Result<Outcome, WriteError>>,
+    reply: oneshot::Sender<Reply>,
+}
+
+impl Request {
+    fn new(command: Command, idem: Option<Idempotency>) -> (Request, oneshot::Receiver<Reply>) {
+        let (reply, rx) = oneshot::channel();
+        (
+            Request {
+                command,
+                idem,
+                reply,
+            },
+            rx,
+        )
+    }
 }
 
 /// A handle to the writer thread; cheap to clone.
@@ -184,13 +199,9 @@ impl Writer {
         command: Command,
         idem: Option<Idempotency>,
     ) -> Result<Outcome, WriteError> {
-        let (reply, rx) = oneshot::channel();
+        let (req, rx) = Request::new(command, idem);
         self.tx
-            .blocking_send(Request {
-                command,
-                idem,
-                reply,
-            })
+            .blocking_send(req)
             .map_err(|_| WriteError::Stopped)?;
         rx.blocking_recv().map_err(|_| WriteError::Stopped)?
     }
@@ -207,15 +218,8 @@ impl Writer {
         command: Command,
         idem: Option<Idempotency>,
     ) -> Result<Outcome, WriteError> {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Request {
-                command,
-                idem,
-                reply,
-            })
-            .await
-            .map_err(|_| WriteError::Stopped)?;
+        let (req, rx) = Request::new(command, idem);
+        self.tx.send(req).await.map_err(|_| WriteError::Stopped)?;
         rx.await.map_err(|_| WriteError::Stopped)?
     }
 }
@@ -292,10 +296,7 @@ impl State {
                 let msg = e.to_string();
                 for (reply, result) in answers {
                     let _ = reply.send(match result {
-                        Ok(_) => Err(WriteError::Store(StoreError::Corrupt {
-                            what: "commit".into(),
-                            reason: msg.clone(),
-                        })),
+                        Ok(_) => Err(WriteError::CommitFailed(msg.clone())),
                         Err(e) => Err(e),
                     });
                 }
@@ -327,10 +328,7 @@ impl State {
     ) -> Result<Outcome, WriteError> {
         if let Some(idem) = &req.idem {
             let stored = match pending.idem.get(&idem.key) {
-                Some(r) => Some(IdemRecord {
-                    fingerprint: r.fingerprint.clone(),
-                    outcome: r.outcome.clone(),
-                }),
+                Some(r) => Some(r.clone()),
                 None => self
                     .store
                     .idempotent(&idem.key)?
@@ -443,7 +441,7 @@ impl State {
                     already: false,
                 })
             }
-            Command::Opened { event } | Command::Publish { event } => {
+            Command::Append { event } => {
                 let seq = self.seal(event, entries);
                 Ok(Outcome::Appended { seq })
             }

@@ -412,7 +412,7 @@ pub async fn open(
         id: opening.id,
         pi: hex::encode(opening.pi.as_bytes()),
     };
-    let Outcome::Appended { seq } = s.writer.submit(Command::Opened { event }, idem).await? else {
+    let Outcome::Appended { seq } = s.writer.submit(Command::Append { event }, idem).await? else {
         return Err(Problem::internal("open", "unexpected writer outcome"));
     };
     Ok(Json(Opened {

@@ -137,6 +137,9 @@ impl From<WriteError> for Problem {
                 e.to_string(),
             ),
             WriteError::Store(err) => Problem::internal("the write could not be stored", err),
+            WriteError::CommitFailed(err) => {
+                Problem::internal("the write could not be stored", err)
+            }
         }
     }
 }
