@@ -1,8 +1,6 @@
 //! Our side of the benchmarks: a fixture per parameter set and one benchmark per
 //! operation, measured with the same settings as the reference (see `reference_dgsp.rs`).
 
-#![allow(dead_code)]
-
 use std::cell::RefCell;
 
 use criterion::measurement::WallTime;

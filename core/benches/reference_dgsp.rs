@@ -53,14 +53,13 @@
 //!   single-threaded baseline.
 //! - `join` and `revoke` add members to the in-memory PLM on every iteration,
 //!   so the PLM grows during those benchmarks (as in the crate's own benches).
-#![allow(dead_code)]
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
-use criterion::{BatchSize, BenchmarkGroup, Criterion, SamplingMode};
+use criterion::{BatchSize, BenchmarkGroup, SamplingMode};
 use dgsp::params::DGSP_N;
 use dgsp::scheme::{DGSPCert, DGSPManagerPublicKey, DGSPManagerSecretKey, DGSPSignature};
 use dgsp::{InMemoryPLM, InMemoryRevokedList, PLMInterface, RevokedListInterface};
@@ -187,12 +186,6 @@ impl RefFixture {
         DGSP::join(&self.skm.msk.hash_secret, &username, &self.plm).expect("reference join")
     }
 
-    /// One join with a fresh username (username formatting included).
-    pub fn join(&self) -> (u64, [u8; DGSP_N]) {
-        let username = self.join_setup();
-        self.join_run(username)
-    }
-
     /// Member CSR: `batch` WOTS+ key pairs, returns `(wots_pks, wots_seeds)`.
     pub fn csr(&self, batch: usize) -> (Vec<[u8; DGSP_N]>, Vec<[u8; DGSP_N]>) {
         DGSP::csr(&self.seed_u, batch)
@@ -226,12 +219,6 @@ impl RefFixture {
     pub fn sign_run(&self, input: ([u8; DGSP_N], DGSPCert)) -> DGSPSignature {
         let (wots_seed, cert) = input;
         DGSP::sign(MESSAGE, &self.seed_u, self.id, wots_seed, cert)
-    }
-
-    /// One signature (includes cloning the stock certificate).
-    pub fn sign(&self) -> DGSPSignature {
-        let input = self.sign_setup();
-        self.sign_run(input)
     }
 
     /// Verifies the fixture signature against the revoked list and manager key.
@@ -271,13 +258,6 @@ impl RefFixture {
     pub fn revoke_run(&self, id: u64) {
         DGSP::revoke(&self.skm.msk.aes_key, &self.plm, &[id], &self.revoked_list)
             .expect("reference revoke");
-    }
-
-    /// One revocation of a fresh member with [`REVOKE_CERTS`] certificates
-    /// (includes the setup).
-    pub fn revoke(&self) {
-        let id = self.revoke_setup();
-        self.revoke_run(id);
     }
 }
 
@@ -345,15 +325,4 @@ pub fn bench_reference_op(group: &mut BenchmarkGroup<'_, WallTime>, fx: &RefFixt
         }),
         other => panic!("unknown reference operation {other:?}"),
     };
-}
-
-/// Registers `compare/<op>/reference` for every op in [`OPS`], using one
-/// fresh [`RefFixture`].
-pub fn bench_reference(c: &mut Criterion) {
-    let fx = RefFixture::new();
-    let mut group = c.benchmark_group(GROUP);
-    for op in OPS {
-        bench_reference_op(&mut group, &fx, op);
-    }
-    group.finish();
 }

@@ -38,7 +38,6 @@
 //! `compare/**/new/benchmark.json` is scanned for a matching `full_id` (which
 //! also covers ids criterion had to shorten or de-duplicate). The value used is
 //! `mean.point_estimate`, in nanoseconds.
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
