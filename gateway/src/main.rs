@@ -1,16 +1,49 @@
-//! `dgsp-gateway`: the public verification gateway (issue: Gateway).
-//!
-//! This binary is a placeholder until its own issue lands: it links `dgsp-core` and reports
-//! the parameter sets it would serve, so the workspace builds end to end.
+//! `dgsp-gateway`: see `dgsp-gateway --help`.
 
-fn main() {
-    let sets: Vec<&str> = dgsp_core::ParamSet::ALL.iter().map(|p| p.name()).collect();
-    println!(
-        "{} {} (dgsp-core {}): not implemented yet; parameter sets: {}",
-        env!("CARGO_PKG_NAME"),
-        env!("CARGO_PKG_VERSION"),
-        dgsp_core::VERSION,
-        sets.join(", ")
-    );
-    std::process::exit(2);
+use std::process::ExitCode;
+
+use clap::Parser;
+use dgsp_gateway::cli::{Cli, Command, ServeArgs};
+use dgsp_gateway::{api, server};
+use dgsp_registry::server::{init_logging, shutdown_signal};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log_format);
+    let result = match cli.command {
+        Command::Serve(args) => serve(&args),
+        Command::Openapi => {
+            print!("{}", api::openapi::document());
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: &ServeArgs) -> Result<(), String> {
+    let config = args.config()?;
+    let listen = args.listen;
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("{listen}: {e}"))?;
+        let registry = config.follow.registry.clone();
+        let running = server::start(config, listener)
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!(%listen, %registry, "gateway serving");
+        running
+            .serve_until(shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    tracing::info!("gateway stopped");
+    Ok(())
 }

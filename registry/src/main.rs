@@ -14,21 +14,12 @@ use dgsp_registry::keyfile::{self, KdfParams};
 use dgsp_registry::log::Entry;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
-use tracing_subscriber::EnvFilter;
 
 type Fallible = Result<(), String>;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    if cli.log_format == "json" {
-        tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init();
-    } else {
-        tracing_subscriber::fmt().with_env_filter(filter).init();
-    }
+    server::init_logging(&cli.log_format);
     let result = match cli.command {
         Command::Init { params, data, key } => init(params, &data, &key),
         Command::Serve {
@@ -186,23 +177,12 @@ fn serve(
             .map_err(|e| e.to_string())?;
         tracing::info!(%listen, %params, head = head.seq, "registry serving");
         running
-            .serve_until(shutdown_signal())
+            .serve_until(server::shutdown_signal())
             .await
             .map_err(|e| e.to_string())
     })?;
     tracing::info!("registry stopped");
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term.recv() => {},
-    }
-    tracing::info!("shutting down: finishing in-flight requests");
 }
 
 fn rebuild(data: &std::path::Path) -> Fallible {

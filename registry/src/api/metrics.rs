@@ -20,54 +20,69 @@ pub struct Metrics {
     requests: Mutex<BTreeMap<RequestKey, (u64, f64)>>,
 }
 
+impl Metrics {
+    /// Runs the request, counting it by method, matched route and status, with its time.
+    pub async fn observe(&self, req: Request, next: Next) -> Response {
+        let route = req
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+        let method = req.method().as_str().to_owned();
+        let start = Instant::now();
+        let resp = next.run(req).await;
+        let secs = start.elapsed().as_secs_f64();
+        if let Ok(mut m) = self.requests.lock() {
+            let e = m
+                .entry((method, route, resp.status().as_u16()))
+                .or_default();
+            e.0 += 1;
+            e.1 += secs;
+        }
+        resp
+    }
+
+    /// Writes `<prefix>_http_requests_total` and `<prefix>_http_request_seconds_sum`.
+    pub fn render_requests(&self, prefix: &str, out: &mut String) {
+        let snapshot: Vec<_> = self
+            .requests
+            .lock()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "# HELP {prefix}_http_requests_total HTTP requests by route and status.\n# TYPE {prefix}_http_requests_total counter\n"
+        ));
+        for ((method, route, status), (n, _)) in &snapshot {
+            out.push_str(&format!(
+                "{prefix}_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}\n"
+            ));
+        }
+        out.push_str(&format!(
+            "# HELP {prefix}_http_request_seconds_sum Time spent answering, by route and status.\n# TYPE {prefix}_http_request_seconds_sum counter\n"
+        ));
+        for ((method, route, status), (_, secs)) in &snapshot {
+            out.push_str(&format!(
+                "{prefix}_http_request_seconds_sum{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {secs}\n"
+            ));
+        }
+    }
+}
+
+/// Writes one gauge with its help and type lines.
+pub fn gauge(out: &mut String, name: &str, help: &str, v: impl std::fmt::Display) {
+    out.push_str(&format!(
+        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n"
+    ));
+}
+
 /// Middleware: counts every request by method, matched route and status.
 pub async fn track(State(s): State<Shared>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = req.method().as_str().to_owned();
-    let start = Instant::now();
-    let resp = next.run(req).await;
-    let secs = start.elapsed().as_secs_f64();
-    if let Ok(mut m) = s.metrics.requests.lock() {
-        let e = m
-            .entry((method, route, resp.status().as_u16()))
-            .or_default();
-        e.0 += 1;
-        e.1 += secs;
-    }
-    resp
+    s.metrics.observe(req, next).await
 }
 
 /// `GET /metrics`.
 pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
     let mut out = String::new();
-    out.push_str("# HELP dgsp_registry_http_requests_total HTTP requests by route and status.\n");
-    out.push_str("# TYPE dgsp_registry_http_requests_total counter\n");
-    let snapshot: Vec<_> = s
-        .metrics
-        .requests
-        .lock()
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
-        .unwrap_or_default();
-    for ((method, route, status), (n, _)) in &snapshot {
-        out.push_str(&format!(
-            "dgsp_registry_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}\n"
-        ));
-    }
-    out.push_str("# HELP dgsp_registry_http_request_seconds_sum Time spent answering, by route and status.\n");
-    out.push_str("# TYPE dgsp_registry_http_request_seconds_sum counter\n");
-    for ((method, route, status), (_, secs)) in &snapshot {
-        out.push_str(&format!(
-            "dgsp_registry_http_request_seconds_sum{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {secs}\n"
-        ));
-    }
-    let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
-        out.push_str(&format!(
-            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n"
-        ));
-    };
+    s.metrics.render_requests("dgsp_registry", &mut out);
     let head = s.store.head().map(|h| h.seq).unwrap_or(0);
     gauge(
         &mut out,
@@ -96,18 +111,13 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
             number,
         );
         gauge(&mut out, "dgsp_registry_snapshot_in_sync", "1 when proofs are served (the set equals the latest snapshot), 0 while a new one is signed.", u64::from(p.in_sync));
-        let ms = |out: &mut String, name: &str, help: &str, v: f64| {
-            out.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n"
-            ));
-        };
-        ms(
+        gauge(
             &mut out,
             "dgsp_registry_snapshot_root_ms",
             "Time to the new root after the last revocation batch (ms).",
             p.last_root_ms,
         );
-        ms(
+        gauge(
             &mut out,
             "dgsp_registry_snapshot_sign_ms",
             "Time to sign the last snapshot (ms).",

@@ -77,7 +77,7 @@ impl Problem {
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
             "Internal error",
-            format!("{context}; the registry logged the cause"),
+            format!("{context}; the server logged the cause"),
         )
     }
 }

@@ -1,0 +1,207 @@
+//! `/healthz`, `/readyz` and `/metrics`.
+
+use std::sync::atomic::Ordering;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::Json;
+use dgsp_registry::api::metrics::gauge;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::model::{SnapshotRef, Status};
+use super::Shared;
+use crate::state::{current, now_ms, FaultReport};
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "alive", body = String)))]
+pub async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Readiness and sync state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    /// Whether to route traffic here: a verified snapshot is in service and the state is
+    /// not stale.
+    pub ready: bool,
+    /// `ok`, `degraded` (serving the last verified state while the feed is faulty),
+    /// `stale` (not confirmed within the bound) or `no_snapshot`.
+    pub status: String,
+    /// Last applied entry.
+    pub applied_seq: u64,
+    /// The registry's head as last seen.
+    pub registry_head_seq: u64,
+    /// Entries behind.
+    pub lag_entries: u64,
+    /// Seconds behind.
+    pub lag_seconds: f64,
+    /// The snapshot in service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotRef>,
+    /// The feed fault in force.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultReport>,
+}
+
+/// Readiness: 200 while a verified snapshot is in service and the state is fresh (a feed
+/// fault alone keeps the gateway ready, serving its last verified state, and is reported as
+/// `degraded`); 503 before the first snapshot or when stale.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
+pub async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
+    let r = readiness(&s);
+    let code = if r.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(r))
+}
+
+/// The readiness report.
+pub fn readiness(s: &Shared) -> Readiness {
+    let view = current(&s.view);
+    let st = s.status.lock().expect("status lock");
+    let now = now_ms();
+    let stale = st
+        .synced_unix_ms
+        .is_none_or(|t| now.saturating_sub(t) > s.config.max_staleness.as_millis() as u64);
+    let snapshot = view.snapshot.as_deref().map(SnapshotRef::of);
+    let status = if snapshot.is_none() {
+        "no_snapshot"
+    } else if stale {
+        "stale"
+    } else if st.fault.is_some() {
+        "degraded"
+    } else {
+        "ok"
+    };
+    Readiness {
+        ready: snapshot.is_some() && !stale,
+        status: status.into(),
+        applied_seq: view.applied.seq,
+        registry_head_seq: st.registry_head,
+        lag_entries: st.lag_entries(view.applied.seq),
+        lag_seconds: st.lag_seconds(now),
+        snapshot,
+        fault: st.fault.clone(),
+    }
+}
+
+/// Prometheus metrics (text exposition format).
+#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", body = String)))]
+pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
+    let mut out = String::new();
+    s.http.render_requests("dgsp_gateway", &mut out);
+    out.push_str("# HELP dgsp_gateway_verify_total Verification results by status.\n# TYPE dgsp_gateway_verify_total counter\n");
+    for st in Status::ALL {
+        out.push_str(&format!(
+            "dgsp_gateway_verify_total{{status=\"{}\"}} {}\n",
+            st.label(),
+            s.counters.verify[st.index()].load(Ordering::Relaxed)
+        ));
+    }
+    let counter = |out: &mut String, name: &str, help: &str, v: u64| {
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
+        ));
+    };
+    counter(
+        &mut out,
+        "dgsp_gateway_judge_total",
+        "Judge requests answered.",
+        s.counters.judge.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut out,
+        "dgsp_gateway_batches_total",
+        "Batch verify requests answered.",
+        s.counters.batches.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut out,
+        "dgsp_gateway_shed_total",
+        "Requests refused with 503 because the verification queue was full.",
+        s.counters.shed.load(Ordering::Relaxed),
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_pool_in_flight",
+        "Verifications queued or running.",
+        s.pool.in_flight(),
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_pool_capacity",
+        "Verifications that may be queued or running at once.",
+        s.pool.capacity(),
+    );
+    let r = readiness(&s);
+    gauge(
+        &mut out,
+        "dgsp_gateway_ready",
+        "1 when ready.",
+        u64::from(r.ready),
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_applied_seq",
+        "Last log entry applied.",
+        r.applied_seq,
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_registry_head_seq",
+        "The registry's log head as last seen.",
+        r.registry_head_seq,
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_lag_entries",
+        "Entries behind the registry.",
+        r.lag_entries,
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_lag_seconds",
+        "Seconds behind the registry.",
+        r.lag_seconds,
+    );
+    let (number, count) = r.snapshot.as_ref().map_or((0, 0), |s| (s.number, s.count));
+    gauge(
+        &mut out,
+        "dgsp_gateway_snapshot_number",
+        "The snapshot in service.",
+        number,
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_snapshot_count",
+        "Revoked zetas in the snapshot in service.",
+        count,
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_feed_fault",
+        "1 while the registry feed is faulty (the last verified state is served).",
+        u64::from(r.fault.is_some()),
+    );
+    let st = s.status.lock().expect("status lock");
+    out.push_str("# HELP dgsp_gateway_feed_faults_total Feed faults by kind.\n# TYPE dgsp_gateway_feed_faults_total counter\n");
+    let mut kinds: Vec<_> = st.faults_total.iter().collect();
+    kinds.sort();
+    for (kind, n) in kinds {
+        out.push_str(&format!(
+            "dgsp_gateway_feed_faults_total{{kind=\"{kind}\"}} {n}\n"
+        ));
+    }
+    counter(
+        &mut out,
+        "dgsp_gateway_ranges_applied_total",
+        "Checkpointed ranges applied.",
+        st.ranges_applied,
+    );
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+}

@@ -1,0 +1,136 @@
+//! The gateway's public HTTP API (axum): verify, batch verify, judge, the group, snapshots and
+//! revocation proofs, health, readiness, Prometheus metrics and the OpenAPI document.
+//!
+//! Every answer about a signature names the signed snapshot it was checked against and
+//! carries the revocation proof, so a caller need not trust the gateway: it can check the
+//! snapshot's signature and the proof offline (`dgsp_core::revocation::verify_revocation`,
+//! docs/revocation-proofs.md). Errors are `application/problem+json`.
+
+pub mod health;
+pub mod model;
+pub mod openapi;
+pub mod revocations;
+pub mod verify;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use dgsp_registry::api::problem::Problem;
+
+use crate::pool::VerifyPool;
+use crate::replica::Replica;
+use crate::state::{SharedStatus, SharedView};
+
+/// Default request body limit: a full batch of the largest signatures fits (256 × ~50 KiB
+/// shake-256f signatures in base64 is ~17 MiB), a flood does not.
+pub const DEFAULT_BODY_LIMIT: usize = 20 << 20;
+
+/// Default largest batch.
+pub const DEFAULT_MAX_BATCH: usize = 256;
+
+/// A request that takes longer than this (slow client or stuck work) is answered 408.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of the HTTP side.
+#[derive(Clone, Debug)]
+pub struct ApiConfig {
+    /// Largest request body in bytes.
+    pub body_limit: usize,
+    /// Most items in one batch verify.
+    pub max_batch: usize,
+    /// Answers are marked stale when the gateway has not confirmed its state with the
+    /// registry for this long.
+    pub max_staleness: Duration,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            body_limit: DEFAULT_BODY_LIMIT,
+            max_batch: DEFAULT_MAX_BATCH,
+            max_staleness: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Request counters (Prometheus).
+#[derive(Default)]
+pub struct Counters {
+    /// Verify results by status: ok, revoked, invalid_signature, wrong_group, malformed.
+    pub verify: [AtomicU64; 5],
+    /// Judge requests answered.
+    pub judge: AtomicU64,
+    /// Requests refused because the pool was full.
+    pub shed: AtomicU64,
+    /// Batch requests answered.
+    pub batches: AtomicU64,
+}
+
+/// Everything a handler needs.
+pub struct AppState {
+    /// The verified view in service.
+    pub view: SharedView,
+    /// The follower's progress.
+    pub status: SharedStatus,
+    /// The replica (older snapshots).
+    pub replica: Arc<Replica>,
+    /// Where verification runs.
+    pub pool: VerifyPool,
+    /// HTTP settings.
+    pub config: ApiConfig,
+    /// Counters.
+    pub counters: Counters,
+    /// HTTP request counters by route and status.
+    pub http: dgsp_registry::api::metrics::Metrics,
+}
+
+async fn track(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    s.http.observe(req, next).await
+}
+
+/// Shared state handle.
+pub type Shared = Arc<AppState>;
+
+/// The router.
+pub fn router(state: Shared) -> Router {
+    let limit = state.config.body_limit;
+    Router::new()
+        .route("/v1/verify", post(verify::verify))
+        .route("/v1/verify/batch", post(verify::verify_batch))
+        .route("/v1/judge", post(verify::judge))
+        .route("/v1/group", get(revocations::group))
+        .route(
+            "/v1/revocations/snapshot",
+            get(revocations::latest_snapshot),
+        )
+        .route("/v1/revocations/snapshots/{n}", get(revocations::snapshot))
+        .route("/v1/revocations/{zeta}/proof", get(revocations::proof))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .route("/openapi.json", get(openapi::serve))
+        .fallback(|| async {
+            Problem::new(
+                StatusCode::NOT_FOUND,
+                "not-found",
+                "No such endpoint",
+                "see /openapi.json for the API",
+            )
+        })
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), track))
+        .with_state(state)
+}

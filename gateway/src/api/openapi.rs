@@ -1,0 +1,47 @@
+//! The gateway's OpenAPI document, generated from the handlers' annotations.
+//!
+//! `dgsp-gateway openapi > openapi/gateway.json` (or `scripts/openapi.sh`, which writes both
+//! documents) regenerates it; a test fails when the committed file differs.
+
+use axum::http::header;
+use axum::response::IntoResponse;
+use utoipa::OpenApi;
+
+use super::{health, model, revocations, verify};
+use dgsp_registry::api::problem;
+
+/// The document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "DGSP gateway",
+        description = "Public verification API for one DGSP group. The gateway follows the group's registry, checks the hash chain, every checkpoint and every snapshot signature against the pinned group key before applying anything, and answers verify and judge requests. Every verification answer names the signed revocation snapshot it was checked against and carries an inclusion or non-membership proof that can be checked offline (docs/revocation-proofs.md). Binary values are standard base64. Errors are application/problem+json (RFC 9457).",
+        license(name = "MIT OR Apache-2.0")
+    ),
+    paths(
+        verify::verify, verify::verify_batch, verify::judge,
+        revocations::group, revocations::latest_snapshot, revocations::snapshot, revocations::proof,
+        health::healthz, health::readyz, health::metrics
+    ),
+    components(schemas(problem::Problem, model::Status, model::ProofKind)),
+    tags((name = "verify", description = "verification and judging, CPU-bound, load-shed with 503 + Retry-After"),
+         (name = "revocations", description = "the group, signed snapshots and revocation proofs"),
+         (name = "operations", description = "health, readiness, metrics"))
+)]
+pub struct GatewayApi;
+
+/// The document as pretty JSON with a trailing newline (the committed form).
+pub fn document() -> String {
+    let mut doc = GatewayApi::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    let mut s = doc
+        .to_pretty_json()
+        .expect("the OpenAPI document serializes");
+    s.push('\n');
+    s
+}
+
+/// `GET /openapi.json`.
+pub async fn serve() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], document())
+}

@@ -1,0 +1,158 @@
+//! The group, signed snapshots and revocation proofs, from the verified replica.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine;
+use dgsp_core::Zeta;
+use dgsp_registry::api::problem::{to_b64, Problem};
+use dgsp_registry::publisher::snapshot_json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::model::{freshness, Freshness, Revocation};
+use super::Shared;
+use crate::state::current;
+
+/// The pinned group and how far this gateway has followed its log.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct GroupAnswer {
+    /// Parameter set name.
+    pub params: String,
+    /// Group public key (base64 of its encoding).
+    pub public_key: String,
+    /// SHA3-256 of the public key encoding (hex).
+    pub fingerprint: String,
+    /// The latest verified checkpoint note (absent before the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// How current this gateway is.
+    pub freshness: Freshness,
+}
+
+/// The pinned group, the checkpoint in force and freshness.
+#[utoipa::path(get, path = "/v1/group", tag = "revocations", responses((status = 200, body = GroupAnswer)))]
+pub async fn group(State(s): State<Shared>) -> Json<GroupAnswer> {
+    let view = current(&s.view);
+    let synced = s.status.lock().expect("status lock").synced_unix_ms;
+    Json(GroupAnswer {
+        params: view.group.params().name().to_owned(),
+        public_key: to_b64(&view.group.to_bytes()),
+        fingerprint: hex::encode(view.group.fingerprint()),
+        checkpoint: view.checkpoint.as_ref().map(|c| c.note.clone()),
+        freshness: freshness(&view, synced, s.config.max_staleness),
+    })
+}
+
+fn no_snapshot() -> Response {
+    let mut r = Problem::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no-snapshot-yet",
+        "No verified snapshot yet",
+        "this gateway has not yet applied a signed revocation snapshot; retry shortly",
+    )
+    .into_response();
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    r
+}
+
+/// The latest verified signed snapshot: `{record, signature, encoded}` (the registry's form;
+/// `encoded` is the binary signed snapshot of docs/revocation-proofs.md, base64).
+#[utoipa::path(get, path = "/v1/revocations/snapshot", tag = "revocations",
+    responses((status = 200, description = "the signed snapshot: {record, signature, encoded}", body = Object),
+              (status = 503, body = Problem, content_type = "application/problem+json")))]
+pub async fn latest_snapshot(State(s): State<Shared>) -> Response {
+    match current(&s.view).snapshot.as_deref() {
+        Some(snap) => Json(snapshot_json(snap)).into_response(),
+        None => no_snapshot(),
+    }
+}
+
+/// Verified signed snapshot number `n`.
+#[utoipa::path(get, path = "/v1/revocations/snapshots/{n}", tag = "revocations",
+    params(("n" = u64, Path, description = "snapshot number, from 1")),
+    responses((status = 200, body = Object),
+              (status = 400, body = Problem, content_type = "application/problem+json"),
+              (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub async fn snapshot(
+    State(s): State<Shared>,
+    Path(n): Path<String>,
+) -> Result<Json<Value>, Problem> {
+    let n: u64 = n
+        .parse()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| Problem::bad_field("n", "snapshot number must be an integer from 1"))?;
+    let replica = s.replica.clone();
+    let found = tokio::task::spawn_blocking(move || replica.snapshot_json(n))
+        .await
+        .map_err(|e| Problem::internal("snapshot", e))?
+        .map_err(|e| Problem::internal("snapshot", e))?;
+    found.map(Json).ok_or_else(|| {
+        Problem::new(
+            StatusCode::NOT_FOUND,
+            "unknown-snapshot",
+            "No such snapshot",
+            format!("this gateway has applied no snapshot number {n}"),
+        )
+    })
+}
+
+/// The revocation state of one zeta.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProofAnswer {
+    /// The zeta (base64).
+    pub zeta: String,
+    /// Revocation state, snapshot and proof.
+    #[serde(flatten)]
+    pub revocation: Revocation,
+    /// How current the state is.
+    pub freshness: Freshness,
+}
+
+/// Parses a zeta path segment: 32 hex characters or unpadded base64url (22 characters).
+fn parse_zeta(s: &str) -> Option<Zeta> {
+    let mut bytes = [0u8; 16];
+    if s.len() == 32 && hex::decode_to_slice(s, &mut bytes).is_ok() {
+        return Some(Zeta(bytes));
+    }
+    let decoded = URL_SAFE_NO_PAD
+        .decode(s)
+        .or_else(|_| STANDARD.decode(s))
+        .ok()?;
+    Zeta::from_slice(&decoded).ok()
+}
+
+/// Inclusion (revoked) or non-membership (not revoked) proof for a zeta against the latest
+/// verified snapshot. The zeta is 32 hex characters or unpadded base64url.
+#[utoipa::path(get, path = "/v1/revocations/{zeta}/proof", tag = "revocations",
+    params(("zeta" = String, Path, description = "the zeta: 32 hex characters or 22 base64url characters")),
+    responses((status = 200, body = ProofAnswer),
+              (status = 400, body = Problem, content_type = "application/problem+json"),
+              (status = 503, body = Problem, content_type = "application/problem+json")))]
+pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Response {
+    let Some(zeta) = parse_zeta(&zeta) else {
+        return Problem::bad_field(
+            "zeta",
+            "a zeta is 16 bytes: 32 hex characters or 22 unpadded base64url characters",
+        )
+        .into_response();
+    };
+    let view = current(&s.view);
+    if view.snapshot.is_none() {
+        return no_snapshot();
+    }
+    let synced = s.status.lock().expect("status lock").synced_unix_ms;
+    Json(ProofAnswer {
+        zeta: to_b64(zeta.as_bytes()),
+        revocation: Revocation::of(&view, &zeta),
+        freshness: freshness(&view, synced, s.config.max_staleness),
+    })
+    .into_response()
+}

@@ -1,0 +1,325 @@
+//! `POST /v1/verify`, `/v1/verify/batch` and `/v1/judge`.
+//!
+//! Order of checks, per signature: decode (cheap), parameter set against the group (cheap),
+//! revocation against the view (cheap, and first as the scheme specifies), and only then the
+//! WOTS+ and SPHINCS+ work, on the bounded pool.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use dgsp_core::{Error as CoreError, ManagerPublicKey, Pi, Signature};
+use dgsp_registry::api::problem::{b64, to_b64, Body, Problem};
+
+use super::model::{
+    freshness, BatchAnswer, BatchRequest, JudgeAnswer, JudgeRequest, Revocation, Status,
+    VerifyAnswer, VerifyRequest,
+};
+use super::Shared;
+use crate::pool::PoolError;
+use crate::state::{current, View};
+
+/// A decoded verify item, or why it could not be.
+enum Item {
+    Ready { message: Vec<u8>, sig: Signature },
+    Malformed(String),
+}
+
+fn decode_item(field: &str, req: &VerifyRequest) -> Result<Item, Problem> {
+    let message = b64(&format!("{field}message"), &req.message)?;
+    let bytes = b64(&format!("{field}signature"), &req.signature)?;
+    Ok(match Signature::from_bytes(&bytes) {
+        Ok(sig) => Item::Ready { message, sig },
+        Err(e) => Item::Malformed(format!("not a DGSP signature encoding: {e}")),
+    })
+}
+
+/// What the cheap checks decide before any cryptography.
+enum Plan {
+    Done(VerifyAnswer),
+    Crypto {
+        message: Vec<u8>,
+        sig: Box<Signature>,
+        answer: VerifyAnswer,
+    },
+}
+
+fn plan(s: &Shared, view: &View, item: Item) -> Plan {
+    let synced = s.status.lock().expect("status lock").synced_unix_ms;
+    let fresh = freshness(view, synced, s.config.max_staleness);
+    let group_params = view.group.params();
+    let mut answer = VerifyAnswer {
+        valid: false,
+        status: Status::Malformed,
+        params: group_params.name().to_owned(),
+        zeta: None,
+        revocation: None,
+        freshness: fresh,
+        detail: None,
+    };
+    let (message, sig) = match item {
+        Item::Malformed(why) => {
+            answer.detail = Some(why);
+            return Plan::Done(answer);
+        }
+        Item::Ready { message, sig } => (message, sig),
+    };
+    if sig.params() != group_params {
+        answer.status = Status::WrongGroup;
+        answer.params = sig.params().name().to_owned();
+        answer.detail = Some(format!(
+            "a {} signature cannot belong to this {} group",
+            sig.params().name(),
+            group_params.name()
+        ));
+        return Plan::Done(answer);
+    }
+    let zeta = *sig.zeta();
+    answer.zeta = Some(to_b64(zeta.as_bytes()));
+    let revocation = Revocation::of(view, &zeta);
+    let revoked = revocation.revoked;
+    answer.revocation = Some(revocation);
+    if revoked {
+        answer.status = Status::Revoked;
+        answer.detail = Some("the signature's certificate is revoked".into());
+        return Plan::Done(answer);
+    }
+    Plan::Crypto {
+        message,
+        sig: Box::new(sig),
+        answer,
+    }
+}
+
+fn finish(
+    group: &ManagerPublicKey,
+    message: &[u8],
+    sig: &Signature,
+    mut a: VerifyAnswer,
+) -> VerifyAnswer {
+    match group.verify_ignoring_revocation(message, sig) {
+        Ok(_) => {
+            a.valid = true;
+            a.status = Status::Ok;
+        }
+        Err(e) => {
+            a.status = Status::InvalidSignature;
+            a.detail = Some(e.to_string());
+        }
+    }
+    a
+}
+
+fn busy(s: &Shared, e: PoolError) -> Response {
+    match e {
+        PoolError::Busy => {
+            s.counters.shed.fetch_add(1, Ordering::Relaxed);
+            let mut r = Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                "Verification queue full",
+                format!(
+                    "{} verifications are queued or running; retry shortly",
+                    s.pool.capacity()
+                ),
+            )
+            .into_response();
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            r
+        }
+        PoolError::Crashed => Problem::internal("verification", e).into_response(),
+    }
+}
+
+/// Runs the plans: the cryptographic ones on the pool, all in parallel.
+async fn run(
+    s: &Shared,
+    view: &Arc<View>,
+    plans: Vec<Plan>,
+) -> Result<Vec<VerifyAnswer>, Response> {
+    let mut out: Vec<Option<VerifyAnswer>> = Vec::with_capacity(plans.len());
+    let mut jobs = Vec::new();
+    let mut slots = Vec::new();
+    for p in plans {
+        match p {
+            Plan::Done(a) => out.push(Some(a)),
+            Plan::Crypto {
+                message,
+                sig,
+                answer,
+            } => {
+                slots.push(out.len());
+                out.push(None);
+                let group = view.group.clone();
+                jobs.push(move || finish(&group, &message, &sig, answer));
+            }
+        }
+    }
+    let done = s.pool.run_all(jobs).await.map_err(|e| busy(s, e))?;
+    for (slot, a) in slots.into_iter().zip(done) {
+        out[slot] = Some(a);
+    }
+    let answers: Vec<VerifyAnswer> = out.into_iter().flatten().collect();
+    for a in &answers {
+        s.counters.verify[a.status.index()].fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(answers)
+}
+
+/// Verifies one group signature against the pinned group and the latest verified snapshot.
+/// A body whose `signature` is base64 but not a signature encoding is answered 422.
+#[utoipa::path(post, path = "/v1/verify", tag = "verify", request_body = VerifyRequest,
+    responses(
+        (status = 200, description = "verified (see `status`)", body = VerifyAnswer),
+        (status = 400, description = "malformed body or field", body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "not a signature encoding", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "queue full; see Retry-After", body = Problem, content_type = "application/problem+json")))]
+pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> Response {
+    let item = match decode_item("", &req) {
+        Ok(Item::Malformed(why)) => {
+            s.counters.verify[Status::Malformed.index()].fetch_add(1, Ordering::Relaxed);
+            return Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "malformed-signature",
+                "Malformed signature",
+                why,
+            )
+            .at("signature")
+            .into_response();
+        }
+        Ok(item) => item,
+        Err(p) => return p.into_response(),
+    };
+    let view = current(&s.view);
+    let p = plan(&s, &view, item);
+    match run(&s, &view, vec![p]).await {
+        Ok(mut answers) => Json(answers.pop().expect("one answer")).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// Verifies up to `max_batch` (default 256) signatures in parallel, all against the same
+/// view. Items that are not signature encodings get status `malformed`; a field that is
+/// not base64 fails the whole batch (400 naming `items[i].field`). The batch is refused whole
+/// (503) when the pool cannot take all of its items.
+#[utoipa::path(post, path = "/v1/verify/batch", tag = "verify", request_body = BatchRequest,
+    responses(
+        (status = 200, body = BatchAnswer),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "empty or too many items", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "queue full; see Retry-After", body = Problem, content_type = "application/problem+json")))]
+pub async fn verify_batch(State(s): State<Shared>, Body(req): Body<BatchRequest>) -> Response {
+    let max = s.config.max_batch;
+    if req.items.is_empty() || req.items.len() > max {
+        return Problem::invalid_field("items", format!("1 to {max} items per batch"))
+            .into_response();
+    }
+    let view = current(&s.view);
+    let mut plans = Vec::with_capacity(req.items.len());
+    for (i, it) in req.items.iter().enumerate() {
+        match decode_item(&format!("items[{i}]."), it) {
+            Ok(item) => plans.push(plan(&s, &view, item)),
+            Err(p) => return p.into_response(),
+        }
+    }
+    match run(&s, &view, plans).await {
+        Ok(results) => {
+            s.counters.batches.fetch_add(1, Ordering::Relaxed);
+            let ok = results.iter().filter(|a| a.valid).count();
+            let not_ok = results.len() - ok;
+            Json(BatchAnswer {
+                results,
+                ok,
+                not_ok,
+            })
+            .into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+/// Judges the manager's opening: does member `id` with proof `pi` open this signature?
+/// `correct` requires the signature to verify (revocation aside) and the opening to match.
+#[utoipa::path(post, path = "/v1/judge", tag = "verify", request_body = JudgeRequest,
+    responses(
+        (status = 200, body = JudgeAnswer),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "signature or pi not decodable for this group", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "queue full; see Retry-After", body = Problem, content_type = "application/problem+json")))]
+pub async fn judge(State(s): State<Shared>, Body(req): Body<JudgeRequest>) -> Response {
+    let message = match b64("message", &req.message) {
+        Ok(m) => m,
+        Err(p) => return p.into_response(),
+    };
+    let sig = match b64("signature", &req.signature).map(|b| Signature::from_bytes(&b)) {
+        Err(p) => return p.into_response(),
+        Ok(Err(e)) => {
+            return Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "malformed-signature",
+                "Malformed signature",
+                format!("not a DGSP signature encoding: {e}"),
+            )
+            .at("signature")
+            .into_response()
+        }
+        Ok(Ok(sig)) => sig,
+    };
+    let view = current(&s.view);
+    let params = view.group.params();
+    if sig.params() != params {
+        return Problem::invalid_field(
+            "signature",
+            format!(
+                "a {} signature cannot belong to this {} group",
+                sig.params().name(),
+                params.name()
+            ),
+        )
+        .into_response();
+    }
+    let pi = match b64("pi", &req.pi).map(|b| Pi::from_slice(params, &b)) {
+        Err(p) => return p.into_response(),
+        Ok(Err(e)) => {
+            return Problem::invalid_field("pi", format!("not a pi for {}: {e}", params.name()))
+                .into_response()
+        }
+        Ok(Ok(pi)) => pi,
+    };
+    let group = view.group.clone();
+    let id = req.id;
+    let job = move || {
+        let signature_valid = group.verify_ignoring_revocation(&message, &sig).is_ok();
+        let opening = group.judge(&message, &sig, id, &pi);
+        (signature_valid, opening)
+    };
+    match s.pool.run(job).await {
+        Err(e) => busy(&s, e),
+        Ok((signature_valid, opening)) => {
+            s.counters.judge.fetch_add(1, Ordering::Relaxed);
+            let opening_matches = opening.is_ok();
+            let detail = match (&signature_valid, &opening) {
+                (false, _) => Some("the signature does not verify".to_owned()),
+                (true, Err(CoreError::WrongOpening)) => Some(format!(
+                    "member {id} with this pi does not open the signature"
+                )),
+                (true, Err(e)) => Some(e.to_string()),
+                (true, Ok(())) => None,
+            };
+            Json(JudgeAnswer {
+                correct: signature_valid && opening_matches,
+                signature_valid,
+                opening_matches,
+                params: params.name().to_owned(),
+                detail,
+            })
+            .into_response()
+        }
+    }
+}

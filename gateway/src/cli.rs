@@ -1,0 +1,102 @@
+//! Command-line interface of `dgsp-gateway` (clap; every option also from the environment).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::anchor::Anchor;
+use crate::api::{ApiConfig, DEFAULT_BODY_LIMIT, DEFAULT_MAX_BATCH};
+use crate::server::Config;
+
+/// The public DGSP verification gateway: follows a group's registry, checks everything it
+/// applies against the pinned group key, and answers verify and judge requests with the
+/// signed snapshot and revocation proof they were checked against.
+#[derive(Debug, Parser)]
+#[command(name = "dgsp-gateway", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Log format.
+    #[arg(long, global = true, env = "DGSP_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Follow a registry and serve the public API.
+    Serve(ServeArgs),
+    /// Print the OpenAPI document (what openapi/gateway.json must contain).
+    Openapi,
+}
+
+/// `serve` options.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The registry's base URL.
+    #[arg(long, env = "DGSP_REGISTRY_URL")]
+    pub registry: String,
+    /// Trust anchor: a file with the group public key (as `dgsp-registry public-key`
+    /// prints it) or the key's SHA3-256 fingerprint (64 hex characters).
+    #[arg(long, env = "DGSP_GROUP_KEY")]
+    pub group_key: String,
+    /// Replica directory (created if missing; pinned to one group).
+    #[arg(long, env = "DGSP_GATEWAY_DATA")]
+    pub data: PathBuf,
+    /// Address to listen on.
+    #[arg(long, env = "DGSP_GATEWAY_LISTEN", default_value = "127.0.0.1:7400")]
+    pub listen: SocketAddr,
+    /// Verification threads (0: one per core).
+    #[arg(long, env = "DGSP_GATEWAY_WORKERS", default_value_t = 0)]
+    pub workers: usize,
+    /// Verifications that may be queued or running at once before requests get 503
+    /// (0: 64 per worker).
+    #[arg(long, env = "DGSP_GATEWAY_QUEUE", default_value_t = 0)]
+    pub queue: usize,
+    /// Most signatures in one batch request.
+    #[arg(long, env = "DGSP_GATEWAY_MAX_BATCH", default_value_t = DEFAULT_MAX_BATCH)]
+    pub max_batch: usize,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = DEFAULT_BODY_LIMIT)]
+    pub max_body_bytes: usize,
+    /// Answers are marked stale, and /readyz fails, when the gateway has not confirmed its
+    /// state with the registry for this many seconds.
+    #[arg(long, env = "DGSP_GATEWAY_MAX_STALENESS_SECS", default_value_t = 60)]
+    pub max_staleness_secs: u64,
+    /// Pause between feed polls once caught up, in milliseconds.
+    #[arg(long, env = "DGSP_GATEWAY_POLL_MS", default_value_t = 500)]
+    pub poll_ms: u64,
+    /// Timeout of each request to the registry, in seconds.
+    #[arg(long, env = "DGSP_GATEWAY_REGISTRY_TIMEOUT_SECS", default_value_t = 10)]
+    pub registry_timeout_secs: u64,
+}
+
+impl ServeArgs {
+    /// The server configuration these options describe.
+    pub fn config(&self) -> Result<Config, String> {
+        if !(self.registry.starts_with("http://") || self.registry.starts_with("https://")) {
+            return Err(format!(
+                "--registry {}: expected an http:// or https:// URL",
+                self.registry
+            ));
+        }
+        if self.max_batch == 0 {
+            return Err("--max-batch must be at least 1".into());
+        }
+        let anchor = Anchor::parse(&self.group_key)?;
+        let mut c = Config::new(&self.registry, anchor, self.data.clone());
+        c.workers = self.workers;
+        c.queue = self.queue;
+        c.api = ApiConfig {
+            body_limit: self.max_body_bytes,
+            max_batch: self.max_batch,
+            max_staleness: Duration::from_secs(self.max_staleness_secs),
+        };
+        c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
+        c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
+        Ok(c)
+    }
+}

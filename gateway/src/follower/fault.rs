@@ -1,0 +1,122 @@
+//! What can go wrong between the registry and an applied view.
+
+/// A reason the follower refused what the registry served (or could not reach it). Nothing
+/// from a poll that ends in a fault is applied; the last verified view stays in service.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    /// Connection refused, reset, or timed out.
+    #[error("the registry cannot be reached: {0}")]
+    Unreachable(String),
+    /// The registry answered with an error status.
+    #[error("the registry answered HTTP {0}")]
+    HttpStatus(u16),
+    /// A page that is not the feed's JSON (truncated, wrong shape).
+    #[error("malformed feed page: {0}")]
+    MalformedPage(String),
+    /// An entry does not chain to its predecessor.
+    #[error("entry {seq} breaks the hash chain: {detail}")]
+    Chain {
+        /// entry
+        seq: u64,
+        /// the chain error
+        detail: String,
+    },
+    /// The registry serves a different entry where this gateway already has one.
+    #[error("fork at entry {seq}: {detail}")]
+    Fork {
+        /// entry
+        seq: u64,
+        /// what differs
+        detail: String,
+    },
+    /// The registry no longer serves entries the gateway has applied.
+    #[error(
+        "the registry's log ends at {head}, before entry {applied} that this gateway has applied"
+    )]
+    Rollback {
+        /// registry head
+        head: u64,
+        /// our applied seq
+        applied: u64,
+    },
+    /// The log is not the pinned group's.
+    #[error("the log is not the pinned group's: {0}")]
+    WrongGroup(String),
+    /// An entry's payload is not what its kind requires.
+    #[error("entry {seq} is malformed: {detail}")]
+    MalformedEntry {
+        /// entry
+        seq: u64,
+        /// what is wrong
+        detail: String,
+    },
+    /// A checkpoint whose signature or contents do not hold.
+    #[error("checkpoint at entry {seq} refused: {detail}")]
+    BadCheckpoint {
+        /// entry
+        seq: u64,
+        /// why
+        detail: String,
+    },
+    /// A snapshot whose signature, group or succession does not hold.
+    #[error("snapshot at entry {seq} refused: {detail}")]
+    BadSnapshot {
+        /// entry
+        seq: u64,
+        /// why
+        detail: String,
+    },
+    /// A snapshot whose root or count does not match the revocations in the log.
+    #[error("snapshot at entry {seq} does not match the revocations in the log: {detail}")]
+    SnapshotMismatch {
+        /// entry
+        seq: u64,
+        /// what differs
+        detail: String,
+    },
+    /// The replica could not be written.
+    #[error("the replica could not be written: {0}")]
+    Storage(String),
+}
+
+impl Fault {
+    /// Stable kind name (metrics label, `/readyz`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Unreachable(_) => "unreachable",
+            Fault::HttpStatus(_) => "http_status",
+            Fault::MalformedPage(_) => "malformed_page",
+            Fault::Chain { .. } => "chain",
+            Fault::Fork { .. } => "fork",
+            Fault::Rollback { .. } => "rollback",
+            Fault::WrongGroup(_) => "wrong_group",
+            Fault::MalformedEntry { .. } => "malformed_entry",
+            Fault::BadCheckpoint { .. } => "bad_checkpoint",
+            Fault::BadSnapshot { .. } => "bad_snapshot",
+            Fault::SnapshotMismatch { .. } => "snapshot_mismatch",
+            Fault::Storage(_) => "storage",
+        }
+    }
+
+    /// The entry it concerns, if one.
+    pub fn seq(&self) -> Option<u64> {
+        match self {
+            Fault::Chain { seq, .. }
+            | Fault::Fork { seq, .. }
+            | Fault::MalformedEntry { seq, .. }
+            | Fault::BadCheckpoint { seq, .. }
+            | Fault::BadSnapshot { seq, .. }
+            | Fault::SnapshotMismatch { seq, .. } => Some(*seq),
+            Fault::Rollback { applied, .. } => Some(*applied),
+            _ => None,
+        }
+    }
+
+    /// Whether the registry itself misbehaved (as opposed to being unavailable).
+    pub fn is_integrity(&self) -> bool {
+        !matches!(
+            self,
+            Fault::Unreachable(_) | Fault::HttpStatus(_) | Fault::Storage(_)
+        )
+    }
+}

@@ -1,0 +1,23 @@
+//! # dgsp-gateway
+//!
+//! The public verification API of one DGSP group. A gateway follows the group's registry over
+//! HTTP, checks the hash chain, every checkpoint and every snapshot signature against the
+//! pinned group key before applying anything, keeps its own RocksDB replica, and answers
+//! verify, batch verify and judge requests with the signed snapshot and revocation proof
+//! they were checked against. Any number of gateways can follow one registry.
+//!
+//! Modules: [`anchor`] (which group), [`follower`] (feed → checked ranges), [`replica`]
+//! (RocksDB), [`state`] (the view in service, sync status), [`pool`] (bounded verification
+//! threads), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod anchor;
+pub mod api;
+pub mod cli;
+pub mod follower;
+pub mod pool;
+pub mod replica;
+pub mod server;
+pub mod state;

@@ -1,0 +1,241 @@
+//! The gateway's own RocksDB replica of what it has verified and applied.
+//!
+//! Column families:
+//!
+//! | cf          | key                 | value                                         |
+//! |-------------|---------------------|-----------------------------------------------|
+//! | `meta`      | `group`             | the pinned group public key encoding          |
+//! | `meta`      | `applied`           | `be64 seq ‖ hash (32) ‖ be64 time_ms`         |
+//! | `meta`      | `checkpoint`        | JSON `{size, head, note}` of the checkpoint that covers `applied` |
+//! | `hashes`    | `be64 seq`          | the entry's hash (fork detection)             |
+//! | `zetas`     | zeta (16 bytes)     | `be64 seq` of the revocation entry            |
+//! | `snapshots` | `be64 number`       | the signed snapshot, in the registry's JSON form |
+//!
+//! Everything one checkpoint makes applicable is written in one synced `WriteBatch`
+//! ([`Replica::commit`]), so after a crash the replica is exactly some verified prefix of the
+//! log and the follower resumes from it.
+
+use std::path::Path;
+
+use dgsp_core::revocation::SignedSnapshot;
+use dgsp_core::{ManagerPublicKey, Zeta};
+use dgsp_registry::log::Hash;
+use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
+use rocksdb::{ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOptions, DB};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+const CFS: [&str; 4] = ["meta", "hashes", "zetas", "snapshots"];
+
+/// A replica failure (the disk, or data this build cannot read).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    /// RocksDB failed.
+    #[error("replica database: {0}")]
+    Db(#[from] rocksdb::Error),
+    /// Stored bytes are not what this build wrote.
+    #[error("replica data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// The last applied entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Its seq (0: nothing applied).
+    pub seq: u64,
+    /// Its hash (zeros when nothing is applied).
+    pub hash: Hash,
+    /// When the registry appended it (Unix ms).
+    pub time_ms: u64,
+}
+
+/// A verified checkpoint, as kept.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    /// Entries covered.
+    pub size: u64,
+    /// Hash of entry `size` (hex).
+    pub head: String,
+    /// The signed note.
+    pub note: String,
+}
+
+/// What a newly verified range adds, written atomically.
+#[derive(Debug, Default)]
+pub struct Update {
+    /// `(seq, hash)` of every entry in the range.
+    pub hashes: Vec<(u64, Hash)>,
+    /// The new last applied entry.
+    pub applied: Applied,
+    /// Revoked zetas with the seq of their revocation entry.
+    pub revocations: Vec<(Zeta, u64)>,
+    /// New signed snapshots, in order.
+    pub snapshots: Vec<SignedSnapshot>,
+    /// The checkpoint that covers the range.
+    pub checkpoint: Option<CheckpointRecord>,
+}
+
+/// Everything needed to resume.
+pub struct Loaded {
+    /// The pinned group, if one was pinned.
+    pub group: Option<ManagerPublicKey>,
+    /// The last applied entry.
+    pub applied: Applied,
+    /// The checkpoint covering it.
+    pub checkpoint: Option<CheckpointRecord>,
+    /// Every revoked zeta applied, with its revocation's seq.
+    pub zetas: Vec<(Zeta, u64)>,
+    /// The latest verified snapshot.
+    pub snapshot: Option<SignedSnapshot>,
+}
+
+/// The replica database.
+pub struct Replica {
+    db: DB,
+}
+
+impl Replica {
+    /// Opens (creating if needed) the replica in `path`.
+    pub fn open(path: &Path) -> Result<Self, ReplicaError> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cfs = CFS
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+        Ok(Replica {
+            db: DB::open_cf_descriptors(&opts, path, cfs)?,
+        })
+    }
+
+    fn cf(&self, name: &str) -> &rocksdb::ColumnFamily {
+        self.db
+            .cf_handle(name)
+            .expect("column families are created at open")
+    }
+
+    /// Pins the group (first start).
+    pub fn pin_group(&self, pk: &ManagerPublicKey) -> Result<(), ReplicaError> {
+        let mut w = WriteOptions::default();
+        w.set_sync(true);
+        self.db
+            .put_cf_opt(self.cf("meta"), b"group", pk.to_bytes(), &w)?;
+        Ok(())
+    }
+
+    /// Loads the state to resume from.
+    pub fn load(&self) -> Result<Loaded, ReplicaError> {
+        let meta = self.cf("meta");
+        let group = self
+            .db
+            .get_cf(meta, b"group")?
+            .map(|b| {
+                ManagerPublicKey::from_bytes(&b)
+                    .map_err(|e| ReplicaError::Corrupt(format!("pinned group key: {e}")))
+            })
+            .transpose()?;
+        let applied = match self.db.get_cf(meta, b"applied")? {
+            None => Applied::default(),
+            Some(b) if b.len() == 48 => Applied {
+                seq: u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+                hash: b[8..40].try_into().expect("32 bytes"),
+                time_ms: u64::from_be_bytes(b[40..].try_into().expect("8 bytes")),
+            },
+            Some(_) => return Err(ReplicaError::Corrupt("applied position".into())),
+        };
+        let checkpoint = self
+            .db
+            .get_cf(meta, b"checkpoint")?
+            .map(|b| {
+                serde_json::from_slice(&b)
+                    .map_err(|e| ReplicaError::Corrupt(format!("checkpoint: {e}")))
+            })
+            .transpose()?;
+        let mut zetas = Vec::new();
+        for item in self.db.iterator_cf(self.cf("zetas"), IteratorMode::Start) {
+            let (k, v) = item?;
+            let zeta =
+                Zeta::from_slice(&k).map_err(|_| ReplicaError::Corrupt("zeta key".into()))?;
+            let seq = <[u8; 8]>::try_from(&v[..])
+                .map_err(|_| ReplicaError::Corrupt("zeta seq".into()))?;
+            zetas.push((zeta, u64::from_be_bytes(seq)));
+        }
+        let snapshot = match self
+            .db
+            .iterator_cf(self.cf("snapshots"), IteratorMode::End)
+            .next()
+        {
+            None => None,
+            Some(item) => {
+                let (_, v) = item?;
+                Some(decode_snapshot(&v)?)
+            }
+        };
+        Ok(Loaded {
+            group,
+            applied,
+            checkpoint,
+            zetas,
+            snapshot,
+        })
+    }
+
+    /// The hash of applied entry `seq`, if it is applied.
+    pub fn hash_at(&self, seq: u64) -> Result<Option<Hash>, ReplicaError> {
+        match self.db.get_cf(self.cf("hashes"), seq.to_be_bytes())? {
+            None => Ok(None),
+            Some(b) => b
+                .as_slice()
+                .try_into()
+                .map(Some)
+                .map_err(|_| ReplicaError::Corrupt(format!("hash of entry {seq}"))),
+        }
+    }
+
+    /// Snapshot number `n` in the registry's JSON form, if applied.
+    pub fn snapshot_json(&self, n: u64) -> Result<Option<Value>, ReplicaError> {
+        self.db
+            .get_cf(self.cf("snapshots"), n.to_be_bytes())?
+            .map(|b| {
+                serde_json::from_slice(&b)
+                    .map_err(|e| ReplicaError::Corrupt(format!("snapshot {n}: {e}")))
+            })
+            .transpose()
+    }
+
+    /// Writes a verified range in one synced batch.
+    pub fn commit(&self, u: &Update) -> Result<(), ReplicaError> {
+        let mut b = WriteBatch::default();
+        for (seq, hash) in &u.hashes {
+            b.put_cf(self.cf("hashes"), seq.to_be_bytes(), hash);
+        }
+        for (zeta, seq) in &u.revocations {
+            b.put_cf(self.cf("zetas"), zeta.as_bytes(), seq.to_be_bytes());
+        }
+        for s in &u.snapshots {
+            let json = serde_json::to_vec(&snapshot_json(s)).expect("JSON values serialize");
+            b.put_cf(self.cf("snapshots"), s.record.number.to_be_bytes(), json);
+        }
+        let mut applied = Vec::with_capacity(48);
+        applied.extend_from_slice(&u.applied.seq.to_be_bytes());
+        applied.extend_from_slice(&u.applied.hash);
+        applied.extend_from_slice(&u.applied.time_ms.to_be_bytes());
+        b.put_cf(self.cf("meta"), b"applied", applied);
+        if let Some(cp) = &u.checkpoint {
+            let json = serde_json::to_vec(cp).expect("checkpoints serialize");
+            b.put_cf(self.cf("meta"), b"checkpoint", json);
+        }
+        let mut w = WriteOptions::default();
+        w.set_sync(true);
+        self.db.write_opt(b, &w)?;
+        Ok(())
+    }
+}
+
+fn decode_snapshot(bytes: &[u8]) -> Result<SignedSnapshot, ReplicaError> {
+    serde_json::from_slice::<Value>(bytes)
+        .ok()
+        .as_ref()
+        .and_then(snapshot_from_json)
+        .ok_or_else(|| ReplicaError::Corrupt("stored snapshot".into()))
+}

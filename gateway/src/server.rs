@@ -1,0 +1,211 @@
+//! A running gateway: the replica, the follower task and the HTTP server, started together
+//! and stopped in the order that closes RocksDB cleanly (server drains → follower stops at a
+//! safe point → last replica handle dropped).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::anchor::{Anchor, ResolveError};
+use crate::api::{self, ApiConfig, AppState, Shared};
+use crate::follower::{FollowConfig, Follower};
+use crate::pool::VerifyPool;
+use crate::replica::Replica;
+use crate::state::{SyncStatus, View};
+
+/// Everything `serve` is configured with.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The registry and how to poll it.
+    pub follow: FollowConfig,
+    /// The pinned group.
+    pub anchor: Anchor,
+    /// The replica directory.
+    pub data: PathBuf,
+    /// HTTP settings.
+    pub api: ApiConfig,
+    /// Verification threads (0: one per core).
+    pub workers: usize,
+    /// Verifications that may be queued or running at once (0: 64 per worker).
+    pub queue: usize,
+    /// How many times to try reaching the registry to resolve a fingerprint anchor before
+    /// giving up (0: forever).
+    pub resolve_attempts: u32,
+}
+
+impl Config {
+    /// Defaults for following `registry`, pinned by `anchor`, keeping the replica in `data`.
+    pub fn new(registry: impl Into<String>, anchor: Anchor, data: PathBuf) -> Self {
+        Config {
+            follow: FollowConfig::new(registry),
+            anchor,
+            data,
+            api: ApiConfig::default(),
+            workers: 0,
+            queue: 0,
+            resolve_attempts: 0,
+        }
+    }
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The replica could not be opened or read.
+    #[error(transparent)]
+    Replica(#[from] crate::replica::ReplicaError),
+    /// The anchor does not match the replica or the registry.
+    #[error("trust anchor: {0}")]
+    Anchor(String),
+    /// Anything else (threads, the listener).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A started gateway.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// The shared state.
+    pub state: Shared,
+    stop: watch::Sender<bool>,
+    server: JoinHandle<std::io::Result<()>>,
+    follower: JoinHandle<()>,
+}
+
+/// Opens the replica, pins the group, starts the follower and serves on `listener`.
+pub async fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
+    std::fs::create_dir_all(&config.data)
+        .map_err(|e| StartError::Other(format!("{}: {e}", config.data.display())))?;
+    let replica = Arc::new(Replica::open(&config.data.join("replica"))?);
+    let loaded = replica.load()?;
+    let wanted = config.anchor.fingerprint();
+    let group = match loaded.group.clone() {
+        Some(pinned) if pinned.fingerprint() != wanted => {
+            return Err(StartError::Anchor(format!(
+                "the replica in {} is pinned to group {}, but --group-key names {}; use another --data directory",
+                config.data.display(),
+                hex::encode(pinned.fingerprint()),
+                hex::encode(wanted)
+            )))
+        }
+        Some(pinned) => pinned,
+        None => {
+            let pk = resolve(&config).await?;
+            replica.pin_group(&pk)?;
+            pk
+        }
+    };
+    let view = View::resume(group, loaded).map_err(StartError::Anchor)?;
+    tracing::info!(
+        group = %hex::encode(view.group.fingerprint()),
+        applied = view.applied.seq,
+        snapshot = view.snapshot.as_ref().map_or(0, |s| s.record.number),
+        "replica loaded"
+    );
+    let workers = match config.workers {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let queue = match config.queue {
+        0 => 64 * workers,
+        n => n,
+    };
+    let pool = VerifyPool::new(workers, queue).map_err(|e| StartError::Other(e.to_string()))?;
+    let view = Arc::new(RwLock::new(Arc::new(view)));
+    let status = Arc::new(Mutex::new(SyncStatus::default()));
+    let follower = Follower::new(
+        config.follow.clone(),
+        replica.clone(),
+        view.clone(),
+        status.clone(),
+    )
+    .map_err(|e| StartError::Other(e.to_string()))?;
+    let (stop, stopped) = watch::channel(false);
+    let follower = tokio::spawn(follower.run(stopped.clone()));
+    let state = Arc::new(AppState {
+        view,
+        status,
+        replica,
+        pool,
+        config: config.api.clone(),
+        counters: Default::default(),
+        http: Default::default(),
+    });
+    let addr = listener
+        .local_addr()
+        .map_err(|e| StartError::Other(e.to_string()))?;
+    let app = api::router(state.clone());
+    let mut stopped = stopped;
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.changed().await;
+            })
+            .await
+    });
+    Ok(Running {
+        addr,
+        state,
+        stop,
+        server,
+        follower,
+    })
+}
+
+async fn resolve(config: &Config) -> Result<dgsp_core::ManagerPublicKey, StartError> {
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        match config.anchor.resolve(&config.follow).await {
+            Ok(pk) => return Ok(pk),
+            Err(ResolveError::Refused(e)) => return Err(StartError::Anchor(e)),
+            Err(ResolveError::Unavailable(e)) => {
+                if config.resolve_attempts != 0 && attempt >= config.resolve_attempts {
+                    return Err(StartError::Anchor(format!(
+                        "could not read the group key from the registry: {e}"
+                    )));
+                }
+                tracing::warn!(error = %e, attempt, "waiting for the registry to learn the group key");
+                tokio::time::sleep(Duration::from_secs(1).min(config.follow.max_backoff)).await;
+            }
+        }
+    }
+}
+
+impl Running {
+    /// The base URL, `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Serves until `signal` completes, then shuts down cleanly.
+    pub async fn serve_until(
+        self,
+        signal: impl std::future::Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        signal.await;
+        self.shutdown().await
+    }
+
+    /// Drains in-flight requests, stops the follower at a safe point and closes the replica.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        let Running {
+            state,
+            stop,
+            server,
+            follower,
+            ..
+        } = self;
+        let _ = stop.send(true);
+        let served = server.await.map_err(std::io::Error::other)?;
+        follower.await.map_err(std::io::Error::other)?;
+        drop(state);
+        served
+    }
+}
