@@ -121,7 +121,8 @@ pub fn apply_range(
     Ok((update, next))
 }
 
-fn check_group(view: &View, e: &Entry) -> Result<(), Fault> {
+/// Entry 1 must be `group_created` naming the pinned key.
+pub fn check_group(view: &View, e: &Entry) -> Result<(), Fault> {
     if e.seq != 1 {
         return Err(Fault::MalformedEntry {
             seq: e.seq,

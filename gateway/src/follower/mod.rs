@@ -172,6 +172,10 @@ impl Follower {
                 seq: e.seq,
                 detail: err.to_string(),
             })?;
+            if e.seq == 1 {
+                // Refuse another group's log at its first entry, before any checkpoint.
+                apply::check_group(&current(&self.view), &e)?;
+            }
             prev_seq = e.seq;
             prev_hash = e.hash_bytes().unwrap_or_default();
             let is_checkpoint = e.kind == "checkpoint";

@@ -1,0 +1,333 @@
+//! Shared by the gateway tests: a real registry on loopback (RocksDB in a temp dir), members
+//! that join, get certificates and sign through its admin API, and gateways that follow it.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_core::{
+    Certificate, CidStar, CsrItem, Manager, MemberKey, ParamSet, Signature, SigningKey,
+};
+use dgsp_gateway::anchor::Anchor;
+use dgsp_gateway::server as gw;
+use dgsp_registry::events::Event;
+use dgsp_registry::log::{Entry, GENESIS_PREV};
+use dgsp_registry::server;
+use dgsp_registry::store::Store;
+use rand_core::OsRng;
+use serde_json::{json, Value};
+
+/// The admin token of test registries.
+pub const ADMIN: &str = "admin-token-for-gateway-tests";
+
+/// A registry serving on loopback.
+pub struct Registry {
+    /// Base URL.
+    pub url: String,
+    /// HTTP client.
+    pub client: reqwest::Client,
+    /// Its database (read-only use in tests).
+    pub store: Arc<Store>,
+    /// The group manager.
+    pub manager: Arc<Manager>,
+    running: server::Running,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts a registry for a new sha2-128f group.
+pub async fn registry() -> Registry {
+    registry_with(ParamSet::Sha2_128f).await
+}
+
+/// Starts a registry for a new group of `params`.
+pub async fn registry_with(params: ParamSet) -> Registry {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let manager = Arc::new(Manager::generate(params, &mut OsRng));
+    let pk = manager.public_key();
+    let genesis = Event::GroupCreated {
+        params: pk.params(),
+        public_key: B64.encode(pk.to_bytes()),
+        fingerprint: hex::encode(pk.fingerprint()),
+    };
+    store
+        .commit(&[Entry::seal(1, 1, &genesis, &GENESIS_PREV)], &[])
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = server::Config {
+        admin_token: ADMIN.into(),
+        auditor_token: None,
+        body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
+    };
+    let running = server::start(store.clone(), manager.clone(), listener, config)
+        .await
+        .unwrap();
+    Registry {
+        url: running.url(),
+        client: reqwest::Client::new(),
+        store,
+        manager,
+        running,
+        _dir: dir,
+    }
+}
+
+/// A member with unused signing keys.
+pub struct Member {
+    /// Member id.
+    pub id: u64,
+    /// Unused one-time keys.
+    pub keys: Vec<SigningKey>,
+}
+
+impl Member {
+    /// Signs with the next unused certificate.
+    pub fn sign(&mut self, message: &[u8]) -> Signature {
+        self.keys
+            .pop()
+            .expect("an unused certificate")
+            .sign(message)
+    }
+}
+
+impl Registry {
+    /// Stops like `serve` does, so RocksDB closes before the process exits.
+    pub async fn shutdown(self) {
+        self.running.shutdown().await.unwrap();
+    }
+
+    /// POSTs to the admin API; panics unless 2xx.
+    pub async fn admin(&self, path: &str, body: &Value) -> Value {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(ADMIN)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        assert!(status.is_success(), "{path}: {status} {v}");
+        v
+    }
+
+    /// Joins `username` and gets `count` certificates for it.
+    pub async fn member(&self, username: &str, count: usize) -> Member {
+        let params = self.manager.params();
+        let joined = self
+            .admin("/admin/v1/members", &json!({"username": username}))
+            .await;
+        let id = joined["id"].as_u64().unwrap();
+        let cid_star = CidStar::from_slice(
+            params,
+            &B64.decode(joined["cid_star"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        let key = MemberKey::generate(params, id, cid_star, &mut OsRng);
+        let items: Vec<CsrItem> = key.csr(count, &mut OsRng);
+        let pks: Vec<String> = items
+            .iter()
+            .map(|i| B64.encode(i.wots_pk().as_bytes()))
+            .collect();
+        let issued = self
+            .admin(
+                &format!("/admin/v1/members/{id}/certificates"),
+                &json!({"cid_star": joined["cid_star"], "wots_pks": pks}),
+            )
+            .await;
+        let keys = items
+            .into_iter()
+            .zip(issued["certificates"].as_array().unwrap())
+            .map(|(item, c)| {
+                let cert =
+                    Certificate::from_bytes(&B64.decode(c.as_str().unwrap()).unwrap()).unwrap();
+                key.import(self.manager.public_key(), item, &cert).unwrap()
+            })
+            .collect();
+        Member { id, keys }
+    }
+
+    /// Revokes member `id`; returns the revoked zetas (hex).
+    pub async fn revoke(&self, id: u64) -> Vec<String> {
+        let v = self
+            .admin(&format!("/admin/v1/members/{id}/revoke"), &json!({}))
+            .await;
+        v["zetas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|z| z.as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Opens a signature; returns `(id, pi base64)`.
+    pub async fn open(&self, message: &[u8], sig: &Signature) -> (u64, String) {
+        let v = self
+            .admin(
+                "/admin/v1/open",
+                &json!({"message": B64.encode(message), "signature": B64.encode(sig.to_bytes())}),
+            )
+            .await;
+        (
+            v["id"].as_u64().unwrap(),
+            v["pi"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// The size of the latest checkpoint the registry has logged.
+    pub fn checkpointed(&self) -> u64 {
+        self.store
+            .latest_checkpoint()
+            .unwrap()
+            .and_then(|e| e.public["size"].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// Waits until every operator action so far is covered by a checkpoint and every
+    /// revocation by a snapshot, and returns the checkpoint's size.
+    pub async fn settled(&self) -> u64 {
+        wait_for("the registry to checkpoint its log", || async {
+            let entries = self.store.entries_after(0, 1_000_000).unwrap();
+            let last_action = entries
+                .iter()
+                .filter(|e| e.kind != "checkpoint" && e.kind != "snapshot_published")
+                .map(|e| e.seq)
+                .max()
+                .unwrap_or(0);
+            let last_revocation = entries
+                .iter()
+                .filter(|e| e.kind == "member_revoked")
+                .map(|e| e.seq)
+                .max()
+                .unwrap_or(0);
+            let snapshot_ok = self
+                .store
+                .latest_snapshot()
+                .unwrap()
+                .and_then(|s| s["record"]["log_seq"].as_u64())
+                .is_some_and(|seq| seq >= last_revocation);
+            let cp = self.checkpointed();
+            (snapshot_ok && cp >= last_action).then_some(cp)
+        })
+        .await
+    }
+}
+
+/// A gateway following a registry.
+pub struct Gateway {
+    /// Base URL.
+    pub url: String,
+    /// HTTP client.
+    pub client: reqwest::Client,
+    running: gw::Running,
+}
+
+/// The default test configuration: fast polls, short timeouts.
+pub fn gateway_config(registry_url: &str, anchor: Anchor, data: &std::path::Path) -> gw::Config {
+    let mut c = gw::Config::new(registry_url, anchor, data.to_path_buf());
+    c.follow.poll = Duration::from_millis(20);
+    c.follow.max_backoff = Duration::from_millis(200);
+    c.follow.timeout = Duration::from_secs(2);
+    c.resolve_attempts = 20;
+    c
+}
+
+/// Starts a gateway with `config`.
+pub async fn gateway(config: gw::Config) -> Gateway {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let running = gw::start(config, listener).await.unwrap();
+    Gateway {
+        url: running.url(),
+        client: reqwest::Client::new(),
+        running,
+    }
+}
+
+impl Gateway {
+    /// Stops cleanly (closes the replica).
+    pub async fn shutdown(self) {
+        self.running.shutdown().await.unwrap();
+    }
+
+    /// GET, returning status and JSON (Null if not JSON).
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// POST JSON, returning status and JSON; error answers must be problem+json.
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        if !status.is_success() {
+            assert_eq!(
+                r.headers()["content-type"],
+                "application/problem+json",
+                "{path}"
+            );
+        }
+        (status.as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Verifies one signature.
+    pub async fn verify(&self, message: &[u8], sig: &Signature) -> Value {
+        let (status, v) = self
+            .post(
+                "/v1/verify",
+                &json!({"message": B64.encode(message), "signature": B64.encode(sig.to_bytes())}),
+            )
+            .await;
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
+    /// The last applied seq, from /readyz.
+    pub async fn applied(&self) -> u64 {
+        self.get("/readyz").await.1["applied_seq"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Waits until this gateway has applied at least `seq`.
+    pub async fn reach(&self, seq: u64) {
+        wait_for(&format!("the gateway to apply entry {seq}"), || async {
+            (self.applied().await >= seq).then_some(())
+        })
+        .await
+    }
+}
+
+/// Polls `check` every 20 ms until it yields a value (panics after 30 s, naming `what`).
+pub async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
