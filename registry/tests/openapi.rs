@@ -7,7 +7,7 @@ fn committed_openapi_document_is_up_to_date() {
     let generated = dgsp_registry::api::openapi::document();
     assert!(
         committed == generated,
-        "openapi/registry.json is stale: regenerate it with\n    cargo run -p dgsp-registry -- openapi > openapi/registry.json"
+        "openapi/registry.json is stale: regenerate it with\n    ./scripts/openapi.sh"
     );
     // Every documented error is problem+json and every path has a tag.
     let doc: serde_json::Value = serde_json::from_str(&generated).unwrap();

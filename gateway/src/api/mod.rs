@@ -126,6 +126,14 @@ pub fn router(state: Shared) -> Router {
                 "see /openapi.json for the API",
             )
         })
+        .method_not_allowed_fallback(|| async {
+            Problem::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+                "see /openapi.json for the methods of each path",
+            )
+        })
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

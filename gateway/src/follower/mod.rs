@@ -26,6 +26,11 @@ pub use fault::Fault;
 use crate::replica::Replica;
 use crate::state::{current, now_ms, SharedStatus, SharedView};
 
+/// Most entries held pending before the registry must have checkpointed them: the registry
+/// checkpoints after every publishing step (a few hundred entries under heavy load), so a feed
+/// that goes this long without one is refused rather than buffered without bound.
+pub const MAX_PENDING: usize = 200_000;
+
 /// How the follower talks to the registry.
 #[derive(Clone, Debug)]
 pub struct FollowConfig {
@@ -179,6 +184,12 @@ impl Follower {
             prev_seq = e.seq;
             prev_hash = e.hash_bytes().unwrap_or_default();
             let is_checkpoint = e.kind == "checkpoint";
+            if self.pending.len() >= MAX_PENDING {
+                return Err(Fault::BadCheckpoint {
+                    seq: e.seq,
+                    detail: format!("no signed checkpoint in the last {MAX_PENDING} entries"),
+                });
+            }
             self.pending.push(e);
             if is_checkpoint {
                 self.on_checkpoint().await?;

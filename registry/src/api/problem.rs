@@ -173,7 +173,9 @@ fn from_rejection(rej: JsonRejection) -> Problem {
                 "Malformed request body",
                 detail,
             );
-            p.field = field.filter(|f| !f.contains(' ') && f != ".");
+            p.field = field
+                .filter(|f| !f.contains(' ') && f != ".")
+                .or_else(|| backticked_field(detail));
             p
         }
         JsonRejection::JsonSyntaxError(_) => Problem::new(
@@ -197,6 +199,17 @@ fn from_rejection(rej: JsonRejection) -> Problem {
             }
         }
     }
+}
+
+/// The field serde names in "missing field `x`" / "unknown field `x`" messages (at the top
+/// level, where axum gives no path).
+fn backticked_field(detail: &str) -> Option<String> {
+    ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|prefix| {
+            let rest = &detail[detail.find(prefix)? + prefix.len()..];
+            Some(rest[..rest.find('`')?].to_owned())
+        })
 }
 
 /// Decodes a standard-base64 field, naming it on failure.

@@ -1,0 +1,313 @@
+//! Malformed input of every field gets a 4xx `application/problem+json` answer naming the
+//! field, never a 500; and load beyond the queue is shed with 503 + Retry-After.
+
+mod support;
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_gateway::anchor::Anchor;
+use serde_json::{json, Value};
+use support::{gateway, gateway_config, registry};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_malformed_field_is_a_4xx_problem_naming_it() {
+    let reg = registry().await;
+    let mut alice = reg.member("alice", 2).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = gateway_config(
+        &reg.url,
+        Anchor::Key(Box::new(reg.manager.public_key().clone())),
+        dir.path(),
+    );
+    config.api.max_batch = 4;
+    config.api.body_limit = 64 * 1024;
+    let gw = gateway(config).await;
+    gw.reach(reg.settled().await).await;
+
+    let sig = B64.encode(alice.sign(b"m").to_bytes());
+    let msg = B64.encode(b"m");
+    // sha2-128f values are 16 bytes.
+    let good_pi = B64.encode([0u8; 16]);
+
+    // (path, body, expected status, expected field)
+    let big = "A".repeat(70 * 1024);
+    let cases: Vec<(&str, Value, u16, Option<&str>)> = vec![
+        (
+            "/v1/verify",
+            json!({"signature": sig}),
+            400,
+            Some("message"),
+        ),
+        (
+            "/v1/verify",
+            json!({"message": msg}),
+            400,
+            Some("signature"),
+        ),
+        (
+            "/v1/verify",
+            json!({"message": "not base64!", "signature": sig}),
+            400,
+            Some("message"),
+        ),
+        (
+            "/v1/verify",
+            json!({"message": msg, "signature": "%%%"}),
+            400,
+            Some("signature"),
+        ),
+        (
+            "/v1/verify",
+            json!({"message": msg, "signature": B64.encode(b"short")}),
+            422,
+            Some("signature"),
+        ),
+        (
+            "/v1/verify",
+            json!({"message": 5, "signature": sig}),
+            400,
+            Some("message"),
+        ),
+        (
+            "/v1/verify",
+            json!({"message": msg, "signature": sig, "extra": 1}),
+            400,
+            Some("extra"),
+        ),
+        ("/v1/verify", json!([1, 2]), 400, None),
+        (
+            "/v1/verify",
+            json!({"message": big, "signature": sig}),
+            413,
+            None,
+        ),
+        ("/v1/verify/batch", json!({"items": []}), 422, Some("items")),
+        (
+            "/v1/verify/batch",
+            json!({"items": vec![json!({"message": msg, "signature": "AAAA"}); 5]}),
+            422,
+            Some("items"),
+        ),
+        (
+            "/v1/verify/batch",
+            json!({"items": [{"message": msg, "signature": sig}, {"message": msg, "signature": "***"}]}),
+            400,
+            Some("items[1].signature"),
+        ),
+        (
+            "/v1/verify/batch",
+            json!({"items": [{"message": "@", "signature": sig}]}),
+            400,
+            Some("items[0].message"),
+        ),
+        (
+            "/v1/verify/batch",
+            json!({"items": "x"}),
+            400,
+            Some("items"),
+        ),
+        (
+            "/v1/judge",
+            json!({"message": msg, "signature": sig, "id": 0}),
+            400,
+            Some("pi"),
+        ),
+        (
+            "/v1/judge",
+            json!({"message": msg, "signature": sig, "id": -1, "pi": good_pi}),
+            400,
+            Some("id"),
+        ),
+        (
+            "/v1/judge",
+            json!({"message": msg, "signature": sig, "id": "zero", "pi": good_pi}),
+            400,
+            Some("id"),
+        ),
+        (
+            "/v1/judge",
+            json!({"message": msg, "signature": sig, "id": 0, "pi": "!"}),
+            400,
+            Some("pi"),
+        ),
+        (
+            "/v1/judge",
+            json!({"message": msg, "signature": sig, "id": 0, "pi": B64.encode([1u8; 3])}),
+            422,
+            Some("pi"),
+        ),
+        (
+            "/v1/judge",
+            json!({"message": msg, "signature": B64.encode(b"x"), "id": 0, "pi": good_pi}),
+            422,
+            Some("signature"),
+        ),
+        (
+            "/v1/judge",
+            json!({"message": "?", "signature": sig, "id": 0, "pi": good_pi}),
+            400,
+            Some("message"),
+        ),
+    ];
+    for (i, (path, body, status, field)) in cases.iter().enumerate() {
+        let (got, problem) = gw.post(path, body).await;
+        assert_eq!(got, *status, "case {i} {path}: {problem}");
+        assert!(
+            problem["type"]
+                .as_str()
+                .unwrap()
+                .starts_with("urn:dgsp:problem:"),
+            "{problem}"
+        );
+        if let Some(f) = field {
+            assert_eq!(
+                problem["field"].as_str(),
+                Some(*f),
+                "case {i} {path}: {problem}"
+            );
+        }
+    }
+
+    // Not JSON at all, and the wrong content type.
+    for (ctype, body, status) in [
+        ("application/json", "{not json", 400),
+        ("text/plain", "{}", 415),
+    ] {
+        let r = gw
+            .client
+            .post(format!("{}/v1/verify", gw.url))
+            .header("content-type", ctype)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), status);
+        assert_eq!(r.headers()["content-type"], "application/problem+json");
+    }
+
+    // Path parameters, unknown routes and methods.
+    for (path, status, field) in [
+        ("/v1/revocations/zz/proof", 400, Some("zeta")),
+        (
+            "/v1/revocations/00112233445566778899aabbccddeeff00/proof",
+            400,
+            Some("zeta"),
+        ),
+        ("/v1/revocations/snapshots/abc", 400, Some("n")),
+        ("/v1/revocations/snapshots/0", 400, Some("n")),
+        ("/v1/revocations/snapshots/99", 404, None),
+        ("/v1/nothing", 404, None),
+        ("/v1/verify", 405, None),
+    ] {
+        let r = gw
+            .client
+            .get(format!("{}{path}", gw.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path}");
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/problem+json",
+            "{path}"
+        );
+        let p: Value = r.json().await.unwrap();
+        if let Some(f) = field {
+            assert_eq!(p["field"].as_str(), Some(f), "{path}: {p}");
+        }
+    }
+    // Both zeta spellings work.
+    let zeta = [7u8; 16];
+    for spelling in [
+        hex::encode(zeta),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(zeta),
+    ] {
+        let (status, p) = gw.get(&format!("/v1/revocations/{spelling}/proof")).await;
+        assert_eq!(status, 200, "{p}");
+        assert_eq!(p["revoked"], false);
+        assert_eq!(p["proof"]["kind"], "non_membership");
+    }
+
+    // Nothing above reached the verification counters as a 5xx.
+    let metrics = gw
+        .client
+        .get(format!("{}/metrics", gw.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains("status=\"500\""), "{metrics}");
+    gw.shutdown().await;
+    reg.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_beyond_the_queue_is_shed_with_503_and_retry_after() {
+    let reg = registry().await;
+    let mut alice = reg.member("alice", 1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = gateway_config(
+        &reg.url,
+        Anchor::Key(Box::new(reg.manager.public_key().clone())),
+        dir.path(),
+    );
+    config.workers = 1;
+    config.queue = 2;
+    config.api.max_batch = 64;
+    let gw = gateway(config).await;
+    gw.reach(reg.settled().await).await;
+    let sig = B64.encode(alice.sign(b"m").to_bytes());
+    let item = json!({"message": B64.encode(b"m"), "signature": sig});
+
+    // A batch larger than the whole queue can never fit: 503, not a queue that grows.
+    let r = gw
+        .client
+        .post(format!("{}/v1/verify/batch", gw.url))
+        .json(&json!({"items": vec![item.clone(); 3]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+
+    // Many concurrent single verifies against a queue of 2: some are shed, all others ok.
+    let mut tasks = Vec::new();
+    for _ in 0..40 {
+        let client = gw.client.clone();
+        let url = format!("{}/v1/verify", gw.url);
+        let body = item.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = client.post(url).json(&body).send().await.unwrap();
+            r.status().as_u16()
+        }));
+    }
+    let mut codes = Vec::new();
+    for t in tasks {
+        codes.push(t.await.unwrap());
+    }
+    assert!(codes.iter().all(|c| *c == 200 || *c == 503), "{codes:?}");
+    assert!(codes.contains(&200), "{codes:?}");
+    assert!(codes.contains(&503), "nothing was shed: {codes:?}");
+    let shed = codes.iter().filter(|c| **c == 503).count();
+    let metrics = gw
+        .client
+        .get(format!("{}/metrics", gw.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(&format!("dgsp_gateway_shed_total {}", shed + 1)),
+        "{metrics}"
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    gw.shutdown().await;
+    reg.shutdown().await;
+}
