@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's main-job command: a registry on loopback with an embedded RocksDB data
-# directory and a demo group (created on first run, kept across runs).
-#   ./scripts/run.sh            # registry on 127.0.0.1:7300 (DGSP_LISTEN to change)
+# The README's main-job command: a registry and a gateway on loopback, each with an embedded
+# RocksDB data directory, and a demo group (created on first run, kept across runs).
+#   ./scripts/run.sh            # registry on 127.0.0.1:7300 (DGSP_LISTEN to change),
+#                               # gateway on 127.0.0.1:7400 (DGSP_GATEWAY_LISTEN)
 #   ./scripts/run.sh demo [SET ...]   # the core demo: a whole group life cycle with timings
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +19,11 @@ if [ "${1:-}" = "demo" ]; then
   exec "$CARGO_TARGET_DIR/release/examples/demo" "$@"
 fi
 
-say "building dgsp-registry (release)"
-cargo build --release --locked -p dgsp-registry
+say "building dgsp-registry and dgsp-gateway (release)"
+cargo build --release --locked -p dgsp-registry -p dgsp-gateway
 BIN="$CARGO_TARGET_DIR/release/dgsp-registry"
+GW="$CARGO_TARGET_DIR/release/dgsp-gateway"
+GW_LISTEN="${DGSP_GATEWAY_LISTEN:-127.0.0.1:7400}"
 
 DEMO="${DGSP_DEMO_DIR:-$HOME/.cache/dgsp/demo}"
 LISTEN="${DGSP_LISTEN:-127.0.0.1:7300}"
@@ -42,13 +45,27 @@ if [ ! -f "$DEMO/group/manager.key" ]; then
   first_run=yes
 fi
 
-say "starting the registry on http://$LISTEN (Ctrl-C stops it)"
+# The gateway's trust anchor: the group public key, as the registry prints it.
+"$BIN" public-key --data "$DEMO/group" > "$DEMO/group.pub"
+
+say "starting the registry on http://$LISTEN (Ctrl-C stops both)"
 "$BIN" serve --data "$DEMO/group" --listen "$LISTEN" &
 PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null' EXIT INT TERM
+GW_PID=
+trap 'kill $PID $GW_PID 2>/dev/null; wait $PID $GW_PID 2>/dev/null' EXIT INT TERM
 for _ in $(seq 100); do
   curl -fs "http://$LISTEN/readyz" >/dev/null 2>&1 && break
   kill -0 $PID 2>/dev/null || { echo "the registry exited; see the messages above" >&2; exit 1; }
+  sleep 0.1
+done
+
+say "starting the gateway on http://$GW_LISTEN, following the registry"
+"$GW" serve --registry "http://$LISTEN" --group-key "$DEMO/group.pub" \
+  --data "$DEMO/gateway" --listen "$GW_LISTEN" &
+GW_PID=$!
+for _ in $(seq 300); do
+  curl -fs "http://$GW_LISTEN/readyz" >/dev/null 2>&1 && break
+  kill -0 $GW_PID 2>/dev/null || { echo "the gateway exited; see the messages above" >&2; exit 1; }
   sleep 0.1
 done
 
@@ -68,8 +85,16 @@ cat <<INFO
   metrics    curl -s http://$LISTEN/metrics
   API        openapi/registry.json
 
+  gateway    http://$GW_LISTEN   (pinned to $(tail -1 "$DEMO/group.pub"))
+  ready      curl -s http://$GW_LISTEN/readyz
+  snapshot   curl -s http://$GW_LISTEN/v1/revocations/snapshot
+  proof      curl -s http://$GW_LISTEN/v1/revocations/00000000000000000000000000000000/proof
+  verify     curl -s -XPOST -H 'content-type: application/json' http://$GW_LISTEN/v1/verify \\
+               -d '{"message":"aGVsbG8=","signature":"<base64 group signature>"}'
+  API        curl -s http://$GW_LISTEN/openapi.json   (committed: openapi/gateway.json)
+
   admin token in $DEMO/admin-token; for example:
     curl -s -H "authorization: Bearer \$(cat $DEMO/admin-token)" http://$LISTEN/admin/v1/members/0
 
 INFO
-wait $PID
+wait $PID $GW_PID
