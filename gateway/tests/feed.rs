@@ -524,15 +524,10 @@ async fn a_misbehaving_registry_is_refused_and_the_last_verified_state_served() 
 
 /// A registry whose `head_seq` runs ahead of the entries it serves (lying, or a stale page
 /// behind a newer head) must not make the gateway poll it flat out: it should be refused
-/// like any other bad page, with backoff, and reported.
-///
-/// Fails today: `Follower::process` returns "more to fetch" whenever `head_seq` exceeds the
-/// last entry served, even when the page brought nothing past the tip, and `run` then polls
-/// again with no pause and no fault (about 20 000 requests a second on loopback; `/readyz`
-/// shows no fault, and turns `stale` once `max_staleness` passes since `synced_unix_ms` is
-/// only set when the feed is caught up).
+/// like any other bad page, with backoff, and reported (`malformed_page`). Regression: the
+/// follower used to treat such a page as "more to fetch" and poll again with no pause and
+/// no fault (about 20 000 requests a second on loopback).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "gateway bug: a head_seq past the served entries is re-polled with no pause and no fault"]
 async fn a_head_the_feed_never_reaches_is_a_fault_not_a_busy_loop() {
     let reg = support::registry().await;
     let group = reg.manager.public_key().clone();

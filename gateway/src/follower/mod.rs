@@ -172,6 +172,14 @@ impl Follower {
             }
         }
         let (mut prev_seq, mut prev_hash) = (tip_seq, tip_hash);
+        let mut entries = entries.peekable();
+        if entries.peek().is_none() && page.head_seq > tip_seq {
+            // Claiming more than it serves would otherwise make us poll again at once, forever.
+            return Err(Fault::MalformedPage(format!(
+                "the registry reports head {} but serves nothing after entry {tip_seq}",
+                page.head_seq
+            )));
+        }
         for e in entries {
             e.check(prev_seq, &prev_hash).map_err(|err| Fault::Chain {
                 seq: e.seq,
