@@ -1,1 +1,657 @@
-fn main() {}
+//! Gateway verification throughput and latency against raw core verification, measured in
+//! one run on one machine over one set of signatures, printed as a table:
+//!
+//!     cargo bench -p dgsp-gateway --bench gateway
+//!
+//! - raw core throughput: `ManagerPublicKey::verify_ignoring_revocation` on a rayon pool with
+//!   one thread per core, signatures/s, measured before and after the HTTP runs (the ratios
+//!   use their mean);
+//! - `POST /v1/verify` over HTTP on loopback at saturation (closed loop), requests/s and the
+//!   ratio to raw (target ≥ 0.90), with p50/p99 latency;
+//! - `POST /v1/verify` open loop at half the measured saturation rate, p50/p99 latency
+//!   (measured from the scheduled send time, so a stall is not hidden);
+//! - `POST /v1/verify/batch` with 64 items per batch (closed loop), signatures/s.
+//!
+//! A real registry (RocksDB in a temp dir) and one gateway following it run in this process
+//! on one tokio runtime; the load generator runs on a runtime of its own, and the gateway
+//! verifies on its own pool. Every run cycles through the whole signature set.
+//!
+//! Environment: `DGSP_BENCH_PARAMS` (parameter set, default `sha2-128f`), `DGSP_BENCH_SECS`
+//! (seconds per run, default 10), `DGSP_BENCH_SIGS` (distinct signatures, default 512),
+//! `DGSP_BENCH_CONCURRENCY` (closed-loop requests in flight, default 4 per core within
+//! 8..=32), `DGSP_BENCH_CLIENT_THREADS` (load-generator threads, default a quarter of the
+//! cores, at least 1).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_core::{
+    Certificate, CidStar, CsrItem, Manager, ManagerPublicKey, MemberKey, ParamSet, Signature,
+};
+use dgsp_gateway::anchor::Anchor;
+use dgsp_gateway::server as gw;
+use dgsp_registry::events::Event;
+use dgsp_registry::log::{Entry, GENESIS_PREV};
+use dgsp_registry::server;
+use dgsp_registry::store::Store;
+use rand_core::OsRng;
+use serde_json::{json, Value};
+
+const ADMIN: &str = "bench-admin-token-0000";
+const BATCH: usize = 64;
+const MIN_MEMBERS: usize = 8;
+const PER_ISSUE: usize = 256;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: not a valid value")),
+        Err(_) => default,
+    }
+}
+
+struct Settings {
+    params: ParamSet,
+    secs: Duration,
+    sigs: usize,
+    cores: usize,
+    concurrency: usize,
+    client_threads: usize,
+}
+
+impl Settings {
+    fn from_env() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let params: String = env_or("DGSP_BENCH_PARAMS", "sha2-128f".to_owned());
+        Settings {
+            params: params
+                .parse()
+                .unwrap_or_else(|e| panic!("DGSP_BENCH_PARAMS: {e}")),
+            secs: Duration::from_secs_f64(env_or("DGSP_BENCH_SECS", 10.0)),
+            sigs: env_or("DGSP_BENCH_SIGS", 512usize).max(1),
+            cores,
+            concurrency: env_or("DGSP_BENCH_CONCURRENCY", (4 * cores).clamp(8, 32)).max(1),
+            client_threads: env_or("DGSP_BENCH_CLIENT_THREADS", (cores / 4).max(1)),
+        }
+    }
+
+    /// Warm-up before each timed run (connections, caches, CPU frequency).
+    fn warmup(&self) -> Duration {
+        (self.secs / 5).clamp(Duration::from_millis(200), Duration::from_secs(2))
+    }
+}
+
+/// One signed message.
+struct Sample {
+    message: Vec<u8>,
+    sig: Signature,
+}
+
+/// The registry, the gateway following it, and what they need to stop cleanly.
+struct Services {
+    registry: server::Running,
+    store: Arc<Store>,
+    gateway: gw::Running,
+    _dir: tempfile::TempDir,
+}
+
+async fn admin(client: &reqwest::Client, base: &str, path: &str, body: &Value) -> Value {
+    let r = client
+        .post(format!("{base}{path}"))
+        .bearer_auth(ADMIN)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let v: Value = r.json().await.unwrap();
+    assert!(status.is_success(), "{path}: {status} {v}");
+    v
+}
+
+/// Joins a member through the admin API, gets `count` certificates and signs one distinct
+/// message with each.
+async fn member(
+    client: reqwest::Client,
+    base: String,
+    group: ManagerPublicKey,
+    name: String,
+    count: usize,
+    first: usize,
+) -> Vec<Sample> {
+    let params = group.params();
+    let joined = admin(
+        &client,
+        &base,
+        "/admin/v1/members",
+        &json!({"username": name}),
+    )
+    .await;
+    let id = joined["id"].as_u64().unwrap();
+    let cid_star = CidStar::from_slice(
+        params,
+        &B64.decode(joined["cid_star"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    let key = MemberKey::generate(params, id, cid_star, &mut OsRng);
+    let mut samples = Vec::with_capacity(count);
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(PER_ISSUE);
+        left -= n;
+        let items: Vec<CsrItem> = key.csr(n, &mut OsRng);
+        let pks: Vec<String> = items
+            .iter()
+            .map(|i| B64.encode(i.wots_pk().as_bytes()))
+            .collect();
+        let issued = admin(
+            &client,
+            &base,
+            &format!("/admin/v1/members/{id}/certificates"),
+            &json!({"cid_star": joined["cid_star"], "wots_pks": pks}),
+        )
+        .await;
+        for (item, c) in items
+            .into_iter()
+            .zip(issued["certificates"].as_array().unwrap())
+        {
+            let cert = Certificate::from_bytes(&B64.decode(c.as_str().unwrap()).unwrap()).unwrap();
+            let signing = key.import(&group, item, &cert).unwrap();
+            // Distinct, 128-byte messages.
+            let mut message =
+                format!("gateway bench message {:08}", first + samples.len()).into_bytes();
+            message.resize(128, b'.');
+            let sig = signing.sign(&message);
+            samples.push(Sample { message, sig });
+        }
+    }
+    samples
+}
+
+/// Starts the registry, makes the signatures, starts the gateway and waits until it serves
+/// everything the registry has checkpointed.
+async fn setup(s: &Settings) -> (Services, ManagerPublicKey, Vec<Sample>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("registry")).unwrap());
+    let manager = Arc::new(Manager::generate(s.params, &mut OsRng));
+    let group = manager.public_key().clone();
+    let genesis = Event::GroupCreated {
+        params: group.params(),
+        public_key: B64.encode(group.to_bytes()),
+        fingerprint: hex::encode(group.fingerprint()),
+    };
+    store
+        .commit(&[Entry::seal(1, 1, &genesis, &GENESIS_PREV)], &[])
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = server::Config {
+        admin_token: ADMIN.into(),
+        auditor_token: None,
+        body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
+    };
+    let registry = server::start(store.clone(), manager, listener, config)
+        .await
+        .unwrap();
+    let base = registry.url();
+
+    let started = Instant::now();
+    let members = MIN_MEMBERS.max(s.sigs.div_ceil(1024));
+    let client = reqwest::Client::new();
+    let tasks: Vec<_> = (0..members)
+        .map(|m| {
+            let count = s.sigs / members + usize::from(m < s.sigs % members);
+            let first = m * (s.sigs / members) + m.min(s.sigs % members);
+            tokio::spawn(member(
+                client.clone(),
+                base.clone(),
+                group.clone(),
+                format!("bench-{m}"),
+                count,
+                first,
+            ))
+        })
+        .collect();
+    let mut samples = Vec::with_capacity(s.sigs);
+    for t in tasks {
+        samples.extend(t.await.unwrap());
+    }
+    eprintln!(
+        "{} signatures by {members} members issued and signed in {:.1} s",
+        samples.len(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let gw_dir = dir.path().join("gateway");
+    let mut config = gw::Config::new(base, Anchor::Key(Box::new(group.clone())), gw_dir);
+    config.resolve_attempts = 30;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gateway = gw::start(config, listener).await.unwrap();
+    let services = Services {
+        registry,
+        store,
+        gateway,
+        _dir: dir,
+    };
+    services.ready(&client).await;
+    (services, group, samples)
+}
+
+impl Services {
+    /// The size of the registry's latest checkpoint once it covers every operator action.
+    fn settled(&self) -> Option<u64> {
+        let entries = self.store.entries_after(0, 1_000_000).unwrap();
+        let last_action = entries
+            .iter()
+            .filter(|e| e.kind != "checkpoint" && e.kind != "snapshot_published")
+            .map(|e| e.seq)
+            .max()
+            .unwrap_or(0);
+        let cp = self
+            .store
+            .latest_checkpoint()
+            .unwrap()
+            .and_then(|e| e.public["size"].as_u64())
+            .unwrap_or(0);
+        (cp >= last_action).then_some(cp)
+    }
+
+    /// Waits until /readyz answers 200 with the registry's settled checkpoint applied.
+    async fn ready(&self, client: &reqwest::Client) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let url = format!("{}/readyz", self.gateway.url());
+        loop {
+            if let Some(cp) = self.settled() {
+                if let Ok(r) = client.get(&url).send().await {
+                    let ok = r.status() == reqwest::StatusCode::OK;
+                    let v: Value = r.json().await.unwrap_or(Value::Null);
+                    if ok && v["applied_seq"].as_u64().is_some_and(|a| a >= cp) {
+                        return;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the gateway did not become ready"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn shutdown(self) {
+        self.gateway.shutdown().await.unwrap();
+        self.registry.shutdown().await.unwrap();
+    }
+}
+
+/// Raw core verification on `pool` for `dur`: every thread takes the next signature of the
+/// set in turn. Returns (signatures/s, failures).
+fn raw(
+    pool: &rayon::ThreadPool,
+    group: &ManagerPublicKey,
+    samples: &[Sample],
+    dur: Duration,
+) -> (f64, u64) {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicU64::new(0);
+    let start = Instant::now();
+    let deadline = start + dur;
+    let done: u64 = pool
+        .broadcast(|_| {
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                let s = &samples[next.fetch_add(1, Ordering::Relaxed) % samples.len()];
+                if group
+                    .verify_ignoring_revocation(&s.message, &s.sig)
+                    .is_err()
+                {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+                n += 1;
+            }
+            n
+        })
+        .into_iter()
+        .sum();
+    (
+        done as f64 / start.elapsed().as_secs_f64(),
+        failed.into_inner(),
+    )
+}
+
+/// What a load run saw.
+#[derive(Default)]
+struct Outcome {
+    /// 200 answers that passed the check.
+    good: u64,
+    /// 200 answers that did not (e.g. not `valid`).
+    bad: u64,
+    /// 503 (the pool shed the request).
+    shed: u64,
+    /// Any other status.
+    other: u64,
+    /// Transport errors.
+    errors: u64,
+    /// Latency of every good answer (fast 503s would flatter the percentiles), sorted.
+    latencies: Vec<Duration>,
+    elapsed: Duration,
+}
+
+impl Outcome {
+    fn merge(&mut self, o: Outcome) {
+        self.good += o.good;
+        self.bad += o.bad;
+        self.shed += o.shed;
+        self.other += o.other;
+        self.errors += o.errors;
+        self.latencies.extend(o.latencies);
+    }
+
+    fn finish(mut self, elapsed: Duration) -> Self {
+        self.latencies.sort_unstable();
+        self.elapsed = elapsed;
+        self
+    }
+
+    fn rate(&self) -> f64 {
+        self.good as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, q: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((self.latencies.len() - 1) as f64 * q).round() as usize;
+        self.latencies[i]
+    }
+
+    fn p50_p99(&self) -> String {
+        format!(
+            "{:.2} ms / {:.2} ms",
+            self.percentile(0.50).as_secs_f64() * 1e3,
+            self.percentile(0.99).as_secs_f64() * 1e3
+        )
+    }
+
+    fn failures(&self) -> String {
+        format!(
+            "{} / {} / {} / {}",
+            self.shed, self.other, self.errors, self.bad
+        )
+    }
+}
+
+/// A pre-encoded request stream: bodies taken in turn, and how to check a 200 answer.
+#[derive(Clone)]
+struct Load {
+    client: reqwest::Client,
+    url: Arc<str>,
+    bodies: Arc<Vec<Bytes>>,
+    check: fn(&[u8]) -> bool,
+    next: Arc<AtomicUsize>,
+}
+
+impl Load {
+    /// Sends the next body; records the outcome with latency from `since`.
+    async fn one(&self, since: Instant, out: &mut Outcome) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.bodies.len();
+        let sent = self
+            .client
+            .post(&*self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(self.bodies[i].clone())
+            .send()
+            .await;
+        let r = match sent {
+            Ok(r) => r,
+            Err(_) => {
+                out.errors += 1;
+                return;
+            }
+        };
+        let status = r.status();
+        let body = match r.bytes().await {
+            Ok(b) => b,
+            Err(_) => {
+                out.errors += 1;
+                return;
+            }
+        };
+        let latency = since.elapsed();
+        match status.as_u16() {
+            200 if (self.check)(&body) => {
+                out.good += 1;
+                out.latencies.push(latency);
+            }
+            200 => out.bad += 1,
+            503 => {
+                out.shed += 1;
+                // Do not spin on a full queue.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            _ => out.other += 1,
+        }
+    }
+
+    /// `concurrency` clients, each sending its next request as soon as the last is answered.
+    async fn closed(&self, concurrency: usize, dur: Duration) -> Outcome {
+        let start = Instant::now();
+        let deadline = start + dur;
+        let tasks: Vec<_> = (0..concurrency)
+            .map(|_| {
+                let load = self.clone();
+                tokio::spawn(async move {
+                    let mut out = Outcome::default();
+                    while Instant::now() < deadline {
+                        load.one(Instant::now(), &mut out).await;
+                    }
+                    out
+                })
+            })
+            .collect();
+        let mut all = Outcome::default();
+        for t in tasks {
+            all.merge(t.await.unwrap());
+        }
+        all.finish(start.elapsed())
+    }
+
+    /// Requests sent at `rate` per second on a fixed schedule, whatever the answers do;
+    /// latency counts from the scheduled time.
+    async fn open(&self, rate: f64, dur: Duration) -> Outcome {
+        let period = Duration::from_secs_f64(1.0 / rate.max(1.0));
+        let start = tokio::time::Instant::now();
+        let total = (dur.as_secs_f64() * rate.max(1.0)) as u32;
+        let mut tasks = Vec::with_capacity(total as usize);
+        for k in 0..total {
+            let at = start + period * k;
+            tokio::time::sleep_until(at).await;
+            let load = self.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut out = Outcome::default();
+                load.one(at.into_std(), &mut out).await;
+                out
+            }));
+        }
+        let mut all = Outcome::default();
+        for t in tasks {
+            all.merge(t.await.unwrap());
+        }
+        all.finish(start.elapsed())
+    }
+}
+
+fn verify_body(s: &Sample) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "message": B64.encode(&s.message),
+        "signature": B64.encode(s.sig.to_bytes()),
+    }))
+    .unwrap()
+}
+
+fn valid_answer(body: &[u8]) -> bool {
+    body.starts_with(br#"{"valid":true,"#)
+}
+
+fn all_valid_batch(body: &[u8]) -> bool {
+    body.ends_with(br#""not_ok":0}"#)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test --benches` compatibility: nothing to list.
+    }
+    let s = Settings::from_env();
+    let servers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(s.cores)
+        .thread_name("bench-servers")
+        .enable_all()
+        .build()
+        .unwrap();
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(s.client_threads)
+        .thread_name("bench-load")
+        .enable_all()
+        .build()
+        .unwrap();
+    let verify_pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(s.cores)
+        .thread_name(|i| format!("bench-raw-{i}"))
+        .build()
+        .unwrap();
+
+    let (services, group, samples) = servers.block_on(setup(&s));
+    let bad = samples
+        .iter()
+        .filter(|x| {
+            group
+                .verify_ignoring_revocation(&x.message, &x.sig)
+                .is_err()
+        })
+        .count();
+    assert_eq!(bad, 0, "signatures of the set that do not verify");
+
+    let single: Vec<Bytes> = samples.iter().map(|x| verify_body(x).into()).collect();
+    let batches: Vec<Bytes> = (0..samples.len().div_ceil(BATCH))
+        .map(|b| {
+            let mut body = br#"{"items":["#.to_vec();
+            for j in 0..BATCH {
+                if j > 0 {
+                    body.push(b',');
+                }
+                body.extend_from_slice(&single[(b * BATCH + j) % single.len()]);
+            }
+            body.extend_from_slice(b"]}");
+            body.into()
+        })
+        .collect();
+    let base = services.gateway.url();
+    let pool = &services.gateway.state.pool;
+    let (workers, capacity) = (pool.workers(), pool.capacity());
+    // Batches are refused whole when the queue cannot take all their items: stay within it.
+    let batch_clients = (capacity / BATCH).clamp(1, 4);
+
+    println!(
+        "gateway benchmarks ({}, {} distinct signatures, {} cores, {:.0} s per run; gateway: {workers} verify workers, queue {capacity}; load generator: {} thread(s))\n",
+        s.params,
+        samples.len(),
+        s.cores,
+        s.secs.as_secs_f64(),
+        s.client_threads,
+    );
+
+    // 1. Raw core verification, before and after the HTTP runs (their mean is the reference,
+    // so a drift of the machine over the run shows instead of skewing the ratio silently).
+    raw(&verify_pool, &group, &samples, s.warmup());
+    let (raw_before, failed) = raw(&verify_pool, &group, &samples, s.secs);
+    assert_eq!(failed, 0, "raw verification failures");
+
+    let (sat, half, batch) = clients.block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(usize::MAX)
+            .build()
+            .unwrap();
+        let verify = Load {
+            client: client.clone(),
+            url: format!("{base}/v1/verify").into(),
+            bodies: Arc::new(single),
+            check: valid_answer,
+            next: Arc::default(),
+        };
+        // 2. Saturation, closed loop (also the full-load latency).
+        verify.closed(s.concurrency, s.warmup()).await;
+        let sat = verify.closed(s.concurrency, s.secs).await;
+        // 3. Half of the saturation rate, open loop.
+        let half = verify.open(sat.rate() / 2.0, s.secs).await;
+        // 4. Batches of 64.
+        let batch = Load {
+            client,
+            url: format!("{base}/v1/verify/batch").into(),
+            bodies: Arc::new(batches),
+            check: all_valid_batch,
+            next: Arc::default(),
+        };
+        batch.closed(batch_clients, s.warmup()).await;
+        let batch = batch.closed(batch_clients, s.secs).await;
+        (sat, half, batch)
+    });
+    let (raw_after, failed) = raw(&verify_pool, &group, &samples, s.secs);
+    assert_eq!(failed, 0, "raw verification failures");
+    let raw_rate = (raw_before + raw_after) / 2.0;
+
+    println!("| measurement | result |\n|---|---:|");
+    println!(
+        "| raw core verify, rayon, {} threads (before / after the HTTP runs) | {raw_rate:.0} sig/s ({raw_before:.0} / {raw_after:.0}) |",
+        s.cores
+    );
+    println!(
+        "| gateway POST /v1/verify, {} clients, closed loop | {:.0} req/s |",
+        s.concurrency,
+        sat.rate()
+    );
+    println!(
+        "| gateway / raw (target ≥ 0.90) | {:.2} |",
+        sat.rate() / raw_rate
+    );
+    println!(
+        "| latency p50 / p99 at full load (closed loop) | {} |",
+        sat.p50_p99()
+    );
+    println!(
+        "| latency p50 / p99 at half load (open loop, {:.0} req/s offered, {:.0} answered) | {} |",
+        sat.rate() / 2.0,
+        half.rate(),
+        half.p50_p99()
+    );
+    println!(
+        "| gateway POST /v1/verify/batch, {BATCH} items, {batch_clients} clients | {:.0} sig/s |",
+        batch.rate() * BATCH as f64
+    );
+    println!(
+        "| batch / raw | {:.2} |",
+        batch.rate() * BATCH as f64 / raw_rate
+    );
+    println!(
+        "| batch latency p50 / p99 (per {BATCH}-item request) | {} |",
+        batch.p50_p99()
+    );
+    println!(
+        "| not ok, saturation: 503 shed / other status / transport error / 200 not valid | {} |",
+        sat.failures()
+    );
+    println!(
+        "| not ok, half load: 503 shed / other status / transport error / 200 not valid | {} |",
+        half.failures()
+    );
+    println!(
+        "| not ok, batch: 503 shed / other status / transport error / 200 not all valid | {} |",
+        batch.failures()
+    );
+
+    drop(clients);
+    servers.block_on(services.shutdown());
+}
