@@ -485,6 +485,41 @@ impl Load {
     }
 }
 
+/// CPU seconds (user + system) used so far by this process's threads, by thread-name prefix:
+/// `[verify pool, server runtime, load generator, everything else]` (from /proc; Linux only,
+/// 10 ms resolution, zeros elsewhere).
+fn cpu_by_role() -> [f64; 4] {
+    let mut out = [0.0; 4];
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let name = head.split_once(" (").map_or("", |(_, n)| n);
+        let fields: Vec<&str> = rest.split(' ').collect();
+        // After "pid (comm) ", utime and stime are fields 12 and 13 (0-based from state).
+        let ticks: f64 = fields
+            .get(11..13)
+            .map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+        let role = if name.starts_with("dgsp-verify") {
+            0
+        } else if name.starts_with("bench-servers") {
+            1
+        } else if name.starts_with("bench-load") {
+            2
+        } else {
+            3
+        };
+        out[role] += ticks / 100.0;
+    }
+    out
+}
+
 fn verify_body(s: &Sample) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "message": B64.encode(&s.message),
@@ -570,7 +605,7 @@ fn main() {
     let (raw_before, failed) = raw(&verify_pool, &group, &samples, s.secs);
     assert_eq!(failed, 0, "raw verification failures");
 
-    let (sat, half, batch) = clients.block_on(async {
+    let (sat, half, batch, cpu) = clients.block_on(async {
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(usize::MAX)
             .build()
@@ -584,7 +619,10 @@ fn main() {
         };
         // 2. Saturation, closed loop (also the full-load latency).
         verify.closed(s.concurrency, s.warmup()).await;
+        let cpu_before = cpu_by_role();
         let sat = verify.closed(s.concurrency, s.secs).await;
+        let cpu_after = cpu_by_role();
+        let cpu: Vec<f64> = (0..4).map(|i| cpu_after[i] - cpu_before[i]).collect();
         // 3. Half of the saturation rate, open loop.
         let half = verify.open(sat.rate() / 2.0, s.secs).await;
         // 4. Batches of 64.
@@ -597,7 +635,7 @@ fn main() {
         };
         batch.closed(batch_clients, s.warmup()).await;
         let batch = batch.closed(batch_clients, s.secs).await;
-        (sat, half, batch)
+        (sat, half, batch, cpu)
     });
     let (raw_after, failed) = raw(&verify_pool, &group, &samples, s.secs);
     assert_eq!(failed, 0, "raw verification failures");
@@ -616,6 +654,21 @@ fn main() {
     println!(
         "| gateway / raw (target ≥ 0.90) | {:.2} |",
         sat.rate() / raw_rate
+    );
+    let wall = sat.elapsed.as_secs_f64() * s.cores as f64;
+    let share = |c: f64| 100.0 * c / wall;
+    println!(
+        "| CPU during saturation: verify pool / gateway HTTP runtime / load generator / other | {:.0}% / {:.0}% / {:.0}% / {:.0}% |",
+        share(cpu[0]),
+        share(cpu[1]),
+        share(cpu[2]),
+        share(cpu[3])
+    );
+    let left = (wall - cpu[2]) / wall;
+    println!(
+        "| gateway / raw on the CPU the load generator leaves ({:.0}%) | {:.2} |",
+        100.0 * left,
+        sat.rate() / (raw_rate * left)
     );
     println!(
         "| latency p50 / p99 at full load (closed loop) | {} |",
