@@ -34,8 +34,6 @@ use dgsp_core::{
 };
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::server as gw;
-use dgsp_registry::events::Event;
-use dgsp_registry::log::{Entry, GENESIS_PREV};
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use rand_core::OsRng;
@@ -180,14 +178,7 @@ async fn setup(s: &Settings) -> (Services, ManagerPublicKey, Vec<Sample>) {
     let store = Arc::new(Store::open(&dir.path().join("registry")).unwrap());
     let manager = Arc::new(Manager::generate(s.params, &mut OsRng));
     let group = manager.public_key().clone();
-    let genesis = Event::GroupCreated {
-        params: group.params(),
-        public_key: B64.encode(group.to_bytes()),
-        fingerprint: hex::encode(group.fingerprint()),
-    };
-    store
-        .commit(&[Entry::seal(1, 1, &genesis, &GENESIS_PREV)], &[])
-        .unwrap();
+    store.create_group(manager.public_key(), 1).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
         admin_token: ADMIN.into(),
@@ -503,9 +494,9 @@ fn cpu_by_role() -> [f64; 4] {
         let name = head.split_once(" (").map_or("", |(_, n)| n);
         let fields: Vec<&str> = rest.split(' ').collect();
         // After "pid (comm) ", utime and stime are fields 12 and 13 (0-based from state).
-        let ticks: f64 = fields
-            .get(11..13)
-            .map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+        let ticks: f64 = fields.get(11..13).map_or(0.0, |f| {
+            f.iter().filter_map(|v| v.parse::<f64>().ok()).sum()
+        });
         let role = if name.starts_with("dgsp-verify") {
             0
         } else if name.starts_with("bench-servers") {

@@ -107,6 +107,16 @@ pub enum EventError {
 }
 
 impl Event {
+    /// The first event of `group`'s log.
+    pub fn group_created(group: &dgsp_core::ManagerPublicKey) -> Event {
+        use base64::Engine;
+        Event::GroupCreated {
+            params: group.params(),
+            public_key: base64::engine::general_purpose::STANDARD.encode(group.to_bytes()),
+            fingerprint: hex::encode(group.fingerprint()),
+        }
+    }
+
     /// The kind name stored in the log.
     pub fn kind(&self) -> &'static str {
         match self {

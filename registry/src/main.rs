@@ -11,7 +11,6 @@ use dgsp_registry::api;
 use dgsp_registry::cli::{Cli, Command};
 use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::{self, KdfParams};
-use dgsp_registry::log::Entry;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
 
@@ -91,16 +90,10 @@ fn init(
     keyfile::write(&key_path, &sk, passphrase.as_bytes(), KdfParams::default())
         .map_err(|e| e.to_string())?;
     let pk = sk.public_key();
-    let genesis = Event::GroupCreated {
-        params,
-        public_key: base64::engine::general_purpose::STANDARD.encode(pk.to_bytes()),
-        fingerprint: hex::encode(pk.fingerprint()),
-    };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let entry = Entry::seal(1, now, &genesis, &dgsp_registry::log::GENESIS_PREV);
-    store.commit(&[entry], &[]).map_err(|e| e.to_string())?;
+    store.create_group(&pk, now).map_err(|e| e.to_string())?;
     println!(
         "group created: {params}, fingerprint {}",
         hex::encode(pk.fingerprint())

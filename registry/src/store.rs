@@ -125,6 +125,20 @@ impl Store {
             .expect("every column family is created at open")
     }
 
+    /// Writes entry 1, `group_created` for `group`, into an empty log (a new group).
+    pub fn create_group(
+        &self,
+        group: &dgsp_core::ManagerPublicKey,
+        time_ms: u64,
+    ) -> Result<Entry, StoreError> {
+        if self.head()?.seq != 0 {
+            return Err(corrupt("log", "this data directory already holds a group"));
+        }
+        let entry = Entry::seal(1, time_ms, &Event::group_created(group), &GENESIS_PREV);
+        self.commit(std::slice::from_ref(&entry), &[])?;
+        Ok(entry)
+    }
+
     /// The last entry's seq and hash.
     pub fn head(&self) -> Result<Head, StoreError> {
         let mut it = self.db.iterator_cf(self.cf("log"), IteratorMode::End);

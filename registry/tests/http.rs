@@ -36,15 +36,7 @@ async fn start(body_limit: usize) -> Registry {
         ParamSet::Sha2_128f,
         &mut ChaCha20Rng::seed_from_u64(3),
     ));
-    let pk = manager.public_key();
-    let genesis = Event::GroupCreated {
-        params: pk.params(),
-        public_key: B64.encode(pk.to_bytes()),
-        fingerprint: hex::encode(pk.fingerprint()),
-    };
-    store
-        .commit(&[Entry::seal(1, 1, &genesis, &GENESIS_PREV)], &[])
-        .unwrap();
+    store.create_group(manager.public_key(), 1).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
         admin_token: ADMIN.into(),

@@ -13,8 +13,6 @@ use dgsp_core::{
 };
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::server as gw;
-use dgsp_registry::events::Event;
-use dgsp_registry::log::{Entry, GENESIS_PREV};
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use rand_core::OsRng;
@@ -47,15 +45,7 @@ pub async fn registry_with(params: ParamSet) -> Registry {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let manager = Arc::new(Manager::generate(params, &mut OsRng));
-    let pk = manager.public_key();
-    let genesis = Event::GroupCreated {
-        params: pk.params(),
-        public_key: B64.encode(pk.to_bytes()),
-        fingerprint: hex::encode(pk.fingerprint()),
-    };
-    store
-        .commit(&[Entry::seal(1, 1, &genesis, &GENESIS_PREV)], &[])
-        .unwrap();
+    store.create_group(manager.public_key(), 1).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
         admin_token: ADMIN.into(),
