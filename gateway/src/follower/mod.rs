@@ -31,6 +31,10 @@ use crate::state::{current, now_ms, SharedStatus, SharedView};
 /// that goes this long without one is refused rather than buffered without bound.
 pub const MAX_PENDING: usize = 200_000;
 
+/// Largest feed page read (1000 entries of the largest parameter set are well under this); a
+/// registry sending more is refused instead of exhausting memory.
+pub const MAX_PAGE_BYTES: usize = 128 << 20;
+
 /// How the follower talks to the registry.
 #[derive(Clone, Debug)]
 pub struct FollowConfig {
@@ -326,9 +330,19 @@ pub async fn fetch(
     if !status.is_success() {
         return Err(Fault::HttpStatus(status.as_u16()));
     }
-    let body = resp
-        .bytes()
+    let mut resp = resp;
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
         .await
-        .map_err(|e| Fault::MalformedPage(format!("reading the body: {e}")))?;
+        .map_err(|e| Fault::MalformedPage(format!("reading the body: {e}")))?
+    {
+        if body.len() + chunk.len() > MAX_PAGE_BYTES {
+            return Err(Fault::MalformedPage(format!(
+                "a page larger than {MAX_PAGE_BYTES} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
     serde_json::from_slice(&body).map_err(|e| Fault::MalformedPage(e.to_string()))
 }
