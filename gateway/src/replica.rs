@@ -6,7 +6,7 @@
 //! |-------------|---------------------|-----------------------------------------------|
 //! | `meta`      | `group`             | the pinned group public key encoding          |
 //! | `meta`      | `applied`           | `be64 seq ‖ hash (32) ‖ be64 time_ms`         |
-//! | `meta`      | `checkpoint`        | JSON `{size, head, note}` of the checkpoint that covers `applied` |
+//! | `meta`      | `checkpoint`        | the signed note of the checkpoint that covers `applied` (its size and head are `applied`) |
 //! | `hashes`    | `be64 seq`          | the entry's hash (fork detection)             |
 //! | `zetas`     | zeta (16 bytes)     | `be64 seq` of the revocation entry            |
 //! | `snapshots` | `be64 number`       | the signed snapshot, in the registry's JSON form |
@@ -16,13 +16,13 @@
 //! log and the follower resumes from it.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::{ManagerPublicKey, Zeta};
 use dgsp_registry::log::Hash;
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use rocksdb::{ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOptions, DB};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 const CFS: [&str; 4] = ["meta", "hashes", "zetas", "snapshots"];
@@ -49,17 +49,6 @@ pub struct Applied {
     pub time_ms: u64,
 }
 
-/// A verified checkpoint, as kept.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckpointRecord {
-    /// Entries covered.
-    pub size: u64,
-    /// Hash of entry `size` (hex).
-    pub head: String,
-    /// The signed note.
-    pub note: String,
-}
-
 /// What a newly verified range adds, written atomically.
 #[derive(Debug, Default)]
 pub struct Update {
@@ -70,9 +59,10 @@ pub struct Update {
     /// Revoked zetas with the seq of their revocation entry.
     pub revocations: Vec<(Zeta, u64)>,
     /// New signed snapshots, in order.
-    pub snapshots: Vec<SignedSnapshot>,
-    /// The checkpoint that covers the range.
-    pub checkpoint: Option<CheckpointRecord>,
+    pub snapshots: Vec<Arc<SignedSnapshot>>,
+    /// The signed note of the checkpoint that covers the range (its size and head are
+    /// `applied`).
+    pub checkpoint: String,
 }
 
 /// Everything needed to resume.
@@ -81,8 +71,8 @@ pub struct Loaded {
     pub group: Option<ManagerPublicKey>,
     /// The last applied entry.
     pub applied: Applied,
-    /// The checkpoint covering it.
-    pub checkpoint: Option<CheckpointRecord>,
+    /// The signed note of the checkpoint covering it.
+    pub checkpoint: Option<String>,
     /// Every revoked zeta applied, with its revocation's seq.
     pub zetas: Vec<(Zeta, u64)>,
     /// The latest verified snapshot.
@@ -147,8 +137,7 @@ impl Replica {
             .db
             .get_cf(meta, b"checkpoint")?
             .map(|b| {
-                serde_json::from_slice(&b)
-                    .map_err(|e| ReplicaError::Corrupt(format!("checkpoint: {e}")))
+                String::from_utf8(b).map_err(|_| ReplicaError::Corrupt("checkpoint note".into()))
             })
             .transpose()?;
         let mut zetas = Vec::new();
@@ -221,10 +210,7 @@ impl Replica {
         applied.extend_from_slice(&u.applied.hash);
         applied.extend_from_slice(&u.applied.time_ms.to_be_bytes());
         b.put_cf(self.cf("meta"), b"applied", applied);
-        if let Some(cp) = &u.checkpoint {
-            let json = serde_json::to_vec(cp).expect("checkpoints serialize");
-            b.put_cf(self.cf("meta"), b"checkpoint", json);
-        }
+        b.put_cf(self.cf("meta"), b"checkpoint", u.checkpoint.as_bytes());
         let mut w = WriteOptions::default();
         w.set_sync(true);
         self.db.write_opt(b, &w)?;

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
 
-use crate::replica::{Applied, CheckpointRecord, Loaded};
+use crate::replica::{Applied, Loaded};
 
 /// A verified state of the group: every part of it is covered by a checkpoint signed by the
 /// pinned key, and `set` is exactly the zetas of `snapshot`, whose root and count it matches.
@@ -18,8 +18,9 @@ pub struct View {
     pub group: Arc<ManagerPublicKey>,
     /// Last applied entry.
     pub applied: Applied,
-    /// The checkpoint that covers `applied`.
-    pub checkpoint: Option<CheckpointRecord>,
+    /// The signed note of the checkpoint that covers `applied` (its size and head are
+    /// `applied.seq` and `applied.hash`).
+    pub checkpoint: Option<String>,
     /// The latest verified snapshot.
     pub snapshot: Option<Arc<SignedSnapshot>>,
     /// The zetas of `snapshot`.

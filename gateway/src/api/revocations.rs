@@ -42,7 +42,7 @@ pub async fn group(State(s): State<Shared>) -> Json<GroupAnswer> {
         params: view.group.params().name().to_owned(),
         public_key: to_b64(&view.group.to_bytes()),
         fingerprint: hex::encode(view.group.fingerprint()),
-        checkpoint: view.checkpoint.as_ref().map(|c| c.note.clone()),
+        checkpoint: view.checkpoint.clone(),
         freshness: freshness(&view, synced, s.config.max_staleness),
     })
 }

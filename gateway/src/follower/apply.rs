@@ -1,8 +1,8 @@
 //! Turning a checkpointed range of chain-checked entries into the next [`View`], or refusing
 //! it whole. Pure: no I/O, so every rule is testable on its own.
 //!
-//! Rules, per entry kind (everything else is carried by the chain only):
-//! - `group_created` must be entry 1 and name the pinned key;
+//! Rules, per entry kind (everything else is carried by the chain only; entry 1 is checked
+//! against the pinned group by [`check_group`] as soon as it is fetched):
 //! - `member_revoked` adds its public zetas, revoked from that seq on;
 //! - `snapshot_published` must verify under the pinned key, name the group, directly extend
 //!   the previous snapshot (number + 1, `prev_hash`, count and `log_seq` not going back), and
@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::Zeta;
 use dgsp_registry::log::{unhex32, Entry};
@@ -21,16 +22,12 @@ use dgsp_registry::publisher::snapshot_from_json;
 use serde_json::Value;
 
 use super::Fault;
-use crate::replica::{Applied, CheckpointRecord, Update};
+use crate::replica::{Applied, Update};
 use crate::state::View;
 
-/// Applies `entries` (chain-checked, starting right after `view.applied`, ending at the
-/// checkpoint's size) on top of `view`.
-pub fn apply_range(
-    view: &View,
-    entries: &[Entry],
-    checkpoint: CheckpointRecord,
-) -> Result<(Update, View), Fault> {
+/// Applies `entries` (chain-checked, starting right after `view.applied`, ending at the size
+/// of the checkpoint whose signed `note` covers them) on top of `view`.
+pub fn apply_range(view: &View, entries: &[Entry], note: String) -> Result<(Update, View), Fault> {
     let group = &view.group;
     let mut set = None;
     let mut unsnapshotted: Vec<(Zeta, u64)> =
@@ -44,7 +41,6 @@ pub fn apply_range(
         })?;
         update.hashes.push((e.seq, hash));
         match e.kind.as_str() {
-            "group_created" => check_group(view, e)?,
             "member_revoked" => {
                 for zeta in revoked_zetas(e)? {
                     unsnapshotted.push((zeta, e.seq));
@@ -95,7 +91,7 @@ pub fn apply_range(
                     });
                 }
                 let s = Arc::new(s);
-                update.snapshots.push((*s).clone());
+                update.snapshots.push(s.clone());
                 latest = Some(s);
             }
             _ => {}
@@ -109,24 +105,24 @@ pub fn apply_range(
         hash: update.hashes.last().map(|(_, h)| *h).unwrap_or_default(),
         time_ms: last.time_ms,
     };
-    update.checkpoint = Some(checkpoint.clone());
     let next = View {
         group: view.group.clone(),
         applied: update.applied,
-        checkpoint: Some(checkpoint),
+        checkpoint: Some(note.clone()),
         snapshot: latest,
         set: set.map_or_else(|| view.set.clone(), Arc::new),
         unsnapshotted: Arc::new(unsnapshotted.into_iter().collect::<HashMap<_, _>>()),
     };
+    update.checkpoint = note;
     Ok((update, next))
 }
 
-/// Entry 1 must be `group_created` naming the pinned key.
+/// Entry 1, and only entry 1, is `group_created`, and it names the pinned key.
 pub fn check_group(view: &View, e: &Entry) -> Result<(), Fault> {
-    if e.seq != 1 {
+    if (e.seq == 1) != (e.kind == "group_created") {
         return Err(Fault::MalformedEntry {
             seq: e.seq,
-            detail: "group_created may only be entry 1".into(),
+            detail: "entry 1, and only entry 1, is group_created".into(),
         });
     }
     let pk = &view.group;
@@ -175,8 +171,8 @@ fn parse_snapshot(e: &Entry) -> Result<SignedSnapshot, Fault> {
 }
 
 /// Checks a checkpoint entry's note under the pinned key and that its fields agree with the
-/// note. Returns the checkpoint as kept.
-pub fn check_checkpoint(view: &View, e: &Entry) -> Result<CheckpointRecord, Fault> {
+/// note. Returns the checkpoint and its note.
+pub fn check_checkpoint(view: &View, e: &Entry) -> Result<(Checkpoint, String), Fault> {
     let bad = |detail: String| Fault::BadCheckpoint { seq: e.seq, detail };
     let note = e
         .public
@@ -187,7 +183,7 @@ pub fn check_checkpoint(view: &View, e: &Entry) -> Result<CheckpointRecord, Faul
         .group
         .verify_checkpoint(note)
         .map_err(|err| bad(err.to_string()))?;
-    if cp.origin != dgsp_core::checkpoint::origin_for(&view.group) {
+    if cp.origin != origin_for(&view.group) {
         return Err(bad(format!("origin {:?} is not this group's", cp.origin)));
     }
     let size = e.public.get("size").and_then(Value::as_u64);
@@ -207,9 +203,5 @@ pub fn check_checkpoint(view: &View, e: &Entry) -> Result<CheckpointRecord, Faul
             cp.size, e.seq
         )));
     }
-    Ok(CheckpointRecord {
-        size: cp.size,
-        head: hex::encode(cp.head),
-        note: note.to_owned(),
-    })
+    Ok((cp, note.to_owned()))
 }

@@ -189,7 +189,7 @@ impl Follower {
                 seq: e.seq,
                 detail: err.to_string(),
             })?;
-            if e.seq == 1 {
+            if e.seq == 1 || e.kind == "group_created" {
                 // Refuse another group's log at its first entry, before any checkpoint.
                 apply::check_group(&current(&self.view), &e)?;
             }
@@ -229,76 +229,65 @@ impl Follower {
     async fn on_checkpoint(&mut self) -> Result<(), Fault> {
         let view = current(&self.view);
         let cp_entry = self.pending.last().expect("just pushed").clone();
-        let replica = self.replica.clone();
-        let covered: Option<Vec<Entry>> = {
-            // Entries the checkpoint covers that are still pending (none if it is old).
-            let size = cp_entry.public.get("size").and_then(|v| v.as_u64());
-            size.filter(|s| *s > view.applied.seq).map(|s| {
-                self.pending
-                    .iter()
-                    .take_while(|e| e.seq <= s)
-                    .cloned()
-                    .collect()
-            })
-        };
-        let applied = tokio::task::spawn_blocking(move || {
-            let cp = apply::check_checkpoint(&view, &cp_entry)?;
-            let head = dgsp_registry::log::unhex32(&cp.head).unwrap_or_default();
-            if cp.size <= view.applied.seq {
-                if cp.size == 0 {
-                    return Ok(None);
-                }
-                let ours = replica
-                    .hash_at(cp.size)
-                    .map_err(|e| Fault::Storage(e.to_string()))?;
-                return if ours == Some(head) {
-                    Ok(None)
-                } else {
-                    Err(Fault::Fork {
+        let cp_seq = cp_entry.seq;
+        // A SPHINCS+ verification: off the async runtime.
+        let v = view.clone();
+        let (cp, note) =
+            tokio::task::spawn_blocking(move || apply::check_checkpoint(&v, &cp_entry))
+                .await
+                .map_err(|e| Fault::Storage(format!("checkpoint task: {e}")))??;
+        if cp.size <= view.applied.seq {
+            // Old news: it must name the entry already applied at its size.
+            let ours = match cp.size {
+                0 => None,
+                n => self
+                    .replica
+                    .hash_at(n)
+                    .map_err(|e| Fault::Storage(e.to_string()))?,
+            };
+            return match ours {
+                Some(h) if h != cp.head => Err(Fault::Fork {
+                    seq: cp.size,
+                    detail: "a signed checkpoint names a different entry than the one applied here"
+                        .into(),
+                }),
+                _ => Ok(()),
+            };
+        }
+        // The pending entries start right after `applied`, so the covered ones are a prefix.
+        let covered = (cp.size - view.applied.seq) as usize;
+        match self.pending.get(covered - 1) {
+            Some(last) if last.seq == cp.size => {
+                if last.hash_bytes().ok() != Some(cp.head) {
+                    return Err(Fault::Fork {
                         seq: cp.size,
-                        detail:
-                            "a signed checkpoint names a different entry than the one applied here"
-                                .into(),
-                    })
-                };
-            }
-            let entries = covered.unwrap_or_default();
-            match entries.last() {
-                Some(last) if last.seq == cp.size => {
-                    if last.hash_bytes().ok() != Some(head) {
-                        return Err(Fault::Fork {
-                            seq: cp.size,
-                            detail: "the signed checkpoint's head differs from the feed's entry"
-                                .into(),
-                        });
-                    }
-                }
-                _ => {
-                    return Err(Fault::BadCheckpoint {
-                        seq: cp_entry.seq,
-                        detail: format!("it covers entry {} which the feed did not serve", cp.size),
-                    })
+                        detail: "the signed checkpoint's head differs from the feed's entry".into(),
+                    });
                 }
             }
-            let (update, next) = apply::apply_range(&view, &entries, cp)?;
+            _ => {
+                return Err(Fault::BadCheckpoint {
+                    seq: cp_seq,
+                    detail: format!("it covers entry {} which the feed did not serve", cp.size),
+                })
+            }
+        }
+        // Taken out, not copied: on a fault the caller drops everything pending anyway.
+        let entries: Vec<Entry> = self.pending.drain(..covered).collect();
+        let replica = self.replica.clone();
+        let (next, revocations, snapshots) = tokio::task::spawn_blocking(move || {
+            let (update, next) = apply::apply_range(&view, &entries, note)?;
             replica
                 .commit(&update)
                 .map_err(|e| Fault::Storage(e.to_string()))?;
-            Ok(Some((
-                next,
-                update.revocations.len(),
-                update.snapshots.len(),
-            )))
+            Ok::<_, Fault>((next, update.revocations.len(), update.snapshots.len()))
         })
         .await
         .map_err(|e| Fault::Storage(format!("apply task: {e}")))??;
-        if let Some((next, revocations, snapshots)) = applied {
-            let seq = next.applied.seq;
-            self.pending.retain(|e| e.seq > seq);
-            *self.view.write().expect("view lock") = Arc::new(next);
-            self.status.lock().expect("status lock").ranges_applied += 1;
-            tracing::info!(seq, revocations, snapshots, "applied a checkpointed range");
-        }
+        let seq = next.applied.seq;
+        *self.view.write().expect("view lock") = Arc::new(next);
+        self.status.lock().expect("status lock").ranges_applied += 1;
+        tracing::info!(seq, revocations, snapshots, "applied a checkpointed range");
         Ok(())
     }
 }
