@@ -105,12 +105,10 @@ pub async fn run(
     published: SharedPublished,
 ) {
     let mut heads = writer.subscribe();
-    let last_checkpoint = store
-        .latest_checkpoint()
-        .ok()
-        .flatten()
-        .and_then(|e| e.public.get("size").and_then(Value::as_u64))
-        .unwrap_or(0);
+    let last_checkpoint = match store.latest_checkpoint().ok().flatten().map(|e| e.event()) {
+        Some(Ok(Event::Checkpoint { size, .. })) => size,
+        _ => 0,
+    };
     // Re-read from the last checkpoint: its zetas are already in the set (re-inserting
     // them changes nothing), and whatever came after it still needs a checkpoint.
     let mut cursor = Cursor {

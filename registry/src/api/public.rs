@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::problem::{to_b64, Params, Problem};
 use super::{Auditor, Shared};
+use crate::events::Event;
 use crate::log::Entry;
 
 /// Largest page of the feed.
@@ -116,12 +117,14 @@ pub async fn checkpoint(State(s): State<Shared>) -> Result<Json<CheckpointInfo>,
         .latest_checkpoint()
         .map_err(|e| Problem::internal("checkpoint", e))?;
     let e = entry.ok_or_else(|| not_yet("no checkpoint has been signed yet"))?;
-    let get = |k: &str| e.public.get(k).cloned().unwrap_or(Value::Null);
-    Ok(Json(CheckpointInfo {
-        size: get("size").as_u64().unwrap_or(0),
-        head: get("head").as_str().unwrap_or_default().to_owned(),
-        note: get("note").as_str().unwrap_or_default().to_owned(),
-    }))
+    match e.event() {
+        Ok(Event::Checkpoint { size, head, note }) => Ok(Json(CheckpointInfo { size, head, note })),
+        Ok(other) => Err(Problem::internal(
+            "checkpoint",
+            format!("entry {} is {}, not a checkpoint", e.seq, other.kind()),
+        )),
+        Err(err) => Err(Problem::internal("checkpoint", err)),
+    }
 }
 
 fn not_yet(detail: &str) -> Problem {
