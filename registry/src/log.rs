@@ -10,6 +10,8 @@
 //! the public feed can recompute every hash; an auditor with the private parts can also
 //! check each commitment. Full format: docs/event-log.md.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use rand_core::{OsRng, RngCore};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -187,6 +189,13 @@ fn commit(p: &Private) -> Hash {
     h.update(hex::decode(&p.salt).unwrap_or_default());
     h.update(canonical(&p.payload));
     h.finalize().into()
+}
+
+/// The current Unix time in milliseconds (what [`Entry::time_ms`] holds).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Decodes 64 hex characters.

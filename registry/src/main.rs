@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use clap::Parser;
@@ -11,6 +10,7 @@ use dgsp_registry::api;
 use dgsp_registry::cli::{Cli, Command};
 use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::{self, KdfParams};
+use dgsp_registry::log;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
 
@@ -90,10 +90,9 @@ fn init(
     keyfile::write(&key_path, &sk, passphrase.as_bytes(), KdfParams::default())
         .map_err(|e| e.to_string())?;
     let pk = sk.public_key();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    store.create_group(&pk, now).map_err(|e| e.to_string())?;
+    store
+        .create_group(&pk, log::now_ms())
+        .map_err(|e| e.to_string())?;
     println!(
         "group created: {params}, fingerprint {}",
         hex::encode(pk.fingerprint())

@@ -8,7 +8,7 @@
 //! snapshot.
 
 use std::sync::{Arc, RwLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -18,6 +18,7 @@ use dgsp_core::{Manager, Zeta};
 use serde_json::{json, Value};
 
 use crate::events::Event;
+use crate::log::now_ms;
 use crate::store::{Store, StoreError};
 use crate::writer::{Command, WriteError, Writer};
 
@@ -60,12 +61,6 @@ pub fn snapshot_json(s: &SignedSnapshot) -> Value {
 pub fn snapshot_from_json(v: &Value) -> Option<SignedSnapshot> {
     let bytes = B64.decode(v.get("encoded")?.as_str()?).ok()?;
     SignedSnapshot::from_bytes(&bytes).ok()
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Loads the published state from the store (at startup).

@@ -5,14 +5,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use dgsp_core::{Manager, MemberId, Zeta};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::events::Event;
-use crate::log::Entry;
+use crate::log::{now_ms, Entry};
 use crate::store::{Head, MemberView, Store, StoreError};
 
 /// Most commands committed in one batch.
@@ -238,12 +237,6 @@ struct Pending {
     members: HashMap<MemberId, MemberView>,
     names: HashMap<String, MemberId>,
     idem: HashMap<String, IdemRecord>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl State {
