@@ -10,7 +10,7 @@ use dgsp_registry::api::metrics::gauge;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::model::{SnapshotRef, Status};
+use super::model::{freshness, SnapshotRef, Status};
 use super::Shared;
 use crate::state::{current, now_ms, FaultReport};
 
@@ -64,10 +64,7 @@ pub async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
 pub fn readiness(s: &Shared) -> Readiness {
     let view = current(&s.view);
     let st = s.status.lock().expect("status lock");
-    let now = now_ms();
-    let stale = st
-        .synced_unix_ms
-        .is_none_or(|t| now.saturating_sub(t) > s.config.max_staleness.as_millis() as u64);
+    let stale = freshness(&view, st.synced_unix_ms, s.config.max_staleness).stale;
     let snapshot = view.snapshot.as_deref().map(SnapshotRef::of);
     let status = if snapshot.is_none() {
         "no_snapshot"
@@ -84,7 +81,7 @@ pub fn readiness(s: &Shared) -> Readiness {
         applied_seq: view.applied.seq,
         registry_head_seq: st.registry_head,
         lag_entries: st.lag_entries(view.applied.seq),
-        lag_seconds: st.lag_seconds(now),
+        lag_seconds: st.lag_seconds(now_ms()),
         snapshot,
         fault: st.fault.clone(),
     }

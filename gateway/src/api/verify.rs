@@ -15,7 +15,7 @@ use dgsp_core::{Error as CoreError, ManagerPublicKey, Pi, Signature};
 use dgsp_registry::api::problem::{b64, to_b64, Body, Problem};
 
 use super::model::{
-    freshness, BatchAnswer, BatchRequest, JudgeAnswer, JudgeRequest, Revocation, Status,
+    freshness, BatchAnswer, BatchRequest, Freshness, JudgeAnswer, JudgeRequest, Revocation, Status,
     VerifyAnswer, VerifyRequest,
 };
 use super::Shared;
@@ -28,9 +28,12 @@ enum Item {
     Malformed(String),
 }
 
-fn decode_item(field: &str, req: &VerifyRequest) -> Result<Item, Problem> {
-    let message = b64(&format!("{field}message"), &req.message)?;
-    let bytes = b64(&format!("{field}signature"), &req.signature)?;
+/// Decodes one item; a field that is not base64 is named with `prefix` (`items[3].`), which
+/// is only formatted when there is an error to report.
+fn decode_item(prefix: impl Fn() -> String, req: &VerifyRequest) -> Result<Item, Problem> {
+    let message = b64("message", &req.message).map_err(|p| p.at(format!("{}message", prefix())))?;
+    let bytes =
+        b64("signature", &req.signature).map_err(|p| p.at(format!("{}signature", prefix())))?;
     Ok(match Signature::from_bytes(&bytes) {
         Ok(sig) => Item::Ready { message, sig },
         Err(e) => Item::Malformed(format!("not a DGSP signature encoding: {e}")),
@@ -47,9 +50,13 @@ enum Plan {
     },
 }
 
-fn plan(s: &Shared, view: &View, item: Item) -> Plan {
+/// The freshness every answer of one request shares.
+fn request_freshness(s: &Shared, view: &View) -> Freshness {
     let synced = s.status.lock().expect("status lock").synced_unix_ms;
-    let fresh = freshness(view, synced, s.config.max_staleness);
+    freshness(view, synced, s.config.max_staleness)
+}
+
+fn plan(view: &View, fresh: &Freshness, item: Item) -> Plan {
     let group_params = view.group.params();
     let mut answer = VerifyAnswer {
         valid: false,
@@ -57,7 +64,7 @@ fn plan(s: &Shared, view: &View, item: Item) -> Plan {
         params: group_params.name().to_owned(),
         zeta: None,
         revocation: None,
-        freshness: fresh,
+        freshness: fresh.clone(),
         detail: None,
     };
     let (message, sig) = match item {
@@ -180,7 +187,7 @@ async fn run(
         (status = 422, description = "not a signature encoding", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "queue full; see Retry-After", body = Problem, content_type = "application/problem+json")))]
 pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> Response {
-    let item = match decode_item("", &req) {
+    let item = match decode_item(String::new, &req) {
         Ok(Item::Malformed(why)) => {
             s.counters.verify[Status::Malformed.index()].fetch_add(1, Ordering::Relaxed);
             return Problem::new(
@@ -196,7 +203,7 @@ pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> 
         Err(p) => return p.into_response(),
     };
     let view = current(&s.view);
-    let p = plan(&s, &view, item);
+    let p = plan(&view, &request_freshness(&s, &view), item);
     match run(&s, &view, vec![p]).await {
         Ok(mut answers) => Json(answers.pop().expect("one answer")).into_response(),
         Err(r) => r,
@@ -221,10 +228,11 @@ pub async fn verify_batch(State(s): State<Shared>, Body(req): Body<BatchRequest>
             .into_response();
     }
     let view = current(&s.view);
+    let fresh = request_freshness(&s, &view);
     let mut plans = Vec::with_capacity(req.items.len());
     for (i, it) in req.items.iter().enumerate() {
-        match decode_item(&format!("items[{i}]."), it) {
-            Ok(item) => plans.push(plan(&s, &view, item)),
+        match decode_item(|| format!("items[{i}]."), it) {
+            Ok(item) => plans.push(plan(&view, &fresh, item)),
             Err(p) => return p.into_response(),
         }
     }
