@@ -110,20 +110,25 @@ impl Entry {
 
     /// The hash this entry must have, given the previous hash.
     pub fn compute_hash(&self, prev: &Hash) -> Hash {
-        let mut fields = serde_json::Map::new();
-        fields.insert("seq".into(), self.seq.into());
-        fields.insert("time_ms".into(), self.time_ms.into());
-        fields.insert("kind".into(), self.kind.clone().into());
-        fields.insert("v".into(), self.v.into());
-        fields.insert("public".into(), self.public.clone());
-        fields.insert(
-            "commitment".into(),
-            self.commitment.clone().map_or(Value::Null, Value::String),
-        );
+        // The hashed object borrows the public payload (it can hold 10^5 zetas or a signed
+        // snapshot) instead of copying it into a `Value`.
+        let (seq, time_ms, v) = (self.seq.into(), self.time_ms.into(), self.v.into());
+        let kind = Value::from(self.kind.as_str());
+        let commitment = self.commitment.as_deref().map_or(Value::Null, Value::from);
+        let mut fields = vec![
+            ("seq", &seq),
+            ("time_ms", &time_ms),
+            ("kind", &kind),
+            ("v", &v),
+            ("public", &self.public),
+            ("commitment", &commitment),
+        ];
+        let mut bytes = Vec::new();
+        write_object(&mut fields, &mut bytes);
         let mut h = Sha3_256::new();
         h.update(b"DGSP-v1:log");
         h.update(prev);
-        h.update(canonical(&Value::Object(fields)));
+        h.update(bytes);
         h.finalize().into()
     }
 
@@ -207,38 +212,45 @@ pub fn unhex32(s: &str) -> Option<Hash> {
 
 /// Canonical JSON: object keys sorted bytewise, no insignificant whitespace.
 pub fn canonical(v: &Value) -> Vec<u8> {
-    fn write(v: &Value, out: &mut Vec<u8>) {
-        match v {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push(b'{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend(serde_json::to_vec(k).expect("strings serialize"));
-                    out.push(b':');
-                    write(&map[k], out);
-                }
-                out.push(b'}');
-            }
-            Value::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write(item, out);
-                }
-                out.push(b']');
-            }
-            scalar => out.extend(serde_json::to_vec(scalar).expect("scalars serialize")),
-        }
-    }
     let mut out = Vec::new();
-    write(v, &mut out);
+    write_canonical(v, &mut out);
     out
+}
+
+fn write_canonical(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Object(map) => {
+            let mut fields: Vec<(&str, &Value)> =
+                map.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            write_object(&mut fields, out);
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => serde_json::to_writer(&mut *out, scalar).expect("scalars serialize"),
+    }
+}
+
+/// Writes the object with these (distinct) keys, sorted bytewise.
+fn write_object(fields: &mut [(&str, &Value)], out: &mut Vec<u8>) {
+    fields.sort_unstable_by_key(|(k, _)| *k);
+    out.push(b'{');
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, k).expect("strings serialize");
+        out.push(b':');
+        write_canonical(v, out);
+    }
+    out.push(b'}');
 }
 
 #[cfg(test)]
@@ -253,6 +265,29 @@ mod tests {
             canonical(&v),
             br#"{"a":{"c":2,"d":[true,null,"x"]},"b":1}"#.to_vec()
         );
+    }
+
+    #[test]
+    fn the_hash_is_the_documented_formula() {
+        let e = Entry::seal(
+            4,
+            12,
+            &Event::MemberRevoked {
+                id: 1,
+                counter: 1,
+                zetas: vec!["ab".repeat(16)],
+            },
+            &[9u8; 32],
+        );
+        let object = json!({
+            "seq": e.seq, "time_ms": e.time_ms, "kind": e.kind, "v": e.v,
+            "public": e.public, "commitment": e.commitment,
+        });
+        let mut h = Sha3_256::new();
+        h.update(b"DGSP-v1:log");
+        h.update([9u8; 32]);
+        h.update(canonical(&object));
+        assert_eq!(e.hash_bytes().unwrap(), <Hash>::from(h.finalize()));
     }
 
     #[test]
