@@ -205,7 +205,12 @@ pub fn now_ms() -> u64 {
 
 /// Decodes 64 hex characters.
 pub fn unhex32(s: &str) -> Option<Hash> {
-    let mut out = [0u8; 32];
+    unhex(s)
+}
+
+/// Decodes exactly `2 * N` hex characters (a zeta is `unhex::<16>`).
+pub fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
     hex::decode_to_slice(s, &mut out).ok()?;
     Some(out)
 }

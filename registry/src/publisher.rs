@@ -18,7 +18,7 @@ use dgsp_core::{Manager, Zeta};
 use serde_json::{json, Value};
 
 use crate::events::Event;
-use crate::log::now_ms;
+use crate::log::{now_ms, unhex};
 use crate::store::{Store, StoreError};
 use crate::writer::{Command, WriteError, Writer};
 
@@ -171,13 +171,8 @@ async fn step(
                 "member_revoked" => {
                     cursor.last_substantive = e.seq;
                     if let Some(zs) = e.public.get("zetas").and_then(Value::as_array) {
-                        for z in zs.iter().filter_map(Value::as_str) {
-                            if let Ok(bytes) = hex::decode(z) {
-                                if let Ok(zeta) = Zeta::from_slice(&bytes) {
-                                    new_zetas.push(zeta);
-                                }
-                            }
-                        }
+                        let zetas = zs.iter().filter_map(Value::as_str).filter_map(unhex);
+                        new_zetas.extend(zetas.map(Zeta));
                     }
                 }
                 _ => cursor.last_substantive = e.seq,

@@ -25,7 +25,7 @@ use rocksdb::{
 use serde::{Deserialize, Serialize};
 
 use crate::events::{Event, EventError};
-use crate::log::{canonical, ChainError, Entry, Hash, GENESIS_PREV};
+use crate::log::{canonical, unhex, ChainError, Entry, Hash, GENESIS_PREV};
 use dgsp_core::{MemberId, Zeta};
 
 /// Column families that are projections of the log (dropped and replayed by a rebuild).
@@ -321,9 +321,9 @@ impl Store {
                 v.revoked_at = Some(entry.seq);
                 members.insert(id, v);
                 for z in &zetas {
-                    let mut zeta = [0u8; 16];
-                    hex::decode_to_slice(z, &mut zeta)
-                        .map_err(|e| corrupt(format!("entry {} zeta", entry.seq), e))?;
+                    let zeta: [u8; 16] = unhex(z).ok_or_else(|| {
+                        corrupt(format!("entry {} zeta", entry.seq), "not 32 hex characters")
+                    })?;
                     batch.put_cf(self.cf("revoked"), zeta, be(entry.seq));
                 }
                 bump("revoked", zetas.len() as u64, self)?;

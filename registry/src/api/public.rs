@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::problem::{to_b64, Params, Problem};
 use super::{Auditor, Shared};
 use crate::events::Event;
-use crate::log::Entry;
+use crate::log::{unhex, Entry};
 
 /// Largest page of the feed.
 pub const MAX_PAGE: usize = 1000;
@@ -202,11 +202,10 @@ pub struct ProofAnswer {
     params(("zeta" = String, Path, description = "the zeta, 32 hex characters")),
     responses((status = 200, body = ProofAnswer), (status = 400, body = Problem), (status = 503, body = Problem)))]
 pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Response {
-    let mut bytes = [0u8; 16];
-    if hex::decode_to_slice(&zeta, &mut bytes).is_err() {
+    let Some(bytes) = unhex(&zeta) else {
         return Problem::bad_field("zeta", "a zeta is 16 bytes written as 32 hex characters")
             .into_response();
-    }
+    };
     let zeta = Zeta(bytes);
     let p = s.published.read().expect("publisher lock");
     let Some(snap) = p.snapshot.as_ref().filter(|_| p.in_sync) else {
