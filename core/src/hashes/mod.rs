@@ -133,12 +133,7 @@ impl Th {
     pub(crate) fn chains(&self, buf: &mut [u8], start: &[u8], steps: &[u8]) {
         match self {
             Th::Sha2(h) => h.chains(buf, start, steps),
-            Th::Shake(h) => {
-                let n = buf.len() / start.len();
-                for (i, x) in buf.chunks_exact_mut(n).enumerate() {
-                    h.chain(x, i as u32, u32::from(start[i]), u32::from(steps[i]));
-                }
-            }
+            Th::Shake(h) => h.chains(buf, start, steps),
         }
     }
 
@@ -147,12 +142,7 @@ impl Th {
     pub(crate) fn prf_all(&self, sk_seed: &[u8], out: &mut [u8]) {
         match self {
             Th::Sha2(h) => h.prf_all(sk_seed, out),
-            Th::Shake(h) => {
-                let n = sk_seed.len();
-                for (i, sk) in out.chunks_exact_mut(n).enumerate() {
-                    h.prf(i as u32, sk_seed, sk);
-                }
-            }
+            Th::Shake(h) => h.prf_all(sk_seed, out),
         }
     }
 

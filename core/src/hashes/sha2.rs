@@ -75,9 +75,7 @@ impl Sha2Th {
             &mut st,
             core::slice::from_ref(GenericArray::from_slice(&block[..])),
         );
-        for (k, w) in st.iter().take(self.n / 4).enumerate() {
-            block[X_OFFSET + 4 * k..X_OFFSET + 4 * k + 4].copy_from_slice(&w.to_be_bytes());
-        }
+        write_output(&st, &mut block[X_OFFSET..X_OFFSET + self.n]);
     }
 
     pub(crate) fn chain(&self, x: &mut [u8], chain: u32, start: u32, steps: u32) {
@@ -129,9 +127,7 @@ impl Sha2Th {
             compress_lanes(&mut states, &blocks);
             for ((slot, block), st) in lane.iter_mut().zip(blocks.iter_mut()).zip(&states) {
                 let Some((i, j, end)) = slot else { continue };
-                for (k, w) in st.iter().take(n / 4).enumerate() {
-                    block[X_OFFSET + 4 * k..X_OFFSET + 4 * k + 4].copy_from_slice(&w.to_be_bytes());
-                }
+                write_output(st, &mut block[X_OFFSET..X_OFFSET + n]);
                 *j += 1;
                 if *j == *end {
                     let i = *i;
@@ -158,10 +154,7 @@ impl Sha2Th {
             let mut states = [self.mid; LANES];
             compress_lanes(&mut states, &blocks);
             for (k, st) in states.iter().enumerate().take(len - first) {
-                let chunk = &mut out[(first + k) * n..(first + k + 1) * n];
-                for (q, w) in st.iter().take(n / 4).enumerate() {
-                    chunk[4 * q..4 * q + 4].copy_from_slice(&w.to_be_bytes());
-                }
+                write_output(st, &mut out[(first + k) * n..(first + k + 1) * n]);
             }
             zeroize::Zeroize::zeroize(&mut blocks);
         }
@@ -184,6 +177,15 @@ impl Sha2Th {
         };
         out.copy_from_slice(&digest[..self.n]);
         debug_assert!(self.n <= MAX_N);
+    }
+}
+
+/// The first `out.len()` bytes (a multiple of 4) of a SHA-256 state, big-endian: the
+/// truncated hash output.
+#[inline(always)]
+fn write_output(st: &[u32; 8], out: &mut [u8]) {
+    for (bytes, w) in out.chunks_exact_mut(4).zip(st) {
+        bytes.copy_from_slice(&w.to_be_bytes());
     }
 }
 

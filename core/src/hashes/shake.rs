@@ -74,7 +74,23 @@ impl ShakeTh {
         }
     }
 
-    pub(crate) fn prf(&self, chain: u32, sk_seed: &[u8], out: &mut [u8]) {
+    /// Advances chain `i` of `buf` (`len` chains of N bytes) from position `start[i]` by
+    /// `steps[i]`, one chain after the other.
+    pub(crate) fn chains(&self, buf: &mut [u8], start: &[u8], steps: &[u8]) {
+        for (i, x) in buf.chunks_exact_mut(self.n).enumerate() {
+            self.chain(x, i as u32, u32::from(start[i]), u32::from(steps[i]));
+        }
+    }
+
+    /// The secret chain starts `PRF(rho, ADRS{type=WOTS_PRF, chain=i}, sk_seed)` for every
+    /// chain `i` of `out` (`len * N` bytes).
+    pub(crate) fn prf_all(&self, sk_seed: &[u8], out: &mut [u8]) {
+        for (i, sk) in out.chunks_exact_mut(self.n).enumerate() {
+            self.prf(i as u32, sk_seed, sk);
+        }
+    }
+
+    fn prf(&self, chain: u32, sk_seed: &[u8], out: &mut [u8]) {
         let w = self.n / 8;
         let mut adrs = Adrs::dgsp(WOTS_PRF);
         adrs.set_chain(chain);
