@@ -16,11 +16,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use dgsp_registry::api::problem::Problem;
 
 use crate::pool::VerifyPool;
 use crate::replica::Replica;
@@ -103,7 +100,7 @@ pub type Shared = Arc<AppState>;
 /// The router.
 pub fn router(state: Shared) -> Router {
     let limit = state.config.body_limit;
-    Router::new()
+    let router = Router::new()
         .route("/v1/verify", post(verify::verify))
         .route("/v1/verify/batch", post(verify::verify_batch))
         .route("/v1/judge", post(verify::judge))
@@ -117,28 +114,8 @@ pub fn router(state: Shared) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        .route("/openapi.json", get(openapi::serve))
-        .fallback(|| async {
-            Problem::new(
-                StatusCode::NOT_FOUND,
-                "not-found",
-                "No such endpoint",
-                "see /openapi.json for the API",
-            )
-        })
-        .method_not_allowed_fallback(|| async {
-            Problem::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method-not-allowed",
-                "Method not allowed",
-                "see /openapi.json for the methods of each path",
-            )
-        })
-        .layer(DefaultBodyLimit::max(limit))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ))
+        .route("/openapi.json", get(openapi::serve));
+    dgsp_registry::api::finish(router, limit, REQUEST_TIMEOUT)
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
 }

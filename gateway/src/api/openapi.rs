@@ -32,13 +32,7 @@ pub struct GatewayApi;
 
 /// The document as pretty JSON with a trailing newline (the committed form).
 pub fn document() -> String {
-    let mut doc = GatewayApi::openapi();
-    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-    let mut s = doc
-        .to_pretty_json()
-        .expect("the OpenAPI document serializes");
-    s.push('\n');
-    s
+    dgsp_registry::api::openapi::render(GatewayApi::openapi())
 }
 
 /// `GET /openapi.json`.

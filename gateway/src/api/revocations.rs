@@ -48,18 +48,14 @@ pub async fn group(State(s): State<Shared>) -> Json<GroupAnswer> {
 }
 
 fn no_snapshot() -> Response {
-    let mut r = Problem::new(
+    Problem::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "no-snapshot-yet",
         "No verified snapshot yet",
         "this gateway has not yet applied a signed revocation snapshot; retry shortly",
     )
-    .into_response();
-    r.headers_mut().insert(
-        axum::http::header::RETRY_AFTER,
-        axum::http::HeaderValue::from_static("1"),
-    );
-    r
+    .retry_after(1)
+    .into_response()
 }
 
 /// The latest verified signed snapshot: `{record, signature, encoded}` (the registry's form;

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use dgsp_core::{Error as CoreError, ManagerPublicKey, Pi, Signature};
@@ -124,7 +124,7 @@ fn busy(s: &Shared, e: PoolError) -> Response {
     match e {
         PoolError::Busy => {
             s.counters.shed.fetch_add(1, Ordering::Relaxed);
-            let mut r = Problem::new(
+            Problem::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "overloaded",
                 "Verification queue full",
@@ -133,10 +133,8 @@ fn busy(s: &Shared, e: PoolError) -> Response {
                     s.pool.capacity()
                 ),
             )
-            .into_response();
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            r
+            .retry_after(1)
+            .into_response()
         }
         PoolError::Crashed => Problem::internal("verification", e).into_response(),
     }

@@ -153,18 +153,40 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
     }
 }
 
-async fn not_found() -> Problem {
-    Problem::new(
-        StatusCode::NOT_FOUND,
-        "not-found",
-        "No such route",
-        "see /openapi.json",
-    )
+/// What every service router ends with: 404 and 405 as problem+json, the body limit and a
+/// request timeout answered 408. Shared by the registry and the gateway.
+pub fn finish<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    body_limit: usize,
+    timeout: std::time::Duration,
+) -> Router<S> {
+    router
+        .fallback(|| async {
+            Problem::new(
+                StatusCode::NOT_FOUND,
+                "not-found",
+                "No such route",
+                "see /openapi.json for the API",
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            Problem::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+                "see /openapi.json for the methods of each path",
+            )
+        })
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout,
+        ))
 }
 
 /// The whole router.
 pub fn router(state: Shared, body_limit: usize) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/admin/v1/members", post(admin::join))
         .route("/admin/v1/members/bulk", post(admin::join_bulk))
         .route("/admin/v1/members/{id}", get(admin::member))
@@ -180,12 +202,8 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics::render))
-        .fallback(not_found)
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ))
+        .route("/openapi.json", get(openapi::serve));
+    finish(router, body_limit, REQUEST_TIMEOUT)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

@@ -42,11 +42,24 @@ impl Modify for Security {
 
 /// The document as pretty JSON with a trailing newline (the committed form).
 pub fn document() -> String {
-    let mut doc = RegistryApi::openapi();
+    render(RegistryApi::openapi())
+}
+
+/// `doc`, versioned as this build, as pretty JSON with a trailing newline (how the
+/// committed documents of the registry and the gateway are written).
+pub fn render(mut doc: utoipa::openapi::OpenApi) -> String {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     let mut s = doc
         .to_pretty_json()
         .expect("the OpenAPI document serializes");
     s.push('\n');
     s
+}
+
+/// `GET /openapi.json`.
+pub async fn serve() -> impl axum::response::IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        document(),
+    )
 }

@@ -28,6 +28,9 @@ pub struct Problem {
     /// The request field at fault, when there is one (`wots_pks[3]`, `username`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// Seconds after which a retry may succeed, sent as the `Retry-After` header.
+    #[serde(skip)]
+    pub retry_after: Option<u32>,
 }
 
 impl Problem {
@@ -39,7 +42,14 @@ impl Problem {
             status: status.as_u16(),
             detail: detail.into(),
             field: None,
+            retry_after: None,
         }
+    }
+
+    /// Tells the client to retry after `secs` seconds (`Retry-After`).
+    pub fn retry_after(mut self, secs: u32) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     /// Names the field at fault.
@@ -90,6 +100,10 @@ impl IntoResponse for Problem {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
