@@ -230,14 +230,11 @@ impl Store {
     /// projections, plus `idem` answers, in one synced `WriteBatch`.
     pub fn commit(&self, entries: &[Entry], idem: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
         let mut batch = WriteBatch::default();
-        let mut members = HashMap::new();
-        let mut counts = HashMap::new();
         for e in entries {
             let bytes = serde_json::to_vec(e).expect("entries serialize");
             batch.put_cf(self.cf("log"), be(e.seq), bytes);
-            self.project(e, &mut batch, &mut members, &mut counts)?;
         }
-        self.flush(&mut batch, members, counts);
+        self.project_all(entries, &mut batch)?;
         for (k, v) in idem {
             batch.put_cf(self.cf("idem"), k.as_bytes(), v);
         }
@@ -247,13 +244,14 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the member views and counters changed by a batch of entries.
-    fn flush(
-        &self,
-        batch: &mut WriteBatch,
-        members: HashMap<MemberId, MemberView>,
-        counts: HashMap<&'static str, u64>,
-    ) {
+    /// Adds the effects of `entries` (in order) to `batch`: what each entry touches, then
+    /// the member views and counters changed by all of them.
+    fn project_all(&self, entries: &[Entry], batch: &mut WriteBatch) -> Result<(), StoreError> {
+        let mut members = HashMap::new();
+        let mut counts = HashMap::new();
+        for e in entries {
+            self.project(e, batch, &mut members, &mut counts)?;
+        }
         for (id, view) in members {
             let json = serde_json::to_value(view).expect("member views serialize");
             batch.put_cf(self.cf("members"), be(id), canonical(&json));
@@ -261,6 +259,7 @@ impl Store {
         for (name, n) in counts {
             batch.put_cf(self.cf("views"), name.as_bytes(), be(n));
         }
+        Ok(())
     }
 
     /// Adds the effects of `entry` to `batch`. `members` and `counts` carry the state
@@ -272,10 +271,10 @@ impl Store {
         members: &mut HashMap<MemberId, MemberView>,
         counts: &mut HashMap<&'static str, u64>,
     ) -> Result<(), StoreError> {
-        let mut bump = |name: &'static str, by: u64, store: &Store| -> Result<(), StoreError> {
+        let mut bump = |name: &'static str, by: u64| -> Result<(), StoreError> {
             let cur = match counts.get(name) {
                 Some(n) => *n,
-                None => store.count(name)?,
+                None => self.count(name)?,
             };
             counts.insert(name, cur + by);
             Ok(())
@@ -306,7 +305,7 @@ impl Store {
                         revoked_at: None,
                     },
                 );
-                bump("members", 1, self)?;
+                bump("members", 1)?;
             }
             Event::CertificatesIssued {
                 id, first, count, ..
@@ -326,7 +325,7 @@ impl Store {
                     })?;
                     batch.put_cf(self.cf("revoked"), zeta, be(entry.seq));
                 }
-                bump("revoked", zetas.len() as u64, self)?;
+                bump("revoked", zetas.len() as u64)?;
             }
             Event::SnapshotPublished { snapshot } => {
                 let number = snapshot
@@ -423,12 +422,7 @@ impl Store {
             let Some(last) = chunk.last() else { break };
             after = last.seq;
             let mut batch = WriteBatch::default();
-            let mut members = HashMap::new();
-            let mut counts = HashMap::new();
-            for e in &chunk {
-                self.project(e, &mut batch, &mut members, &mut counts)?;
-            }
-            self.flush(&mut batch, members, counts);
+            self.project_all(&chunk, &mut batch)?;
             self.db.write(batch)?;
             replayed += chunk.len() as u64;
         }
