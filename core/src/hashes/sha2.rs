@@ -17,7 +17,7 @@ use crate::address::{Adrs, COMPRESSED_HASH_OFFSET, WOTS_HASH, WOTS_PK, WOTS_PRF}
 use crate::params::MAX_N;
 
 /// SHA-256 initial state.
-const IV256: [u32; 8] = [
+pub(super) const IV256: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
 
