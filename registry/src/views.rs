@@ -18,6 +18,12 @@ fn backend(e: impl std::error::Error + Send + Sync + 'static) -> CoreError {
     CoreError::Backend(Box::new(e))
 }
 
+fn unexpected(outcome: Outcome) -> CoreError {
+    backend(std::io::Error::other(format!(
+        "unexpected outcome {outcome:?}"
+    )))
+}
+
 fn from_write(e: WriteError) -> CoreError {
     match e {
         WriteError::DuplicateUsername(u) => CoreError::DuplicateUsername(u),
@@ -48,9 +54,7 @@ impl Plm for RegistryPlm {
         };
         match self.writer.submit_blocking(cmd, None).map_err(from_write)? {
             Outcome::Joined { ids, .. } => Ok(ids[0]),
-            other => Err(backend(std::io::Error::other(format!(
-                "unexpected outcome {other:?}"
-            )))),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -82,9 +86,7 @@ impl Plm for RegistryPlm {
         };
         match self.writer.submit_blocking(cmd, None).map_err(from_write)? {
             Outcome::Reserved { first, .. } => Ok(first),
-            other => Err(backend(std::io::Error::other(format!(
-                "unexpected outcome {other:?}"
-            )))),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -98,9 +100,7 @@ impl Plm for RegistryPlm {
                 counter: zetas.len() as u64,
                 was_inactive: already,
             }),
-            other => Err(backend(std::io::Error::other(format!(
-                "unexpected outcome {other:?}"
-            )))),
+            other => Err(unexpected(other)),
         }
     }
 }
