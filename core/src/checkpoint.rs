@@ -68,6 +68,11 @@ fn key_id(origin: &str, group: &ManagerPublicKey) -> [u8; 4] {
     [d[0], d[1], d[2], d[3]]
 }
 
+/// What the group's key signs for a checkpoint body: `"DGSP-v1:checkpoint" || body`.
+fn signed_message(body: &str) -> Vec<u8> {
+    [CHECKPOINT_PREFIX, body.as_bytes()].concat()
+}
+
 impl Checkpoint {
     /// The signed body: three lines, each ending in a newline.
     pub fn body(&self) -> String {
@@ -109,9 +114,11 @@ impl Manager {
     /// Signs a checkpoint; returns the whole note.
     pub fn sign_checkpoint(&self, cp: &Checkpoint) -> String {
         let body = cp.body();
-        let mut msg = CHECKPOINT_PREFIX.to_vec();
-        msg.extend_from_slice(body.as_bytes());
-        let sig = spx::sign(self.params(), &self.secret_key().spx_sk, &msg);
+        let sig = spx::sign(
+            self.params(),
+            &self.secret_key().spx_sk,
+            &signed_message(&body),
+        );
         let mut blob = key_id(&cp.origin, self.public_key()).to_vec();
         blob.extend_from_slice(&sig);
         format!("{body}\n\u{2014} {} {}\n", cp.origin, B64.encode(blob))
@@ -128,8 +135,7 @@ impl ManagerPublicKey {
         let body = format!("{body}\n");
         let cp = Checkpoint::parse_body(&body)?;
         let id = key_id(&cp.origin, self);
-        let mut msg = CHECKPOINT_PREFIX.to_vec();
-        msg.extend_from_slice(body.as_bytes());
+        let msg = signed_message(&body);
         for line in sigs.lines() {
             let Some(rest) = line.strip_prefix("\u{2014} ") else {
                 return Err(CheckpointError::Malformed("signature line"));
