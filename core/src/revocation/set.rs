@@ -104,14 +104,13 @@ impl RevocationSet {
 
     /// Whether `zeta` is revoked.
     pub fn contains(&self, zeta: &Zeta) -> bool {
-        self.bucket(zeta).search(zeta).is_ok()
+        self.locate(zeta).1.is_ok()
     }
 
     /// Global position of `zeta` in the sorted set, if revoked.
     pub fn position(&self, zeta: &Zeta) -> Option<u64> {
-        let b = usize::from(bucket_of(zeta));
-        let local = self.buckets[b].search(zeta).ok()?;
-        Some(self.starts[b] + local as u64)
+        let (b, found) = self.locate(zeta);
+        Some(self.starts[b] + found.ok()? as u64)
     }
 
     /// All revoked zetas, ascending.
@@ -185,32 +184,37 @@ impl RevocationSet {
 
     /// A proof for `zeta`: inclusion if revoked, non-membership otherwise.
     pub fn prove(&self, zeta: &Zeta) -> RevocationProof {
-        match self.prove_inclusion(zeta) {
-            Some(p) => RevocationProof::Inclusion(p),
-            None => RevocationProof::NonMembership(self.non_membership_unchecked(zeta)),
+        match self.locate(zeta) {
+            (b, Ok(local)) => RevocationProof::Inclusion(InclusionProof {
+                leaf: self.opening(b, local),
+            }),
+            (b, Err(i)) => RevocationProof::NonMembership(self.non_membership(b, i)),
         }
     }
 
     /// An inclusion proof for `zeta`, or `None` if it is not revoked.
     pub fn prove_inclusion(&self, zeta: &Zeta) -> Option<InclusionProof> {
-        let b = usize::from(bucket_of(zeta));
-        let local = self.buckets[b].search(zeta).ok()?;
+        let (b, found) = self.locate(zeta);
         Some(InclusionProof {
-            leaf: self.opening(b, local),
+            leaf: self.opening(b, found.ok()?),
         })
     }
 
     /// A non-membership proof for `zeta`, or `None` if it is revoked.
     pub fn prove_non_membership(&self, zeta: &Zeta) -> Option<NonMembershipProof> {
-        if self.contains(zeta) {
-            return None;
-        }
-        Some(self.non_membership_unchecked(zeta))
+        let (b, found) = self.locate(zeta);
+        Some(self.non_membership(b, found.err()?))
     }
 
-    fn non_membership_unchecked(&self, zeta: &Zeta) -> NonMembershipProof {
+    /// The bucket of `zeta` and [`Bucket::search`] in it: `Ok(local index)` if revoked,
+    /// `Err(insertion index)` otherwise.
+    fn locate(&self, zeta: &Zeta) -> (usize, Result<usize, usize>) {
         let b = usize::from(bucket_of(zeta));
-        let i = self.buckets[b].search(zeta).unwrap_or_else(|i| i);
+        (b, self.buckets[b].search(zeta))
+    }
+
+    /// The neighbours of an absent zeta that would be inserted at index `i` of bucket `b`.
+    fn non_membership(&self, b: usize, i: usize) -> NonMembershipProof {
         let predecessor = if i > 0 {
             Some((b, i - 1))
         } else {
@@ -248,10 +252,6 @@ impl RevocationSet {
             bucket_path: bucket.path(local),
             top_path,
         }
-    }
-
-    fn bucket(&self, zeta: &Zeta) -> &Bucket {
-        &self.buckets[usize::from(bucket_of(zeta))]
     }
 
     fn from_sorted_unchecked(zetas: &[Zeta]) -> Self {
