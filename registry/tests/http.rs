@@ -56,7 +56,48 @@ async fn start(body_limit: usize) -> Registry {
     }
 }
 
+async fn get_json(client: &reqwest::Client, url: String, token: Option<&str>) -> Value {
+    let mut request = client.get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 impl Registry {
+    async fn get(&self, path: &str, token: Option<&str>) -> Value {
+        get_json(&self.client, format!("{}{path}", self.url), token).await
+    }
+
+    /// Whether `zeta` is revoked, by a proof from the registry checked offline against the
+    /// signed snapshot it names (waits for a snapshot that covers a revocation).
+    async fn revocation_status(&self, zeta: [u8; 16]) -> Membership {
+        let group = self.manager.public_key();
+        let url = format!("{}/v1/revocations/{}/proof", self.url, hex::encode(zeta));
+        for _ in 0..100 {
+            let r = self.client.get(&url).send().await.unwrap();
+            if r.status() == StatusCode::SERVICE_UNAVAILABLE {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                continue;
+            }
+            let a: Value = r.json().await.unwrap();
+            let n = a["snapshot_number"].as_u64().unwrap();
+            let snap = self
+                .get(&format!("/v1/revocations/snapshots/{n}"), None)
+                .await;
+            let snap = dgsp_registry::publisher::snapshot_from_json(&snap).unwrap();
+            let proof =
+                RevocationProof::from_bytes(&B64.decode(a["proof"].as_str().unwrap()).unwrap())
+                    .unwrap();
+            let m = verify_revocation(group, &snap, &dgsp_core::Zeta(zeta), &proof).unwrap();
+            if snap.record.count > 0 {
+                return m;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("no snapshot covering the revocation");
+    }
+
     /// The last entry that records an operator or member action (the publisher's own
     /// snapshot and checkpoint entries, appended concurrently, do not count).
     fn last_action(&self) -> u64 {
@@ -182,81 +223,26 @@ async fn a_member_joins_gets_certificates_signs_and_is_opened_and_revoked() {
     assert!(reg.store.is_revoked(sig.zeta()).unwrap());
 
     // A proof from the registry verifies offline against the signed snapshot.
-    let group = reg.manager.public_key().clone();
-    let status_of = |zeta: [u8; 16]| {
-        let url = format!("{}/v1/revocations/{}/proof", reg.url, hex::encode(zeta));
-        let client = reg.client.clone();
-        let group = group.clone();
-        async move {
-            for _ in 0..100 {
-                let r = client.get(&url).send().await.unwrap();
-                if r.status() == StatusCode::SERVICE_UNAVAILABLE {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                    continue;
-                }
-                let a: Value = r.json().await.unwrap();
-                let n = a["snapshot_number"].as_u64().unwrap();
-                let snap: Value = client
-                    .get(format!(
-                        "{}/v1/revocations/snapshots/{n}",
-                        url.split("/v1/").next().unwrap()
-                    ))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                let snap = dgsp_registry::publisher::snapshot_from_json(&snap).unwrap();
-                let proof =
-                    RevocationProof::from_bytes(&B64.decode(a["proof"].as_str().unwrap()).unwrap())
-                        .unwrap();
-                let m = verify_revocation(&group, &snap, &dgsp_core::Zeta(zeta), &proof).unwrap();
-                if snap.record.count > 0 {
-                    return m;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            panic!("no snapshot covering the revocation");
-        }
-    };
-    assert_eq!(status_of(sig.zeta().0).await, Membership::Revoked);
-    assert_eq!(status_of([0x5a; 16]).await, Membership::NotRevoked);
-    let cp: Value = reg
-        .client
-        .get(format!("{}/v1/checkpoint", reg.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let checkpoint = group
+    assert_eq!(
+        reg.revocation_status(sig.zeta().0).await,
+        Membership::Revoked
+    );
+    assert_eq!(
+        reg.revocation_status([0x5a; 16]).await,
+        Membership::NotRevoked
+    );
+    let cp = reg.get("/v1/checkpoint", None).await;
+    let checkpoint = reg
+        .manager
+        .public_key()
         .verify_checkpoint(cp["note"].as_str().unwrap())
         .unwrap();
     assert!(checkpoint.size >= 5);
 
     // The public feed hides usernames; the auditor token reveals them; the chain verifies.
-    let public: Value = reg
-        .client
-        .get(format!("{}/v1/log/entries", reg.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let public = reg.get("/v1/log/entries", None).await;
     assert!(!public.to_string().contains("alice"));
-    let audited: Value = reg
-        .client
-        .get(format!("{}/v1/log/entries", reg.url))
-        .bearer_auth(AUDITOR)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let audited = reg.get("/v1/log/entries", Some(AUDITOR)).await;
     assert!(audited.to_string().contains("alice"));
     let entries: Vec<Entry> = serde_json::from_value(public["entries"].clone()).unwrap();
     let mut prev = (0, GENESIS_PREV);
@@ -468,13 +454,8 @@ async fn a_restart_checkpoints_what_the_last_run_left_unsigned() {
         ParamSet::Sha2_128f,
         &mut ChaCha20Rng::seed_from_u64(8),
     ));
-    let pk = manager.public_key();
     let events = [
-        Event::GroupCreated {
-            params: pk.params(),
-            public_key: B64.encode(pk.to_bytes()),
-            fingerprint: hex::encode(pk.fingerprint()),
-        },
+        Event::group_created(manager.public_key()),
         // What the previous run checkpointed: entry 1 only.
         Event::Checkpoint {
             size: 1,
@@ -510,14 +491,7 @@ async fn a_restart_checkpoints_what_the_last_run_left_unsigned() {
     let client = reqwest::Client::new();
     let mut covered = 0;
     for _ in 0..200 {
-        let cp: Value = client
-            .get(format!("{}/v1/checkpoint", running.url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let cp = get_json(&client, format!("{}/v1/checkpoint", running.url()), None).await;
         covered = cp["size"].as_u64().unwrap_or(0);
         if covered >= 3 {
             manager
