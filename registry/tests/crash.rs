@@ -62,6 +62,20 @@ struct Acked {
     revoked: Vec<u64>,
 }
 
+/// An admin POST that succeeded; `None` when the registry died or refused.
+async fn post_ok(
+    client: &reqwest::Client,
+    url: String,
+    body: Option<&Value>,
+) -> Option<reqwest::Response> {
+    let mut request = client.post(url).bearer_auth(TOKEN);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let r = request.send().await.ok()?;
+    r.status().is_success().then_some(r)
+}
+
 async fn client_loop(
     client: reqwest::Client,
     base: String,
@@ -72,16 +86,11 @@ async fn client_loop(
     let mut rng = ChaCha20Rng::seed_from_u64(worker * 1000 + round);
     for i in 0.. {
         let name = format!("w{worker}-r{round}-{i}");
-        let r = client
-            .post(format!("{base}/admin/v1/members"))
-            .bearer_auth(TOKEN)
-            .json(&json!({"username": name}))
-            .send()
-            .await;
-        let Ok(r) = r else { return };
-        if !r.status().is_success() {
+        let body = json!({"username": name});
+        let url = format!("{base}/admin/v1/members");
+        let Some(r) = post_ok(&client, url, Some(&body)).await else {
             return;
-        }
+        };
         let Ok(v) = r.json::<Value>().await else {
             return;
         };
@@ -90,18 +99,10 @@ async fn client_loop(
         if rng.next_u32() % 2 == 0 {
             let pks: Vec<String> = (0..2).map(|k| B64.encode([(i as u8) ^ k; 16])).collect();
             let body = json!({"cid_star": v["cid_star"], "wots_pks": pks});
-            let Ok(r) = client
-                .post(format!("{base}/admin/v1/members/{id}/certificates"))
-                .bearer_auth(TOKEN)
-                .json(&body)
-                .send()
-                .await
-            else {
+            let url = format!("{base}/admin/v1/members/{id}/certificates");
+            let Some(r) = post_ok(&client, url, Some(&body)).await else {
                 return;
             };
-            if !r.status().is_success() {
-                return;
-            }
             let Ok(v) = r.json::<Value>().await else {
                 return;
             };
@@ -109,15 +110,8 @@ async fn client_loop(
             acked.lock().unwrap().issued.insert(id, end);
         }
         if rng.next_u32() % 4 == 0 {
-            let Ok(r) = client
-                .post(format!("{base}/admin/v1/members/{id}/revoke"))
-                .bearer_auth(TOKEN)
-                .send()
-                .await
-            else {
-                return;
-            };
-            if !r.status().is_success() {
+            let url = format!("{base}/admin/v1/members/{id}/revoke");
+            if post_ok(&client, url, None).await.is_none() {
                 return;
             }
             acked.lock().unwrap().revoked.push(id);
