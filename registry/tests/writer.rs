@@ -42,6 +42,15 @@ fn join(names: &[&str]) -> Command {
     }
 }
 
+/// Reserve `count` counters for member `id`, with as many key digests.
+fn issue(id: u64, count: u64) -> Command {
+    Command::Issue {
+        id,
+        count,
+        wots_pk_digests: digests(count as usize),
+    }
+}
+
 fn key(fingerprint: &str) -> Option<Idempotency> {
     Some(Idempotency {
         key: "k1".into(),
@@ -69,11 +78,7 @@ async fn concurrent_joins_and_issuances_never_collide() {
     // 100 concurrent issuances for one member: disjoint counter ranges.
     let issues = (0..100).map(|_| {
         let w = writer.clone();
-        let cmd = Command::Issue {
-            id: 7,
-            count: 3,
-            wots_pk_digests: digests(3),
-        };
+        let cmd = issue(7, 3);
         tokio::spawn(async move { w.submit(cmd, None).await })
     });
     let mut firsts = Vec::new();
@@ -110,23 +115,14 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
     let twice = writer.submit(join(&["dave", "dave"]), None).await;
     assert!(matches!(twice, Err(WriteError::DuplicateUsername(_))));
     assert_eq!(store.id_of("carol").unwrap(), None);
-    let unknown = Command::Issue {
-        id: 9,
-        count: 1,
-        wots_pk_digests: digests(1),
-    };
+    let unknown = issue(9, 1);
     assert!(matches!(
         writer.submit(unknown, None).await,
         Err(WriteError::UnknownMember(9))
     ));
     assert_eq!(store.head().unwrap(), head, "refusals append nothing");
 
-    let issue = Command::Issue {
-        id: 0,
-        count: 4,
-        wots_pk_digests: digests(4),
-    };
-    writer.submit(issue, None).await.unwrap();
+    writer.submit(issue(0, 4), None).await.unwrap();
     let r1 = writer
         .submit(Command::Revoke { id: 0 }, None)
         .await
@@ -165,11 +161,7 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
         head,
         "revoking twice appends nothing"
     );
-    let late = Command::Issue {
-        id: 0,
-        count: 1,
-        wots_pk_digests: digests(1),
-    };
+    let late = issue(0, 1);
     assert!(matches!(
         writer.submit(late, None).await,
         Err(WriteError::Inactive(0))
