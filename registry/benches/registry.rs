@@ -33,6 +33,14 @@ fn fresh() -> (tempfile::TempDir, Arc<Store>, Arc<Manager>) {
     (dir, store, manager)
 }
 
+/// Drops the last writer handle and waits for its thread, so RocksDB closes.
+async fn stop(writer: Writer, thread: std::thread::JoinHandle<()>) {
+    drop(writer);
+    tokio::task::spawn_blocking(move || thread.join().unwrap())
+        .await
+        .unwrap();
+}
+
 async fn joins_via_writer(concurrency: usize, total: usize) -> f64 {
     let (_dir, store, manager) = fresh();
     let (writer, thread) = Writer::start(store, manager).unwrap();
@@ -54,10 +62,7 @@ async fn joins_via_writer(concurrency: usize, total: usize) -> f64 {
         t.await.unwrap();
     }
     let rate = total as f64 / start.elapsed().as_secs_f64();
-    drop(writer);
-    tokio::task::spawn_blocking(move || thread.join().unwrap())
-        .await
-        .unwrap();
+    stop(writer, thread).await;
     rate
 }
 
@@ -194,10 +199,7 @@ async fn revoke_100k() -> f64 {
         .await
         .unwrap();
     let revoke_ms = start.elapsed().as_secs_f64() * 1e3;
-    drop(writer);
-    tokio::task::spawn_blocking(move || thread.join().unwrap())
-        .await
-        .unwrap();
+    stop(writer, thread).await;
     revoke_ms
 }
 
@@ -234,10 +236,7 @@ async fn replay() -> f64 {
         }
         id += 200;
     }
-    drop(writer);
-    tokio::task::spawn_blocking(move || thread.join().unwrap())
-        .await
-        .unwrap();
+    stop(writer, thread).await;
     let mut store = Arc::try_unwrap(store).ok().expect("sole owner");
     let events = store.head().unwrap().seq;
     let start = Instant::now();
