@@ -1,7 +1,7 @@
 //! Command-line interface of `dgsp-registry` (clap, every secret from env or a file).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 use zeroize::Zeroizing;
@@ -98,10 +98,8 @@ pub struct KeyArgs {
 
 impl KeyArgs {
     /// The key file path.
-    pub fn path(&self, data: &std::path::Path) -> PathBuf {
-        self.key_file
-            .clone()
-            .unwrap_or_else(|| data.join("manager.key"))
+    pub fn path(&self, data: &Path) -> PathBuf {
+        key_path(data, self.key_file.as_deref())
     }
 
     /// The passphrase, from the file or `DGSP_KEY_PASSPHRASE`.
@@ -118,6 +116,11 @@ impl KeyArgs {
                 "no key passphrase: set DGSP_KEY_PASSPHRASE or pass --passphrase-file".to_owned()
             })
     }
+}
+
+/// The manager key file: `key_file` if given, else `DATA/manager.key`.
+pub fn key_path(data: &Path, key_file: Option<&Path>) -> PathBuf {
+    key_file.map_or_else(|| data.join("manager.key"), Path::to_path_buf)
 }
 
 fn parse_params(s: &str) -> Result<ParamSet, String> {

@@ -7,7 +7,7 @@ use base64::Engine;
 use clap::Parser;
 use dgsp_core::{Manager, ManagerSecretKey};
 use dgsp_registry::api;
-use dgsp_registry::cli::{Cli, Command};
+use dgsp_registry::cli::{self, Cli, Command};
 use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::{self, KdfParams};
 use dgsp_registry::log;
@@ -45,8 +45,7 @@ fn main() -> ExitCode {
         }
         Command::Verify { data } => verify(&data),
         Command::PublicKey { data, key_file } => {
-            let path = key_file.unwrap_or_else(|| data.join("manager.key"));
-            keyfile::read_public(&path)
+            keyfile::read_public(&cli::key_path(&data, key_file.as_deref()))
                 .map_err(|e| e.to_string())
                 .map(|pk| {
                     println!(
