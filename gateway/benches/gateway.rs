@@ -29,20 +29,14 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_core::{
-    Certificate, CidStar, CsrItem, Manager, ManagerPublicKey, MemberKey, ParamSet, Signature,
-};
-use dgsp_gateway::anchor::Anchor;
-use dgsp_gateway::server as gw;
-use dgsp_registry::server;
-use dgsp_registry::store::Store;
-use rand_core::OsRng;
-use serde_json::{json, Value};
+use dgsp_core::{ManagerPublicKey, ParamSet, Signature};
+use serde_json::json;
 
-const ADMIN: &str = "bench-admin-token-0000";
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 const BATCH: usize = 64;
 const MIN_MEMBERS: usize = 8;
-const PER_ISSUE: usize = 256;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     match std::env::var(name) {
@@ -90,192 +84,50 @@ struct Sample {
     sig: Signature,
 }
 
-/// The registry, the gateway following it, and what they need to stop cleanly.
+/// The registry, the gateway following it (the test harness's, so the bench measures the
+/// same setup the tests check).
 struct Services {
-    registry: server::Running,
-    store: Arc<Store>,
-    gateway: gw::Running,
-    _dir: tempfile::TempDir,
+    registry: support::Registry,
+    gateway: support::Gateway,
 }
 
-async fn admin(client: &reqwest::Client, base: &str, path: &str, body: &Value) -> Value {
-    let r = client
-        .post(format!("{base}{path}"))
-        .bearer_auth(ADMIN)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let v: Value = r.json().await.unwrap();
-    assert!(status.is_success(), "{path}: {status} {v}");
-    v
-}
-
-/// Joins a member through the admin API, gets `count` certificates and signs one distinct
-/// message with each.
-async fn member(
-    client: reqwest::Client,
-    base: String,
-    group: ManagerPublicKey,
-    name: String,
-    count: usize,
-    first: usize,
-) -> Vec<Sample> {
-    let params = group.params();
-    let joined = admin(
-        &client,
-        &base,
-        "/admin/v1/members",
-        &json!({"username": name}),
-    )
-    .await;
-    let id = joined["id"].as_u64().unwrap();
-    let cid_star = CidStar::from_slice(
-        params,
-        &B64.decode(joined["cid_star"].as_str().unwrap()).unwrap(),
-    )
-    .unwrap();
-    let key = MemberKey::generate(params, id, cid_star, &mut OsRng);
-    let mut samples = Vec::with_capacity(count);
-    let mut left = count;
-    while left > 0 {
-        let n = left.min(PER_ISSUE);
-        left -= n;
-        let items: Vec<CsrItem> = key.csr(n, &mut OsRng);
-        let pks: Vec<String> = items
-            .iter()
-            .map(|i| B64.encode(i.wots_pk().as_bytes()))
-            .collect();
-        let issued = admin(
-            &client,
-            &base,
-            &format!("/admin/v1/members/{id}/certificates"),
-            &json!({"cid_star": joined["cid_star"], "wots_pks": pks}),
-        )
-        .await;
-        for (item, c) in items
-            .into_iter()
-            .zip(issued["certificates"].as_array().unwrap())
-        {
-            let cert = Certificate::from_bytes(&B64.decode(c.as_str().unwrap()).unwrap()).unwrap();
-            let signing = key.import(&group, item, &cert).unwrap();
-            // Distinct, 128-byte messages.
-            let mut message =
-                format!("gateway bench message {:08}", first + samples.len()).into_bytes();
+/// Starts the registry, makes the signatures (distinct 128-byte messages, one per
+/// certificate), starts the gateway and waits until it serves everything the registry has
+/// checkpointed.
+async fn setup(s: &Settings) -> (Services, ManagerPublicKey, Vec<Sample>) {
+    let registry = support::registry_with(s.params).await;
+    let group = registry.manager.public_key().clone();
+    let started = Instant::now();
+    // At most `MAX_ISSUE` (1024) certificates per member, so one issue request each.
+    let members = MIN_MEMBERS.max(s.sigs.div_ceil(1024));
+    let mut samples = Vec::with_capacity(s.sigs);
+    for m in 0..members {
+        let count = s.sigs / members + usize::from(m < s.sigs % members);
+        let mut member = registry.member(&format!("bench-{m}"), count).await;
+        for _ in 0..count {
+            let mut message = format!("gateway bench message {:08}", samples.len()).into_bytes();
             message.resize(128, b'.');
-            let sig = signing.sign(&message);
+            let sig = member.sign(&message);
             samples.push(Sample { message, sig });
         }
-    }
-    samples
-}
-
-/// Starts the registry, makes the signatures, starts the gateway and waits until it serves
-/// everything the registry has checkpointed.
-async fn setup(s: &Settings) -> (Services, ManagerPublicKey, Vec<Sample>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(&dir.path().join("registry")).unwrap());
-    let manager = Arc::new(Manager::generate(s.params, &mut OsRng));
-    let group = manager.public_key().clone();
-    store.create_group(manager.public_key(), 1).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = server::Config {
-        admin_token: ADMIN.into(),
-        auditor_token: None,
-        body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
-    };
-    let registry = server::start(store.clone(), manager, listener, config)
-        .await
-        .unwrap();
-    let base = registry.url();
-
-    let started = Instant::now();
-    let members = MIN_MEMBERS.max(s.sigs.div_ceil(1024));
-    let client = reqwest::Client::new();
-    let tasks: Vec<_> = (0..members)
-        .map(|m| {
-            let count = s.sigs / members + usize::from(m < s.sigs % members);
-            let first = m * (s.sigs / members) + m.min(s.sigs % members);
-            tokio::spawn(member(
-                client.clone(),
-                base.clone(),
-                group.clone(),
-                format!("bench-{m}"),
-                count,
-                first,
-            ))
-        })
-        .collect();
-    let mut samples = Vec::with_capacity(s.sigs);
-    for t in tasks {
-        samples.extend(t.await.unwrap());
     }
     eprintln!(
         "{} signatures by {members} members issued and signed in {:.1} s",
         samples.len(),
         started.elapsed().as_secs_f64()
     );
-
-    let gw_dir = dir.path().join("gateway");
-    let mut config = gw::Config::new(base, Anchor::Key(Box::new(group.clone())), gw_dir);
-    config.resolve_attempts = 30;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gateway = gw::start(config, listener).await.unwrap();
-    let services = Services {
-        registry,
-        store,
-        gateway,
-        _dir: dir,
-    };
-    services.ready(&client).await;
-    (services, group, samples)
+    // Production defaults for the follower.
+    let url = registry.url.clone();
+    let gateway = registry
+        .follower(|c| c.follow = dgsp_gateway::follower::FollowConfig::new(&url))
+        .await;
+    (Services { registry, gateway }, group, samples)
 }
 
 impl Services {
-    /// The size of the registry's latest checkpoint once it covers every operator action.
-    fn settled(&self) -> Option<u64> {
-        let entries = self.store.entries_after(0, 1_000_000).unwrap();
-        let last_action = entries
-            .iter()
-            .filter(|e| e.kind != "checkpoint" && e.kind != "snapshot_published")
-            .map(|e| e.seq)
-            .max()
-            .unwrap_or(0);
-        let cp = self
-            .store
-            .latest_checkpoint()
-            .unwrap()
-            .and_then(|e| e.public["size"].as_u64())
-            .unwrap_or(0);
-        (cp >= last_action).then_some(cp)
-    }
-
-    /// Waits until /readyz answers 200 with the registry's settled checkpoint applied.
-    async fn ready(&self, client: &reqwest::Client) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let url = format!("{}/readyz", self.gateway.url());
-        loop {
-            if let Some(cp) = self.settled() {
-                if let Ok(r) = client.get(&url).send().await {
-                    let ok = r.status() == reqwest::StatusCode::OK;
-                    let v: Value = r.json().await.unwrap_or(Value::Null);
-                    if ok && v["applied_seq"].as_u64().is_some_and(|a| a >= cp) {
-                        return;
-                    }
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the gateway did not become ready"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
     async fn shutdown(self) {
-        self.gateway.shutdown().await.unwrap();
-        self.registry.shutdown().await.unwrap();
+        self.gateway.shutdown().await;
+        self.registry.shutdown().await;
     }
 }
 
@@ -575,8 +427,8 @@ fn main() {
             body.into()
         })
         .collect();
-    let base = services.gateway.url();
-    let pool = &services.gateway.state.pool;
+    let base = services.gateway.url.clone();
+    let pool = &services.gateway.state().pool;
     let (workers, capacity) = (pool.workers(), pool.capacity());
     // Batches are refused whole when the queue cannot take all their items: stay within it.
     let batch_clients = (capacity / BATCH).clamp(1, 4);

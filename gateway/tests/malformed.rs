@@ -7,24 +7,19 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_gateway::anchor::Anchor;
 use serde_json::{json, Value};
-use support::{gateway, gateway_config, registry};
+use support::registry;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_malformed_field_is_a_4xx_problem_naming_it() {
     let reg = registry().await;
     let mut alice = reg.member("alice", 2).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = gateway_config(
-        &reg.url,
-        Anchor::Key(Box::new(reg.manager.public_key().clone())),
-        dir.path(),
-    );
-    config.api.max_batch = 4;
-    config.api.body_limit = 64 * 1024;
-    let gw = gateway(config).await;
-    gw.reach(reg.settled().await).await;
+    let gw = reg
+        .follower(|c| {
+            c.api.max_batch = 4;
+            c.api.body_limit = 64 * 1024;
+        })
+        .await;
 
     let sig = B64.encode(alice.sign(b"m").to_bytes());
     let msg = B64.encode(b"m");
@@ -249,17 +244,13 @@ async fn every_malformed_field_is_a_4xx_problem_naming_it() {
 async fn load_beyond_the_queue_is_shed_with_503_and_retry_after() {
     let reg = registry().await;
     let mut alice = reg.member("alice", 1).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = gateway_config(
-        &reg.url,
-        Anchor::Key(Box::new(reg.manager.public_key().clone())),
-        dir.path(),
-    );
-    config.workers = 1;
-    config.queue = 2;
-    config.api.max_batch = 64;
-    let gw = gateway(config).await;
-    gw.reach(reg.settled().await).await;
+    let gw = reg
+        .follower(|c| {
+            c.workers = 1;
+            c.queue = 2;
+            c.api.max_batch = 64;
+        })
+        .await;
     let sig = B64.encode(alice.sign(b"m").to_bytes());
     let item = json!({"message": B64.encode(b"m"), "signature": sig});
 

@@ -168,6 +168,22 @@ impl Registry {
         )
     }
 
+    /// Starts a gateway pinned to this group by key (data in a fresh temp dir), with the
+    /// test configuration adjusted by `tweak`, and waits until it has applied everything
+    /// the registry has settled.
+    pub async fn follower(&self, tweak: impl FnOnce(&mut gw::Config)) -> Gateway {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = gateway_config(
+            &self.url,
+            Anchor::Key(Box::new(self.manager.public_key().clone())),
+            dir.path(),
+        );
+        tweak(&mut config);
+        let g = gateway_in(config, dir).await;
+        g.reach(self.settled().await).await;
+        g
+    }
+
     /// The size of the latest checkpoint the registry has logged.
     pub fn checkpointed(&self) -> u64 {
         self.store
@@ -214,6 +230,7 @@ pub struct Gateway {
     /// HTTP client.
     pub client: reqwest::Client,
     running: gw::Running,
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// The default test configuration: fast polls, short timeouts.
@@ -234,10 +251,23 @@ pub async fn gateway(config: gw::Config) -> Gateway {
         url: running.url(),
         client: reqwest::Client::new(),
         running,
+        _dir: None,
     }
 }
 
+/// Starts a gateway with `config` whose data directory `dir` lives as long as it does.
+pub async fn gateway_in(config: gw::Config, dir: tempfile::TempDir) -> Gateway {
+    let mut g = gateway(config).await;
+    g._dir = Some(dir);
+    g
+}
+
 impl Gateway {
+    /// The running gateway's shared state.
+    pub fn state(&self) -> &dgsp_gateway::api::Shared {
+        &self.running.state
+    }
+
     /// Stops cleanly (closes the replica).
     pub async fn shutdown(self) {
         self.running.shutdown().await.unwrap();
