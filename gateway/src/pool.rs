@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, Semaphore};
 
+/// Queue slots per worker when no capacity is configured.
+pub const DEFAULT_SLOTS_PER_WORKER: usize = 64;
+
 /// Why a job did not produce a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
@@ -26,7 +29,8 @@ pub struct VerifyPool {
 }
 
 impl VerifyPool {
-    /// `workers` threads (0: one per core) and room for `capacity` queued or running jobs.
+    /// `workers` threads (0: one per core) and room for `capacity` queued or running jobs
+    /// (0: [`DEFAULT_SLOTS_PER_WORKER`] per worker).
     pub fn new(workers: usize, capacity: usize) -> std::io::Result<Self> {
         let workers = if workers == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -38,7 +42,10 @@ impl VerifyPool {
             .thread_name(|i| format!("dgsp-verify-{i}"))
             .build()
             .map_err(std::io::Error::other)?;
-        let capacity = capacity.max(1);
+        let capacity = match capacity {
+            0 => DEFAULT_SLOTS_PER_WORKER * workers,
+            n => n,
+        };
         Ok(VerifyPool {
             threads,
             slots: Arc::new(Semaphore::new(capacity)),

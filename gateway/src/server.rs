@@ -108,15 +108,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         snapshot = view.snapshot.as_ref().map_or(0, |s| s.record.number),
         "replica loaded"
     );
-    let workers = match config.workers {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
-    let queue = match config.queue {
-        0 => 64 * workers,
-        n => n,
-    };
-    let pool = VerifyPool::new(workers, queue).map_err(|e| StartError::Other(e.to_string()))?;
+    let pool = VerifyPool::new(config.workers, config.queue)
+        .map_err(|e| StartError::Other(e.to_string()))?;
     let view = Arc::new(RwLock::new(Arc::new(view)));
     let status = Arc::new(Mutex::new(SyncStatus::default()));
     let follower = Follower::new(

@@ -108,7 +108,7 @@ pub struct SyncStatus {
     /// The fault in force, if the last poll failed.
     pub fault: Option<FaultReport>,
     /// Faults seen since start, by kind.
-    pub faults_total: HashMap<String, u64>,
+    pub faults_total: HashMap<&'static str, u64>,
     /// Ranges applied since start.
     pub ranges_applied: u64,
 }
@@ -124,17 +124,15 @@ impl SyncStatus {
     /// Seconds the gateway is behind: the age of the oldest entry it has seen but not
     /// applied, or, when the registry cannot be reached, the time since the last sync.
     pub fn lag_seconds(&self, now_ms: u64) -> f64 {
-        let since = match (&self.fault, self.oldest_pending_ms) {
-            (_, Some(t)) => Some(t),
-            (Some(_), None) => self.synced_unix_ms,
-            (None, None) => None,
-        };
+        let since = self
+            .oldest_pending_ms
+            .or(self.fault.as_ref().and(self.synced_unix_ms));
         since.map_or(0.0, |t| now_ms.saturating_sub(t) as f64 / 1e3)
     }
 
     /// Records a fault (keeping the first-seen time of a repeated kind).
-    pub fn record_fault(&mut self, kind: &str, detail: String, seq: Option<u64>) {
-        *self.faults_total.entry(kind.to_owned()).or_default() += 1;
+    pub fn record_fault(&mut self, kind: &'static str, detail: String, seq: Option<u64>) {
+        *self.faults_total.entry(kind).or_default() += 1;
         let since_unix_ms = match &self.fault {
             Some(f) if f.kind == kind => f.since_unix_ms,
             _ => now_ms(),
