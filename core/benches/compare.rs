@@ -29,11 +29,12 @@ fn main() {
     let ours = ours::Fixture::new(SET);
     let reference = reference_dgsp::RefFixture::new();
     {
-        let mut group = c.benchmark_group(reference_dgsp::GROUP);
+        let mut group = c.benchmark_group(report::GROUP);
         for op in reference_dgsp::OPS {
-            reference_dgsp::bench_reference_op(&mut group, &reference, op);
             reference_dgsp::configure(&mut group, op);
-            ours::bench_op(&mut group, &ours, op, &format!("{op}/ours"));
+            let id = |imp| format!("{op}/{imp}");
+            reference_dgsp::bench_reference_op(&mut group, &reference, op, &id(report::REFERENCE));
+            ours::bench_op(&mut group, &ours, op, &id(report::OURS));
         }
         group.finish();
     }

@@ -1,24 +1,13 @@
 //! Benchmark baseline: the published `dgsp` crate (version 0.1.2, crates.io).
 //!
 //! This module only *calls the public API* of the reference crate; no code of
-//! the reference crate is copied. It is meant to be pulled into a criterion
-//! bench target with
+//! the reference crate is copied. It is pulled into the `compare` bench target
+//! next to `ours.rs` (whose [`MESSAGE`] both sides sign) and `report.rs`.
 //!
-//! ```ignore
-//! #[path = "reference_dgsp.rs"]
-//! mod reference_dgsp;
-//! ```
-//!
-//! and needs these dev-dependencies:
-//!
-//! ```toml
-//! dgsp = { version = "=0.1.2", default-features = false, features = ["sphincs_shake_256f", "in-memory"] }
-//! criterion = "0.5"
-//! ```
-//!
-//! The parameter set is fixed at compile time by the `sphincs_shake_256f`
-//! feature (the reference crate's default); the manager private list (PLM) and
-//! the revoked list are the crate's in-memory implementations.
+//! The parameter set is fixed at compile time by the `dgsp` feature the
+//! `baseline-*` features of this crate select (shake-256f by default); the
+//! manager private list (PLM) and the revoked list are the crate's in-memory
+//! implementations.
 //!
 //! # What is measured
 //!
@@ -67,11 +56,9 @@ use dgsp::{InMemoryPLM, InMemoryRevokedList, PLMInterface, RevokedListInterface}
 /// The reference scheme (all operations are associated functions).
 use dgsp::DGSP;
 
-/// Name of the criterion group every comparison benchmark belongs to.
-pub const GROUP: &str = "compare";
+use super::ours::MESSAGE;
 
-/// Operation names, in the order they are registered; the benchmark id of an
-/// operation is `<op>/reference` (full name `compare/<op>/reference`).
+/// Operation names, in the order they are registered.
 pub const OPS: [&str; 11] = [
     "keygen", "join", "csr_1", "csr_8", "issue_1", "issue_8", "sign", "verify", "open", "judge",
     "revoke",
@@ -82,9 +69,6 @@ pub const MAX_ISSUE_BATCH: usize = 8;
 
 /// Number of certificates the member revoked in `revoke` has been issued.
 pub const REVOKE_CERTS: u64 = 1;
-
-/// The message signed, verified, opened and judged.
-pub const MESSAGE: &[u8] = b"DGSP benchmark message: the quick brown fox jumps over the lazy dog";
 
 /// Everything the reference operations need: a manager key pair, an in-memory
 /// PLM and revoked list, one joined member with a stock of WOTS+ public keys,
@@ -261,9 +245,8 @@ impl RefFixture {
     }
 }
 
-/// Applies the sampling settings used for `op` to `group`. Call it before
-/// registering the matching `ours` benchmark too, so both sides are measured
-/// the same way.
+/// Applies the sampling settings used for `op` to `group`. Call it once before
+/// registering both sides of `op`, so they are measured the same way.
 pub fn configure(group: &mut BenchmarkGroup<'_, WallTime>, op: &str) {
     group.sample_size(10);
     match op {
@@ -288,11 +271,14 @@ pub fn configure(group: &mut BenchmarkGroup<'_, WallTime>, op: &str) {
     }
 }
 
-/// Registers the reference benchmark of one operation (`<op>/reference`) in
-/// `group`, after applying [`configure`]. Panics on an unknown `op`.
-pub fn bench_reference_op(group: &mut BenchmarkGroup<'_, WallTime>, fx: &RefFixture, op: &str) {
-    configure(group, op);
-    let id = format!("{op}/reference");
+/// Registers the reference benchmark of one operation as `id` in `group`.
+/// Panics on an unknown `op`.
+pub fn bench_reference_op(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    fx: &RefFixture,
+    op: &str,
+    id: &str,
+) {
     match op {
         "keygen" => group.bench_function(id, |b| b.iter(|| black_box(fx.keygen()))),
         "join" => group.bench_function(id, |b| {
