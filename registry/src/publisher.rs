@@ -28,12 +28,20 @@ pub struct Published {
     pub set: RevocationSet,
     /// The latest signed snapshot.
     pub snapshot: Option<SignedSnapshot>,
-    /// Whether `set` is exactly the latest snapshot's set (false while a new one is signed).
-    pub in_sync: bool,
     /// Milliseconds from noticing new revocations to having the new root, last time.
     pub last_root_ms: f64,
     /// Milliseconds spent signing the last snapshot.
     pub last_sign_ms: f64,
+}
+
+impl Published {
+    /// Whether `set` is exactly the latest snapshot's set (false while a new one is signed):
+    /// proofs from `set` then verify against that snapshot.
+    pub fn in_sync(&self) -> bool {
+        self.snapshot
+            .as_ref()
+            .is_some_and(|s| s.record.root == self.set.root() && s.record.count == self.set.len())
+    }
 }
 
 /// Shared handle.
@@ -70,13 +78,9 @@ pub fn load(store: &Store) -> Result<SharedPublished, StoreError> {
         .latest_snapshot()?
         .as_ref()
         .and_then(snapshot_from_json);
-    let in_sync = snapshot
-        .as_ref()
-        .is_some_and(|s| s.record.root == set.root() && s.record.count == set.len());
     Ok(Arc::new(RwLock::new(Published {
         set,
         snapshot,
-        in_sync,
         last_root_ms: 0.0,
         last_sign_ms: 0.0,
     })))
@@ -184,10 +188,9 @@ async fn step(
         let started = Instant::now();
         let added = p.set.insert(&new_zetas);
         if added > 0 {
-            p.in_sync = false;
             p.last_root_ms = started.elapsed().as_secs_f64() * 1e3;
         }
-        !p.in_sync
+        !p.in_sync()
     };
 
     // 2. Sign and publish a snapshot of the set.
@@ -217,7 +220,6 @@ async fn step(
         };
         writer.submit(Command::Append { event }, None).await?;
         let mut p = published.write().expect("publisher lock");
-        p.in_sync = p.set.root() == signed.record.root && p.set.len() == signed.record.count;
         tracing::info!(
             number = signed.record.number,
             count = signed.record.count,

@@ -110,7 +110,7 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
             "Latest signed revocation snapshot.",
             number,
         );
-        gauge(&mut out, "dgsp_registry_snapshot_in_sync", "1 when proofs are served (the set equals the latest snapshot), 0 while a new one is signed.", u64::from(p.in_sync));
+        gauge(&mut out, "dgsp_registry_snapshot_in_sync", "1 when proofs are served (the set equals the latest snapshot), 0 while a new one is signed.", u64::from(p.in_sync()));
         gauge(
             &mut out,
             "dgsp_registry_snapshot_root_ms",

@@ -129,7 +129,7 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
                 let n = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
                 format!(
                     "snapshot {n}{}",
-                    if p.in_sync {
+                    if p.in_sync() {
                         ""
                     } else {
                         " (next being signed)"

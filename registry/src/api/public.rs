@@ -1,7 +1,7 @@
 //! The public API: group information and the log feed.
 
 use axum::extract::{Path, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use dgsp_core::Zeta;
@@ -127,6 +127,7 @@ pub async fn checkpoint(State(s): State<Shared>) -> Result<Json<CheckpointInfo>,
     }
 }
 
+/// 503: the publisher has not signed it yet (it will within moments: `Retry-After: 1`).
 fn not_yet(detail: &str) -> Problem {
     Problem::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -134,13 +135,7 @@ fn not_yet(detail: &str) -> Problem {
         "Not published yet",
         detail,
     )
-}
-
-fn with_retry(p: Problem) -> Response {
-    let mut r = p.into_response();
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    r
+    .retry_after(1)
 }
 
 /// The latest signed revocation snapshot: `{record, signature, encoded}`.
@@ -149,7 +144,7 @@ fn with_retry(p: Problem) -> Response {
 pub async fn latest_snapshot(State(s): State<Shared>) -> Response {
     match s.store.latest_snapshot() {
         Ok(Some(v)) => Json(v).into_response(),
-        Ok(None) => with_retry(not_yet("no snapshot has been signed yet")),
+        Ok(None) => not_yet("no snapshot has been signed yet").into_response(),
         Err(e) => Problem::internal("snapshot", e).into_response(),
     }
 }
@@ -208,8 +203,8 @@ pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Respons
     };
     let zeta = Zeta(bytes);
     let p = s.published.read().expect("publisher lock");
-    let Some(snap) = p.snapshot.as_ref().filter(|_| p.in_sync) else {
-        return with_retry(not_yet("a new snapshot is being signed; retry shortly"));
+    let Some(snap) = p.snapshot.as_ref().filter(|_| p.in_sync()) else {
+        return not_yet("a new snapshot is being signed; retry shortly").into_response();
     };
     let proof = p.set.prove(&zeta);
     Json(ProofAnswer {
