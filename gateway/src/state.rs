@@ -3,12 +3,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
 
 use crate::replica::{Applied, Loaded};
+
+pub use dgsp_registry::log::now_ms;
 
 /// A verified state of the group: every part of it is covered by a checkpoint signed by the
 /// pinned key, and `set` is exactly the zetas of `snapshot`, whose root and count it matches.
@@ -148,10 +149,3 @@ impl SyncStatus {
 
 /// Shared handle.
 pub type SharedStatus = Arc<Mutex<SyncStatus>>;
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}

@@ -8,6 +8,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use dgsp_core::Zeta;
 use dgsp_registry::api::problem::{to_b64, Problem};
+use dgsp_registry::log::unhex;
 use dgsp_registry::publisher::snapshot_json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -114,8 +115,7 @@ pub struct ProofAnswer {
 
 /// Parses a zeta path segment: 32 hex characters or unpadded base64url (22 characters).
 fn parse_zeta(s: &str) -> Option<Zeta> {
-    let mut bytes = [0u8; 16];
-    if s.len() == 32 && hex::decode_to_slice(s, &mut bytes).is_ok() {
+    if let Some(bytes) = unhex::<16>(s) {
         return Some(Zeta(bytes));
     }
     let decoded = URL_SAFE_NO_PAD

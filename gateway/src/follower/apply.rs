@@ -17,7 +17,7 @@ use base64::Engine;
 use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::Zeta;
-use dgsp_registry::log::{unhex32, Entry};
+use dgsp_registry::log::{unhex, unhex32, Entry};
 use dgsp_registry::publisher::snapshot_from_json;
 use serde_json::Value;
 
@@ -151,10 +151,9 @@ fn revoked_zetas(e: &Entry) -> Result<Vec<Zeta>, Fault> {
         .ok_or_else(|| malformed("member_revoked has no zetas list"))?;
     list.iter()
         .map(|z| {
-            let mut bytes = [0u8; 16];
             z.as_str()
-                .and_then(|s| hex::decode_to_slice(s, &mut bytes).ok())
-                .map(|()| Zeta(bytes))
+                .and_then(unhex::<16>)
+                .map(Zeta)
                 .ok_or_else(|| malformed("a zeta is not 32 hex characters"))
         })
         .collect()
