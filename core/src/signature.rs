@@ -5,7 +5,8 @@ use core::fmt;
 use crate::encoding::{self, Kind};
 use crate::error::DecodeError;
 use crate::params::ParamSet;
-use crate::values::{Rho, Tau, Zeta};
+use crate::derive;
+use crate::values::{MessageDigest, Rho, Tau, Zeta};
 
 /// A DGSP group signature. Anyone with the group public key can verify it; only the
 /// manager can tell which member made it.
@@ -67,6 +68,13 @@ impl Signature {
     /// The certificate commitment `tau`.
     pub fn tau(&self) -> &Tau {
         &self.tau
+    }
+
+    /// The digest `d = HL("msg", rho || message)` this signature's WOTS+ key signed for
+    /// `message`. Public: it can be logged with an opening so that anyone can later judge
+    /// the opening without the message ([`ManagerPublicKey::judge_digest`](crate::ManagerPublicKey::judge_digest)).
+    pub fn message_digest(&self, message: &[u8]) -> MessageDigest {
+        derive::message_digest(self.params, &self.rho, message)
     }
 
     /// Encoded length for `params`, header included.

@@ -7,7 +7,7 @@ use crate::keys::ManagerPublicKey;
 use crate::revoked::RevokedList;
 use crate::signature::Signature;
 use crate::spx;
-use crate::values::{Pi, WotsPk};
+use crate::values::{MessageDigest, Pi, WotsPk};
 use crate::wots;
 use crate::MemberId;
 
@@ -62,29 +62,56 @@ impl ManagerPublicKey {
         id: MemberId,
         pi: &Pi,
     ) -> Result<(), Error> {
-        let wots_pk = self.wots_key_of(message, sig)?;
-        if derive::tau(self.params(), &wots_pk, pi, id) == sig.tau {
+        self.check_params(sig)?;
+        self.judge_digest(&sig.message_digest(message), sig, id, pi)
+    }
+
+    /// [`judge`](Self::judge) from the message digest `d` instead of the message
+    /// ([`Signature::message_digest`]): how an auditor judges an opening recorded in the
+    /// log, which carries `d` but not the message. Same answers as `judge` for the same
+    /// `d`; [`Error::ParamMismatch`] also when `d` has another length.
+    pub fn judge_digest(
+        &self,
+        d: &MessageDigest,
+        sig: &Signature,
+        id: MemberId,
+        pi: &Pi,
+    ) -> Result<(), Error> {
+        self.check_params(sig)?;
+        let params = self.params();
+        if d.as_bytes().len() != params.n() || pi.as_bytes().len() != params.n() {
+            return Err(Error::ParamMismatch {
+                expected: params,
+                found: sig.params(),
+            });
+        }
+        let wots_pk = wots::public_key_from_signature(params, &sig.rho, &sig.wots_sig, d);
+        if derive::tau(params, &wots_pk, pi, id) == sig.tau {
             Ok(())
         } else {
             Err(Error::WrongOpening)
         }
     }
 
-    /// The WOTS+ public key a signature implies for `message` (shared by verify and judge).
+    /// The WOTS+ public key a signature implies for `message` (verify's half).
     fn wots_key_of(&self, message: &[u8], sig: &Signature) -> Result<WotsPk, Error> {
-        let params = self.params();
-        if sig.params() != params {
-            return Err(Error::ParamMismatch {
-                expected: params,
-                found: sig.params(),
-            });
-        }
-        let d = derive::message_digest(params, &sig.rho, message);
+        self.check_params(sig)?;
+        let d = sig.message_digest(message);
         Ok(wots::public_key_from_signature(
-            params,
+            self.params(),
             &sig.rho,
             &sig.wots_sig,
             &d,
         ))
+    }
+
+    fn check_params(&self, sig: &Signature) -> Result<(), Error> {
+        if sig.params() != self.params() {
+            return Err(Error::ParamMismatch {
+                expected: self.params(),
+                found: sig.params(),
+            });
+        }
+        Ok(())
     }
 }

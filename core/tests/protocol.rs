@@ -283,6 +283,17 @@ fn judge_rejects_a_wrong_id_or_pi_and_open_refuses_invalid() {
         pk.judge(b"x", &sig, o.id, &o.pi),
         Err(Error::WrongOpening)
     ));
+    // Judging from the digest (what the log records) gives the same answers.
+    let d = sig.message_digest(b"m");
+    pk.judge_digest(&d, &sig, o.id, &o.pi).unwrap();
+    assert!(matches!(
+        pk.judge_digest(&d, &sig, bob.id(), &o.pi),
+        Err(Error::WrongOpening)
+    ));
+    assert!(matches!(
+        pk.judge_digest(&sig.message_digest(b"x"), &sig, o.id, &o.pi),
+        Err(Error::WrongOpening)
+    ));
     // Open refuses an invalid signature.
     assert!(matches!(
         g.manager.open(b"x", &sig),

@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 
 use dgsp_core::{MemberId, ParamSet};
 
-/// The payload schema version written today.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The payload schema version written today. Version 2 added `digest` to
+/// `signature_opened`; the other kinds are the same as in version 1.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A group event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,8 +57,12 @@ pub enum Event {
     SignatureOpened {
         /// the signature (base64 of its encoding)
         signature: String,
-        /// SHA3-256 of the message (hex)
+        /// SHA3-256 of the message (hex): lets whoever holds the message match it
         message_digest: String,
+        /// the DGSP digest `d = HL("msg", rho || message)` (hex) the signature's WOTS+ key
+        /// signed: what an auditor needs to judge the opening without the message. `None`
+        /// for openings logged before schema version 2, which cannot be judged from the log.
+        digest: Option<String>,
         /// the signer
         id: MemberId,
         /// the opening proof (hex)
@@ -162,12 +167,16 @@ impl Event {
             Event::SignatureOpened {
                 signature,
                 message_digest,
+                digest,
                 id,
                 pi,
-            } => (
-                json!({"signature": signature, "message_digest": message_digest, "id": id, "pi": pi}),
-                None,
-            ),
+            } => {
+                let mut public = json!({"signature": signature, "message_digest": message_digest, "id": id, "pi": pi});
+                if let Some(d) = digest {
+                    public["digest"] = json!(d);
+                }
+                (public, None)
+            }
             Event::SnapshotPublished { snapshot } => (json!({"snapshot": snapshot}), None),
             Event::Checkpoint { size, head, note } => {
                 (json!({"size": size, "head": head, "note": note}), None)
@@ -225,6 +234,12 @@ impl Event {
             "signature_opened" => Event::SignatureOpened {
                 signature: f.public_str("signature")?,
                 message_digest: f.public_str("message_digest")?,
+                // Version 1 did not record it; from version 2 it is required.
+                digest: if v >= 2 {
+                    Some(f.public_str("digest")?)
+                } else {
+                    None
+                },
                 id: f.get(public, "id")?.as_u64().ok_or_else(|| f.bad("id"))?,
                 pi: f.public_str("pi")?,
             },
@@ -362,6 +377,7 @@ mod tests {
             Event::SignatureOpened {
                 signature: "AA==".into(),
                 message_digest: "01".repeat(32),
+                digest: Some("04".repeat(16)),
                 id: 3,
                 pi: "02".repeat(16),
             },
@@ -411,13 +427,24 @@ mod tests {
     }
 
     #[test]
+    fn a_v1_opening_has_no_digest_and_v2_requires_one() {
+        let public = json!({"signature": "AA==", "message_digest": "01", "id": 3, "pi": "02"});
+        let e = Event::from_parts("signature_opened", 1, &public, None).unwrap();
+        assert!(matches!(e, Event::SignatureOpened { digest: None, .. }));
+        assert!(matches!(
+            Event::from_parts("signature_opened", 2, &public, None),
+            Err(EventError::Malformed { .. })
+        ));
+    }
+
+    #[test]
     fn refusals_are_typed() {
         assert!(matches!(
             Event::from_parts("nope", 1, &json!({}), None),
             Err(EventError::UnknownKind(_))
         ));
         assert!(matches!(
-            Event::from_parts("member_joined", 2, &json!({}), None),
+            Event::from_parts("member_joined", SCHEMA_VERSION + 1, &json!({}), None),
             Err(EventError::FutureVersion { .. })
         ));
         assert!(matches!(

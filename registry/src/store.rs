@@ -191,6 +191,30 @@ impl Store {
             .transpose()
     }
 
+    /// Up to `limit` members with id at least `from`, in id order.
+    pub fn members_from(
+        &self,
+        from: MemberId,
+        limit: usize,
+    ) -> Result<Vec<(MemberId, MemberView)>, StoreError> {
+        let start = be(from);
+        self.db
+            .iterator_cf(
+                self.cf("members"),
+                IteratorMode::From(&start, Direction::Forward),
+            )
+            .take(limit)
+            .map(|item| {
+                let (k, v) = item?;
+                let id = <[u8; 8]>::try_from(&*k)
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| corrupt("members key", "not 8 bytes"))?;
+                let m = serde_json::from_slice(&v).map_err(|e| corrupt(format!("member {id}"), e))?;
+                Ok((id, m))
+            })
+            .collect()
+    }
+
     /// The id of the member with this username, if any.
     pub fn id_of(&self, username: &str) -> Result<Option<MemberId>, StoreError> {
         self.db

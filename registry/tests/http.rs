@@ -215,6 +215,36 @@ async fn a_member_joins_gets_certificates_signs_and_is_opened_and_revoked() {
         .judge(b"invoice 42", &sig, id, &pi)
         .unwrap();
 
+    // The logged opening carries the DGSP digest: judged from the log alone.
+    let logged = reg.store.entry(opened["seq"].as_u64().unwrap()).unwrap().unwrap();
+    let Event::SignatureOpened {
+        digest: Some(d), ..
+    } = logged.event().unwrap()
+    else {
+        panic!("not an opening with a digest: {logged:?}")
+    };
+    let d = dgsp_core::MessageDigest::from_slice(params, &hex::decode(d).unwrap()).unwrap();
+    reg.manager
+        .public_key()
+        .judge_digest(&d, &sig, id, &pi)
+        .unwrap();
+
+    // Member list and lookup by username.
+    reg.post("/admin/v1/members", &json!({"username": "bob"}))
+        .await;
+    let page = reg.get("/admin/v1/members?limit=1", Some(ADMIN)).await;
+    assert_eq!(page["members"][0]["username"], "alice");
+    assert_eq!(page["next"], json!(id + 1));
+    let page = reg
+        .get(&format!("/admin/v1/members?from={}", id + 1), Some(ADMIN))
+        .await;
+    assert_eq!(page["members"][0]["username"], "bob");
+    assert_eq!(page["next"], Value::Null);
+    let found = reg.get("/admin/v1/members?username=bob", Some(ADMIN)).await;
+    assert_eq!(found["members"][0]["id"], json!(id + 1));
+    let none = reg.get("/admin/v1/members?username=zed", Some(ADMIN)).await;
+    assert_eq!(none["members"], json!([]));
+
     let (status, revoked) = reg
         .post(&format!("/admin/v1/members/{id}/revoke"), &json!({}))
         .await;

@@ -8,9 +8,9 @@ use axum::Json;
 use dgsp_core::{CidStar, MemberId, Signature, WotsPk};
 use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
-use super::problem::{b64, to_b64, Body, IdPath, Problem};
+use super::problem::{b64, to_b64, Body, IdPath, Params, Problem};
 use super::{Admin, Shared};
 use crate::events::Event;
 use crate::writer::{Command, Idempotency, Outcome};
@@ -316,6 +316,79 @@ pub struct MemberInfo {
     pub revoked_at: Option<u64>,
 }
 
+fn member_info(id: MemberId, m: crate::store::MemberView) -> MemberInfo {
+    MemberInfo {
+        id,
+        username: m.username,
+        active: m.active,
+        certificates_issued: m.counter,
+        revoked_at: m.revoked_at,
+    }
+}
+
+/// Largest page of the member list.
+pub const MAX_MEMBER_PAGE: usize = 1000;
+
+/// `GET /admin/v1/members` query.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct MemberQuery {
+    /// Members with id at least this (default 0).
+    #[serde(default)]
+    pub from: u64,
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<usize>,
+    /// Only the member with this username (ignores `from`/`limit`).
+    pub username: Option<String>,
+}
+
+/// A page of members.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MemberPage {
+    /// In id order.
+    pub members: Vec<MemberInfo>,
+    /// `from` for the next page; absent on the last page.
+    pub next: Option<u64>,
+}
+
+/// List members in id order, a page at a time, or look one up by username.
+#[utoipa::path(get, path = "/admin/v1/members", tag = "admin", params(MemberQuery),
+    responses((status = 200, body = MemberPage), (status = 400, body = Problem)),
+    security(("admin" = [])))]
+pub async fn members(
+    _: Admin,
+    State(s): State<Shared>,
+    Params(q): Params<MemberQuery>,
+) -> Result<Json<MemberPage>, Problem> {
+    if let Some(name) = q.username {
+        let found = match s.store.id_of(&name) {
+            Ok(Some(id)) => s.store.member(id).map(|m| m.map(|m| member_info(id, m))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        }
+        .map_err(|e| Problem::internal("member lookup", e))?;
+        return Ok(Json(MemberPage {
+            members: found.into_iter().collect(),
+            next: None,
+        }));
+    }
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_MEMBER_PAGE {
+        return Err(Problem::bad_field("limit", format!("1 to {MAX_MEMBER_PAGE}")));
+    }
+    // One more than asked tells whether a next page exists.
+    let mut page = s
+        .store
+        .members_from(q.from, limit + 1)
+        .map_err(|e| Problem::internal("member list", e))?;
+    let next = (page.len() > limit).then(|| page[limit].0);
+    page.truncate(limit);
+    Ok(Json(MemberPage {
+        members: page.into_iter().map(|(id, m)| member_info(id, m)).collect(),
+        next,
+    }))
+}
+
 /// Look up a member.
 #[utoipa::path(get, path = "/admin/v1/members/{id}", tag = "admin",
     params(("id" = u64, Path, description = "member id")),
@@ -338,13 +411,7 @@ pub async fn member(
                 format!("no member with id {id}"),
             )
         })?;
-    Ok(Json(MemberInfo {
-        id,
-        username: m.username,
-        active: m.active,
-        certificates_issued: m.counter,
-        revoked_at: m.revoked_at,
-    }))
+    Ok(Json(member_info(id, m)))
 }
 
 /// `POST /admin/v1/open` body.
@@ -409,6 +476,7 @@ pub async fn open(
     let event = Event::SignatureOpened {
         signature: to_b64(&sig.to_bytes()),
         message_digest: hex::encode(Sha3_256::digest(&message)),
+        digest: Some(hex::encode(sig.message_digest(&message).as_bytes())),
         id: opening.id,
         pi: hex::encode(opening.pi.as_bytes()),
     };

@@ -187,7 +187,7 @@ pub fn finish<S: Clone + Send + Sync + 'static>(
 /// The whole router.
 pub fn router(state: Shared, body_limit: usize) -> Router {
     let router = Router::new()
-        .route("/admin/v1/members", post(admin::join))
+        .route("/admin/v1/members", post(admin::join).get(admin::members))
         .route("/admin/v1/members/bulk", post(admin::join_bulk))
         .route("/admin/v1/members/{id}", get(admin::member))
         .route("/admin/v1/members/{id}/certificates", post(admin::issue))

@@ -17,7 +17,7 @@ use super::{admin, problem, public};
         license(name = "MIT OR Apache-2.0")
     ),
     paths(
-        admin::join, admin::join_bulk, admin::issue, admin::revoke, admin::member, admin::open,
+        admin::join, admin::join_bulk, admin::members, admin::member, admin::issue, admin::revoke, admin::open,
         public::group, public::entries, public::checkpoint, public::latest_snapshot,
         public::snapshot, public::proof
     ),
