@@ -1,16 +1,26 @@
-//! `dgsp-manager`: the operator / member / auditor CLI (issue: dgsp-manager).
-//!
-//! This binary is a placeholder until its own issue lands: it links `dgsp-core` and reports
-//! the parameter sets it would serve, so the workspace builds end to end.
+//! `dgsp-manager`: the operator / member / verifier / auditor command. See `--help`.
+
+use clap::Parser;
+use dgsp_manager::{cli::Cli, exit};
 
 fn main() {
-    let sets: Vec<&str> = dgsp_core::ParamSet::ALL.iter().map(|p| p.name()).collect();
-    println!(
-        "{} {} (dgsp-core {}): not implemented yet; parameter sets: {}",
-        env!("CARGO_PKG_NAME"),
-        env!("CARGO_PKG_VERSION"),
-        dgsp_core::VERSION,
-        sets.join(", ")
-    );
-    std::process::exit(2);
+    let cli = Cli::parse();
+    let json = cli.json;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let code = match runtime.block_on(dgsp_manager::run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            if json {
+                let err = serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string()}});
+                eprintln!("{err}");
+            } else {
+                eprintln!("error: {e}");
+            }
+            exit::ERROR
+        }
+    };
+    std::process::exit(code);
 }
