@@ -1,55 +1,411 @@
-//! HTTP client for the registry and gateways (being written; API fixed).
+//! HTTP client for the registry and gateways.
+//!
+//! - **Retries** with exponential backoff (honouring `Retry-After`) on 503, 429, 408, 502,
+//!   504, timeouts and connection errors. Every call made through this client is safe to
+//!   repeat: GETs are reads, and every POST carries one `Idempotency-Key` for all its
+//!   attempts, so the registry applies a write once however often it is sent (the gateway's
+//!   POSTs are pure computations and ignore the header).
+//! - **Errors** from problem+json answers keep the server's title, detail and field, so the
+//!   user reads what the server said; other failures say which URL and what went wrong.
+//! - **TLS**: https URLs work (rustls, with the platform's trust store).
 
 use std::time::Duration;
 
+use rand_core::{OsRng, RngCore};
+use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// placeholder
-    #[error("{0}")]
-    Other(String),
+    /// The base URL is not usable.
+    #[error("{url}: not a usable base URL: {reason}")]
+    BadUrl {
+        /// the URL given
+        url: String,
+        /// what is wrong
+        reason: String,
+    },
+    /// No answer (connection refused, DNS, TLS, timeout) after every retry.
+    #[error("{url}: no answer after {attempts} attempts: {reason}")]
+    Unreachable {
+        /// the request URL
+        url: String,
+        /// attempts made
+        attempts: u32,
+        /// the last failure
+        reason: String,
+    },
+    /// The server kept answering "busy" (503/429/408/502/504) until the retry budget ran out.
+    #[error("{url}: still {status} after {attempts} attempts: {detail}")]
+    RetriesExhausted {
+        /// the request URL
+        url: String,
+        /// attempts made
+        attempts: u32,
+        /// the last status
+        status: u16,
+        /// the server's last explanation
+        detail: String,
+    },
+    /// The server refused with a problem+json answer.
+    #[error("{status} {title}: {detail}{}", field.as_ref().map(|f| format!(" (field: {f})")).unwrap_or_default())]
+    Problem {
+        /// the request URL
+        url: String,
+        /// HTTP status
+        status: u16,
+        /// problem type (a short name such as `invalid-field`)
+        kind: String,
+        /// problem title
+        title: String,
+        /// the server's explanation
+        detail: String,
+        /// the request field at fault, when the server named one
+        field: Option<String>,
+    },
+    /// The server answered an error status without a problem document.
+    #[error("{url}: HTTP {status}: {body}")]
+    Status {
+        /// the request URL
+        url: String,
+        /// HTTP status
+        status: u16,
+        /// the start of the body
+        body: String,
+    },
+    /// A success status whose body is not what the API documents.
+    #[error("{url}: malformed reply: {reason}")]
+    Malformed {
+        /// the request URL
+        url: String,
+        /// what is wrong
+        reason: String,
+    },
 }
 
 impl ClientError {
-    /// Short stable name.
+    /// Short stable name (the `kind` of `--json` errors).
     pub fn kind(&self) -> &'static str {
-        "http"
+        match self {
+            ClientError::BadUrl { .. } => "bad_url",
+            ClientError::Unreachable { .. } => "unreachable",
+            ClientError::RetriesExhausted { .. } => "retries_exhausted",
+            ClientError::Problem { .. } => "refused",
+            ClientError::Status { .. } => "http_status",
+            ClientError::Malformed { .. } => "malformed_reply",
+        }
+    }
+
+    /// The HTTP status, when the server answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Problem { status, .. }
+            | ClientError::Status { status, .. }
+            | ClientError::RetriesExhausted { status, .. } => Some(*status),
+            _ => None,
+        }
     }
 }
 
-/// A client for one base URL.
+/// The problem+json document (RFC 9457) the services answer errors with.
+#[derive(Debug, Deserialize)]
+struct ProblemDoc {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    detail: String,
+    #[serde(default)]
+    field: Option<String>,
+}
+
+/// Retry timing.
+#[derive(Clone, Copy, Debug)]
+pub struct Backoff {
+    /// first wait
+    pub base: Duration,
+    /// longest wait (also caps `Retry-After`)
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_millis(250),
+            max: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Backoff {
+    /// The wait before retry `attempt` (1-based): exponential with jitter, or the server's
+    /// `Retry-After` when it gave one, capped at `max`.
+    fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(d) = retry_after {
+            return d.min(self.max);
+        }
+        let exp = self
+            .base
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        let jitter = 0.5 + (OsRng.next_u32() as f64 / u32::MAX as f64) / 2.0;
+        exp.mul_f64(jitter).min(self.max)
+    }
+}
+
+/// A client for one service base URL.
 #[derive(Clone, Debug)]
-pub struct Client {}
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+    retries: u32,
+    backoff: Backoff,
+}
+
+fn is_transient(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::TOO_MANY_REQUESTS
+            | StatusCode::REQUEST_TIMEOUT
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::GATEWAY_TIMEOUT
+    )
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+/// What one attempt came to.
+enum Attempt<T> {
+    Done(Result<T, ClientError>),
+    Retry {
+        reason: String,
+        status: Option<u16>,
+        after: Option<Duration>,
+    },
+}
 
 impl Client {
-    /// A client for `base` with an optional bearer token.
+    /// A client for `base` (http or https) with an optional bearer token, a per-request
+    /// timeout and a retry budget.
     pub fn new(
-        _base: &str,
-        _token: Option<String>,
-        _timeout: Duration,
-        _retries: u32,
+        base: &str,
+        token: Option<String>,
+        timeout: Duration,
+        retries: u32,
     ) -> Result<Client, ClientError> {
-        unimplemented!()
+        let bad = |reason: &str| ClientError::BadUrl {
+            url: base.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let url = reqwest::Url::parse(base).map_err(|e| bad(&e.to_string()))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(bad("expected http://host[:port] or https://host[:port]"));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .user_agent(concat!("dgsp-manager/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| bad(&e.to_string()))?;
+        Ok(Client {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            token: token.filter(|t| !t.is_empty()),
+            retries,
+            backoff: Backoff::default(),
+        })
+    }
+
+    /// Replaces the retry timing (tests use short waits).
+    pub fn with_backoff(mut self, backoff: Backoff) -> Client {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The base URL.
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     /// GET `path` with `query`, retried on transient failures.
     pub async fn get_json<T: DeserializeOwned>(
         &self,
-        _path: &str,
-        _query: &[(&str, String)],
+        path: &str,
+        query: &[(&str, String)],
     ) -> Result<T, ClientError> {
-        unimplemented!()
+        self.call(Method::GET, path, query, None::<(&(), &str)>)
+            .await
     }
 
-    /// POST `body` to `path` with an Idempotency-Key, retried on transient failures.
+    /// POST `body` to `path` with one Idempotency-Key for every attempt, retried on
+    /// transient failures.
     pub async fn post_json<B: Serialize, T: DeserializeOwned>(
         &self,
-        _path: &str,
-        _body: &B,
+        path: &str,
+        body: &B,
     ) -> Result<T, ClientError> {
-        unimplemented!()
+        let mut key = [0u8; 16];
+        OsRng.fill_bytes(&mut key);
+        self.post_json_keyed(path, body, &hex::encode(key)).await
     }
+
+    /// POST with a caller-chosen Idempotency-Key: a key derived from the request's content
+    /// makes a re-run of the same command (after a crash, say) return the first answer.
+    pub async fn post_json_keyed<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+        idempotency_key: &str,
+    ) -> Result<T, ClientError> {
+        self.call(Method::POST, path, &[], Some((body, idempotency_key)))
+            .await
+    }
+
+    async fn call<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<(&B, &str)>,
+    ) -> Result<T, ClientError> {
+        let url = format!("{}{}", self.base, path);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let mut req = self.http.request(method.clone(), &url).query(query);
+            if let Some(token) = &self.token {
+                req = req.bearer_auth(token);
+            }
+            if let Some((body, key)) = body {
+                req = req.header("Idempotency-Key", key).json(body);
+            }
+            match self.attempt(&url, req).await {
+                Attempt::Done(result) => return result,
+                Attempt::Retry {
+                    reason,
+                    status,
+                    after,
+                } => {
+                    if attempt > self.retries {
+                        return Err(match status {
+                            Some(status) => ClientError::RetriesExhausted {
+                                url,
+                                attempts: attempt,
+                                status,
+                                detail: reason,
+                            },
+                            None => ClientError::Unreachable {
+                                url,
+                                attempts: attempt,
+                                reason,
+                            },
+                        });
+                    }
+                    tokio::time::sleep(self.backoff.wait(attempt, after)).await;
+                }
+            }
+        }
+    }
+
+    async fn attempt<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        req: reqwest::RequestBuilder,
+    ) -> Attempt<T> {
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                return Attempt::Retry {
+                    reason: describe(&e),
+                    status: None,
+                    after: None,
+                }
+            }
+        };
+        let status = resp.status();
+        let after = retry_after(resp.headers());
+        let bytes = match resp.bytes().await {
+            Ok(b) => b,
+            // The connection dropped mid-body: as transient as a refused connection.
+            Err(e) => {
+                return Attempt::Retry {
+                    reason: describe(&e),
+                    status: None,
+                    after: None,
+                }
+            }
+        };
+        if status.is_success() {
+            return Attempt::Done(serde_json::from_slice(&bytes).map_err(|e| {
+                ClientError::Malformed {
+                    url: url.to_owned(),
+                    reason: format!("{e} (body starts: {})", snippet(&bytes)),
+                }
+            }));
+        }
+        let problem = serde_json::from_slice::<ProblemDoc>(&bytes)
+            .ok()
+            .filter(|p| !p.title.is_empty() || !p.detail.is_empty());
+        if is_transient(status) {
+            let reason = problem
+                .map(|p| p.detail)
+                .unwrap_or_else(|| status.to_string());
+            return Attempt::Retry {
+                reason,
+                status: Some(status.as_u16()),
+                after,
+            };
+        }
+        Attempt::Done(Err(match problem {
+            Some(p) => ClientError::Problem {
+                url: url.to_owned(),
+                status: status.as_u16(),
+                kind: p.kind,
+                title: p.title,
+                detail: p.detail,
+                field: p.field,
+            },
+            None => ClientError::Status {
+                url: url.to_owned(),
+                status: status.as_u16(),
+                body: snippet(&bytes),
+            },
+        }))
+    }
+}
+
+/// A reqwest error with its causes (reqwest's own Display stops at the first).
+fn describe(e: &reqwest::Error) -> String {
+    let mut s = if e.is_timeout() {
+        "timed out".to_owned()
+    } else if e.is_connect() {
+        "cannot connect".to_owned()
+    } else {
+        e.to_string()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    s
+}
+
+fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
+    text.trim().to_owned()
 }

@@ -209,7 +209,8 @@ impl Store {
                 let id = <[u8; 8]>::try_from(&*k)
                     .map(u64::from_be_bytes)
                     .map_err(|_| corrupt("members key", "not 8 bytes"))?;
-                let m = serde_json::from_slice(&v).map_err(|e| corrupt(format!("member {id}"), e))?;
+                let m =
+                    serde_json::from_slice(&v).map_err(|e| corrupt(format!("member {id}"), e))?;
                 Ok((id, m))
             })
             .collect()

@@ -216,7 +216,11 @@ async fn a_member_joins_gets_certificates_signs_and_is_opened_and_revoked() {
         .unwrap();
 
     // The logged opening carries the DGSP digest: judged from the log alone.
-    let logged = reg.store.entry(opened["seq"].as_u64().unwrap()).unwrap().unwrap();
+    let logged = reg
+        .store
+        .entry(opened["seq"].as_u64().unwrap())
+        .unwrap()
+        .unwrap();
     let Event::SignatureOpened {
         digest: Some(d), ..
     } = logged.event().unwrap()

@@ -374,7 +374,10 @@ pub async fn members(
     }
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > MAX_MEMBER_PAGE {
-        return Err(Problem::bad_field("limit", format!("1 to {MAX_MEMBER_PAGE}")));
+        return Err(Problem::bad_field(
+            "limit",
+            format!("1 to {MAX_MEMBER_PAGE}"),
+        ));
     }
     // One more than asked tells whether a next page exists.
     let mut page = s
