@@ -19,7 +19,12 @@ use clap::{Args, Parser, Subcommand};
 /// runs `verify --message report.pdf --signature report.sig`; an auditor runs `audit`.
 /// See docs/walkthrough.md for the whole path with copy-pasteable commands.
 #[derive(Debug, Parser)]
-#[command(name = "dgsp-manager", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "dgsp-manager",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// Print one JSON document on stdout instead of human-readable text (for scripts).
     /// Errors are then a JSON object on stderr: {"error": {"kind", "message", ...}}.
@@ -69,10 +74,20 @@ pub struct RegistryArgs {
     pub registry: Option<String>,
     /// Admin bearer token. Prefer the env variable or the config file over the command line,
     /// which other users can see in the process list.
-    #[arg(long, env = "DGSP_ADMIN_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    #[arg(
+        long,
+        env = "DGSP_ADMIN_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
     pub token: Option<String>,
     /// Per-request timeout in seconds.
-    #[arg(long, env = "DGSP_HTTP_TIMEOUT_SECS", default_value_t = 30, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "DGSP_HTTP_TIMEOUT_SECS",
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
     pub timeout_secs: u64,
     /// How many times to retry a request that failed with 503, 429, 408, a timeout or a
     /// connection error (idempotent calls only; writes carry an Idempotency-Key).
@@ -275,7 +290,12 @@ pub struct GatewayArgs {
     #[arg(long, env = "DGSP_GATEWAY_URL", value_name = "URL")]
     pub gateway: Option<String>,
     /// Per-request timeout in seconds.
-    #[arg(long, env = "DGSP_HTTP_TIMEOUT_SECS", default_value_t = 30, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "DGSP_HTTP_TIMEOUT_SECS",
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
     pub timeout_secs: u64,
     /// Retries on 503, 429, 408, timeouts and connection errors.
     #[arg(long, env = "DGSP_HTTP_RETRIES", default_value_t = 5, value_name = "N")]
@@ -352,14 +372,24 @@ pub struct AuditArgs {
     pub registry: Option<String>,
     /// auditor (or admin) token: without it private parts are missing and the checks that
     /// need them are reported as skipped
-    #[arg(long, env = "DGSP_AUDITOR_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    #[arg(
+        long,
+        env = "DGSP_AUDITOR_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
     pub token: Option<String>,
     /// pin the group: a key file or its 64-hex fingerprint (else entry 1 is trusted and its
     /// fingerprint printed)
     #[arg(long, value_name = "KEY")]
     pub group_key: Option<String>,
     /// per-request timeout in seconds
-    #[arg(long, env = "DGSP_HTTP_TIMEOUT_SECS", default_value_t = 30, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "DGSP_HTTP_TIMEOUT_SECS",
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
     pub timeout_secs: u64,
     /// retries on 503, 429, 408, timeouts and connection errors
     #[arg(long, env = "DGSP_HTTP_RETRIES", default_value_t = 5, value_name = "N")]

@@ -73,8 +73,8 @@ pub struct CertificatesFile {
 /// Reads a JSON document and checks its `format` tag.
 pub fn read<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T, Error> {
     let bytes = crate::io::read_input(path)?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::input(path, format!("not JSON: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| Error::input(path, format!("not JSON: {e}")))?;
     match value.get("format").and_then(|f| f.as_str()) {
         Some(f) if f == format => {}
         Some(f) => {
@@ -83,9 +83,15 @@ pub fn read<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T, Error> 
                 format!("this is a {f} file; a {format} file is expected here"),
             ))
         }
-        None => return Err(Error::input(path, format!("not a {format} file (no format tag)"))),
+        None => {
+            return Err(Error::input(
+                path,
+                format!("not a {format} file (no format tag)"),
+            ))
+        }
     }
-    serde_json::from_value(value).map_err(|e| Error::input(path, format!("malformed {format}: {e}")))
+    serde_json::from_value(value)
+        .map_err(|e| Error::input(path, format!("malformed {format}: {e}")))
 }
 
 /// Writes a JSON document (created new: an existing file is never overwritten).

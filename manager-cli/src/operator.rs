@@ -56,7 +56,16 @@ pub async fn run(cmd: OperatorCommand, out: Output, config: &Config) -> Result<i
             message,
             signature,
             registry,
-        } => open(&admin(&registry, config)?, &message, &signature, config, out).await,
+        } => {
+            open(
+                &admin(&registry, config)?,
+                &message,
+                &signature,
+                config,
+                out,
+            )
+            .await
+        }
         OperatorCommand::Member(OperatorMemberCommand::Show { member, registry }) => {
             let info = find(&admin(&registry, config)?, &member).await?;
             out.emit(&info, || describe_member(&info));
@@ -443,7 +452,10 @@ async fn revoke(client: &Client, member: &MemberRef, yes: bool, out: Output) -> 
                 source,
             })?;
         if line.trim() != info.username {
-            return Err(Error::arg("confirmation", "not confirmed; nothing was revoked"));
+            return Err(Error::arg(
+                "confirmation",
+                "not confirmed; nothing was revoked",
+            ));
         }
     }
     let key = derived_key("revoke", &[&info.id.to_be_bytes()]);
@@ -638,9 +650,9 @@ async fn export(client: &Client, dest: &Path, public: bool, out: Output) -> Resu
 
 async fn status(client: &Client, out: Output) -> Result<i32, Error> {
     let group: GroupInfo = client.get_json("/v1/group", &[]).await?;
-    let checkpoint: Option<CheckpointInfo> = optional(client.get_json("/v1/checkpoint", &[]).await)?;
-    let snapshot: Option<Value> =
-        optional(client.get_json("/v1/revocations/snapshot", &[]).await)?;
+    let checkpoint: Option<CheckpointInfo> =
+        optional(client.get_json("/v1/checkpoint", &[]).await)?;
+    let snapshot: Option<Value> = optional(client.get_json("/v1/revocations/snapshot", &[]).await)?;
     let record = snapshot.as_ref().map(|s| &s["record"]);
     let report = json!({
         "registry": client.base(),

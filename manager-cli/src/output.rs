@@ -52,7 +52,9 @@ impl Output {
     /// A spinner for work of unknown length.
     pub fn spinner(&self, what: &str) -> ProgressBar {
         let bar = ProgressBar::with_draw_target(None, self.target());
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"),
+        );
         bar.set_message(what.to_owned());
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
