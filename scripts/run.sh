@@ -4,6 +4,7 @@
 #   ./scripts/run.sh            # registry on 127.0.0.1:7300 (DGSP_LISTEN to change),
 #                               # gateway on 127.0.0.1:7400 (DGSP_GATEWAY_LISTEN)
 #   ./scripts/run.sh demo [SET ...]   # the core demo: a whole group life cycle with timings
+#   ./scripts/run.sh build      # only build dgsp-registry, dgsp-gateway and dgsp-manager (release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -19,8 +20,13 @@ if [ "${1:-}" = "demo" ]; then
   exec "$CARGO_TARGET_DIR/release/examples/demo" "$@"
 fi
 
-say "building dgsp-registry and dgsp-gateway (release)"
-cargo build --release --locked -p dgsp-registry -p dgsp-gateway
+say "building dgsp-registry, dgsp-gateway and dgsp-manager (release)"
+cargo build --release --locked -p dgsp-registry -p dgsp-gateway -p dgsp-manager
+if [ "${1:-}" = "build" ]; then
+  say "built in $CARGO_TARGET_DIR/release; to use them:"
+  echo "  export PATH=\"$CARGO_TARGET_DIR/release:\$PATH\""
+  exit 0
+fi
 BIN="$CARGO_TARGET_DIR/release/dgsp-registry"
 GW="$CARGO_TARGET_DIR/release/dgsp-gateway"
 GW_LISTEN="${DGSP_GATEWAY_LISTEN:-127.0.0.1:7400}"

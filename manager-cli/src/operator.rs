@@ -497,9 +497,9 @@ async fn open(
         .decode(&opened.pi)
         .map(hex::encode)
         .unwrap_or_else(|_| opened.pi.clone());
-    let gateway = config
-        .gateway
-        .clone()
+    let gateway = std::env::var("DGSP_GATEWAY_URL")
+        .ok()
+        .or_else(|| config.gateway.clone())
         .unwrap_or_else(|| "<gateway URL>".into());
     let judge = format!(
         "dgsp-manager judge --gateway {gateway} --message {} --signature {} --id {} --pi {pi_hex}",
