@@ -1,0 +1,117 @@
+//! The expensive checks (SPHINCS+ verification of checkpoints and snapshots, judge), queued
+//! while the log is replayed and run in parallel in batches. Each depends only on its
+//! entry and the group key, never on the replayed state, so the order they run in does not
+//! matter; their violations are sorted into place by seq at the end.
+
+use dgsp_core::checkpoint::origin_for;
+use dgsp_core::revocation::SignedSnapshot;
+use dgsp_core::{ManagerPublicKey, MemberId, MessageDigest, Pi, Signature};
+
+use super::violation::{Violation, ViolationKind};
+
+/// Run the queue once it holds this many checks.
+pub(crate) const BATCH: usize = 512;
+
+/// One expensive check.
+pub(crate) enum Job {
+    /// The note of a checkpoint entry must verify under the group key, with the group's
+    /// origin, and state the entry's `size` and `head`.
+    Checkpoint {
+        seq: u64,
+        note: String,
+        size: u64,
+        head: [u8; 32],
+    },
+    /// A snapshot's signature must verify under the group key and name the group.
+    Snapshot {
+        seq: u64,
+        snapshot: Box<SignedSnapshot>,
+    },
+    /// An opening must pass judge.
+    Judge {
+        seq: u64,
+        signature: Box<Signature>,
+        digest: MessageDigest,
+        id: MemberId,
+        pi: Pi,
+    },
+}
+
+impl Job {
+    fn run(&self, group: &ManagerPublicKey) -> Option<Violation> {
+        let found =
+            |seq: u64, kind: ViolationKind, detail: String| Some(Violation { seq, kind, detail });
+        match self {
+            Job::Checkpoint {
+                seq,
+                note,
+                size,
+                head,
+            } => match group.verify_checkpoint(note) {
+                Err(e) => found(*seq, ViolationKind::CheckpointSignature, e.to_string()),
+                Ok(cp) if cp.origin != origin_for(group) => found(
+                    *seq,
+                    ViolationKind::CheckpointSignature,
+                    format!("the note is for origin {:?}, not this group's", cp.origin),
+                ),
+                Ok(cp) if cp.size != *size || cp.head != *head => found(
+                    *seq,
+                    ViolationKind::CheckpointMismatch,
+                    format!(
+                        "the entry states size {size} and head {}, its signed note size {} and head {}",
+                        hex::encode(head),
+                        cp.size,
+                        hex::encode(cp.head)
+                    ),
+                ),
+                Ok(_) => None,
+            },
+            Job::Snapshot { seq, snapshot } => snapshot.verify(group).err().and_then(|e| {
+                found(
+                    *seq,
+                    ViolationKind::SnapshotSignature,
+                    format!("snapshot {}: {e}", snapshot.record.number),
+                )
+            }),
+            Job::Judge {
+                seq,
+                signature,
+                digest,
+                id,
+                pi,
+            } => group
+                .judge_digest(digest, signature, *id, pi)
+                .err()
+                .and_then(|e| {
+                    found(
+                        *seq,
+                        ViolationKind::WrongOpening,
+                        format!("the opening names member {id}, judge says: {e}"),
+                    )
+                }),
+        }
+    }
+}
+
+/// Runs `jobs` on every core; returns their violations in job order.
+pub(crate) fn run_all(jobs: &[Job], group: &ManagerPublicKey) -> Vec<Violation> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    if threads <= 1 {
+        return jobs.iter().filter_map(|j| j.run(group)).collect();
+    }
+    let chunk = jobs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || part.iter().filter_map(|j| j.run(group)).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}

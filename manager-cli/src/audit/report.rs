@@ -1,0 +1,139 @@
+//! The audit's result: what was read, what was found, what could not be checked; as JSON
+//! (`--json`) or as text.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::violation::{Skipped, Violation, Warning};
+
+/// The group the log belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupInfo {
+    /// SHA3-256 fingerprint of the group public key (hex).
+    pub fingerprint: String,
+    /// Parameter set.
+    pub params: String,
+    /// Whether the group was pinned (`--group-key`); otherwise entry 1 was trusted.
+    pub pinned: bool,
+}
+
+/// The last entry read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Head {
+    /// Its seq.
+    pub seq: u64,
+    /// Its hash (hex), as the entry states it.
+    pub hash: String,
+}
+
+/// What the log holds, by kind of event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// `member_joined` entries.
+    pub members: u64,
+    /// Certificates issued (sum of `count`).
+    pub certificates: u64,
+    /// `member_revoked` entries.
+    pub revocations: u64,
+    /// Zetas revoked.
+    pub revoked_zetas: u64,
+    /// `signature_opened` entries.
+    pub openings: u64,
+    /// Openings judged (the others are warned about).
+    pub judged: u64,
+    /// `snapshot_published` entries.
+    pub snapshots: u64,
+    /// `checkpoint` entries.
+    pub checkpoints: u64,
+    /// Size of the last checkpoint.
+    pub checkpointed: u64,
+}
+
+/// The result of an audit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Entries read.
+    pub entries: u64,
+    /// The last entry read, if any.
+    pub head: Option<Head>,
+    /// The group, once known (from the pin or entry 1).
+    pub group: Option<GroupInfo>,
+    /// Breaches, by seq.
+    pub violations: Vec<Violation>,
+    /// Things worth a look that are not breaches.
+    pub warnings: Vec<Warning>,
+    /// How many times each kind of check could not be made.
+    pub skipped: BTreeMap<Skipped, u64>,
+    /// What the log holds.
+    pub stats: Stats,
+}
+
+impl Report {
+    /// True when no violation was found.
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The `(kind, seq)` of every violation, in report order (what tests compare).
+    pub fn kinds(&self) -> Vec<(&'static str, u64)> {
+        self.violations
+            .iter()
+            .map(|v| (v.kind.as_str(), v.seq))
+            .collect()
+    }
+
+    /// The report as text for people.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let head = self.head.as_ref().map_or_else(
+            || "empty".to_owned(),
+            |h| format!("head {} {}", h.seq, h.hash),
+        );
+        let _ = writeln!(out, "audited {} entries ({head})", self.entries);
+        if let Some(g) = &self.group {
+            let how = if g.pinned {
+                "pinned"
+            } else {
+                "from entry 1, not pinned: compare it with the fingerprint you expect, or pass --group-key"
+            };
+            let _ = writeln!(out, "group {} ({}, {how})", g.fingerprint, g.params);
+        }
+        let s = &self.stats;
+        let _ = writeln!(
+            out,
+            "{} members, {} certificates, {} revocations ({} zetas), {} openings ({} judged), {} snapshots, {} checkpoints (last covers {})",
+            s.members, s.certificates, s.revocations, s.revoked_zetas, s.openings, s.judged,
+            s.snapshots, s.checkpoints, s.checkpointed
+        );
+        for (check, n) in &self.skipped {
+            let what = match check {
+                Skipped::Commitment => {
+                    "commitments not checked (private parts missing: use the auditor token)"
+                }
+                Skipped::MemberChecks => {
+                    "entries without member checks (private parts missing: use the auditor token)"
+                }
+                Skipped::Signatures => "signatures not checked (no group key)",
+                Skipped::AlteredEntry => "altered entries whose own checks were skipped",
+            };
+            let _ = writeln!(out, "skipped: {n} {what}");
+        }
+        for w in &self.warnings {
+            let at = w.seq.map_or_else(String::new, |s| format!(" at {s}"));
+            let _ = writeln!(out, "warning{at}: {}: {}", w.kind, w.detail);
+        }
+        for v in &self.violations {
+            let _ = writeln!(out, "VIOLATION at {}: {}: {}", v.seq, v.kind, v.detail);
+        }
+        match self.violations.len() {
+            0 => out.push_str("no violations\n"),
+            1 => out.push_str("1 violation\n"),
+            n => {
+                let _ = writeln!(out, "{n} violations");
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,568 @@
+//! The auditor against logs written by the real registry: honest ones report nothing; for
+//! each misbehaviour of a dishonest manager (who holds the secret key, so re-seals the
+//! chain and re-signs what it can) the audit reports exactly that violation at its seq.
+
+#[path = "support/logs.rs"]
+mod logs;
+#[path = "support/tamper.rs"]
+mod tamper;
+
+use std::io::Write as _;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use dgsp_core::checkpoint::{origin_for, Checkpoint};
+use dgsp_core::{Manager, ParamSet, Zeta};
+use dgsp_gateway::anchor::Anchor;
+use dgsp_manager::audit::{self, Auditor, Report, Skipped, WarningKind};
+use dgsp_manager::cli::AuditArgs;
+use dgsp_manager::config::Config;
+use dgsp_manager::output::Output;
+use dgsp_manager::{exit, Error};
+use dgsp_registry::events::Event;
+use dgsp_registry::log::Entry;
+use logs::Log;
+use rand_core::{OsRng, RngCore};
+use serde_json::Value;
+use tamper::{ALL, NOTHING};
+
+/// The small honest log, written once by a real registry and shared by the tests.
+fn small() -> &'static Log {
+    static SMALL: OnceLock<Log> = OnceLock::new();
+    SMALL.get_or_init(|| logs::block_on(logs::small_log()))
+}
+
+fn audit_with(pin: Option<Anchor>, entries: &[Entry]) -> Report {
+    let mut a = Auditor::new(pin);
+    for e in entries {
+        a.push(e);
+    }
+    a.finish()
+}
+
+fn audit(entries: &[Entry]) -> Report {
+    audit_with(None, entries)
+}
+
+/// The `(kind, seq)` of every violation.
+fn found(entries: &[Entry]) -> Vec<(&'static str, u64)> {
+    let report = audit(entries);
+    eprintln!("{}", report.render());
+    report.kinds()
+}
+
+#[test]
+fn the_honest_log_reports_nothing() {
+    let log = small();
+    let report = audit(&log.entries);
+    assert_eq!(report.kinds(), vec![], "{}", report.render());
+    assert!(report.warnings.is_empty(), "{}", report.render());
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let s = &report.stats;
+    assert_eq!((s.members, s.certificates, s.revocations), (4, 12, 3));
+    assert_eq!((s.openings, s.judged, s.revoked_zetas), (3, 3, 7));
+    assert!(s.snapshots >= 4 && s.checkpoints >= 4, "{s:?}");
+    assert_eq!(report.entries, log.entries.len() as u64);
+    let group = report.group.unwrap();
+    assert_eq!(
+        group.fingerprint,
+        hex::encode(log.manager.public_key().fingerprint())
+    );
+    assert!(!group.pinned);
+}
+
+#[test]
+fn a_wrong_opening_is_found() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "signature_opened", 0, |_| true);
+    let bob = tamper::id_of(&entries, "bob");
+    // The manager blames bob for alice's signature.
+    let Ok(Event::SignatureOpened {
+        signature,
+        message_digest,
+        digest,
+        pi,
+        ..
+    }) = tamper::at(&mut entries, k).event()
+    else {
+        panic!("an opening")
+    };
+    let blamed = Event::SignatureOpened {
+        signature,
+        message_digest,
+        digest,
+        id: bob,
+        pi,
+    };
+    tamper::set_event(&mut entries, k, &blamed);
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    assert_eq!(found(&entries), vec![("wrong_opening", k)]);
+}
+
+#[test]
+fn a_dropped_revocation_zeta_is_found() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let carol = tamper::id_of(&entries, "carol");
+    let k = tamper::nth(
+        &entries,
+        "member_revoked",
+        0,
+        |e| matches!(e.event(), Ok(Event::MemberRevoked { id, .. }) if id == carol),
+    );
+    let Ok(Event::MemberRevoked {
+        id,
+        counter,
+        mut zetas,
+    }) = tamper::at(&mut entries, k).event()
+    else {
+        panic!("a revocation")
+    };
+    // One certificate stays valid; the counter is lowered to match, and every later
+    // snapshot is recomputed and re-signed over the smaller set.
+    zetas.pop();
+    let event = Event::MemberRevoked {
+        id,
+        counter: counter - 1,
+        zetas,
+    };
+    tamper::set_event(&mut entries, k, &event);
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    assert_eq!(found(&entries), vec![("revocation_count", k)]);
+}
+
+#[test]
+fn a_snapshot_whose_root_does_not_match_is_found() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "snapshot_published", 0, |e| {
+        tamper::snapshot_of(e).record.count > 0
+    });
+    let mut record = tamper::snapshot_of(tamper::at(&mut entries, k)).record;
+    // Same count, but one revoked zeta swapped for another: that certificate stays valid
+    // for anyone who trusts the snapshot.
+    let mut zetas: Vec<Zeta> = tamper::set_up_to(&entries, record.log_seq)
+        .iter()
+        .copied()
+        .collect();
+    let mut other = [0u8; 16];
+    OsRng.fill_bytes(&mut other);
+    zetas[0] = Zeta(other);
+    let fake = dgsp_core::revocation::RevocationSet::from_zetas(zetas);
+    assert_eq!(fake.len(), record.count);
+    record.root = fake.root();
+    tamper::set_snapshot(&mut entries, k, &log.manager, &record);
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    assert_eq!(found(&entries), vec![("snapshot_root", k)]);
+}
+
+#[test]
+fn a_shrinking_snapshot_is_found() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let snapshots: Vec<(u64, u64)> = entries
+        .iter()
+        .filter(|e| e.kind == "snapshot_published")
+        .map(|e| (e.seq, tamper::snapshot_of(e).record.count))
+        .collect();
+    // The last snapshot (bob, carol and dave revoked) is replaced by one with the set of
+    // the first non-empty snapshot (bob only): carol's certificates come back to life.
+    let (k, _) = *snapshots.last().unwrap();
+    let first = snapshots.iter().find(|(_, c)| *c > 0).unwrap().0;
+    let earlier = tamper::snapshot_of(tamper::at(&mut entries, first)).record;
+    let mut record = tamper::snapshot_of(tamper::at(&mut entries, k)).record;
+    assert!(earlier.count < record.count);
+    record.count = earlier.count;
+    record.root = earlier.root;
+    tamper::set_snapshot(&mut entries, k, &log.manager, &record);
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    assert_eq!(found(&entries), vec![("snapshot_shrink", k)]);
+}
+
+#[test]
+fn a_rewritten_entry_is_found_once() {
+    let log = small();
+    let bob = tamper::id_of(&log.entries, "bob");
+
+    // Rewritten and not re-sealed: its hash no longer matches; the next entry still links
+    // to the stated hash, so there is exactly one violation, at the rewritten entry.
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "signature_opened", 1, |_| true);
+    tamper::at(&mut entries, k).public["id"] = Value::from(bob);
+    assert_eq!(found(&entries), vec![("chain", k)]);
+
+    // A private payload rewritten under the same commitment.
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "member_joined", 0, |_| true);
+    let private = tamper::at(&mut entries, k).private.as_mut().unwrap();
+    private.payload["username"] = Value::from("mallory");
+    assert_eq!(found(&entries), vec![("commitment", k)]);
+}
+
+#[test]
+fn a_rewritten_and_resealed_entry_is_found_at_the_checkpoint_covering_it() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let dave = tamper::id_of(&entries, "dave");
+    let k = tamper::nth(
+        &entries,
+        "member_joined",
+        0,
+        |e| matches!(e.event(), Ok(Event::MemberJoined { id, .. }) if id == dave),
+    );
+    // The manager renames dave and re-hashes the whole chain after it, but the checkpoints
+    // it signed before stay what they were (gateways and auditors have seen them).
+    let event = Event::MemberJoined {
+        id: dave,
+        username: "mallory".into(),
+    };
+    tamper::set_event(&mut entries, k, &event);
+    tamper::reseal(&mut entries, k, &log.manager, NOTHING);
+    let c = tamper::nth(&entries, "checkpoint", 0, |e| {
+        e.public["size"].as_u64().unwrap() >= k
+    });
+    let later = entries.iter().filter(|e| e.kind == "checkpoint").count();
+    assert!(later > 2, "several checkpoints follow, all differing");
+    assert_eq!(found(&entries), vec![("checkpoint_mismatch", c)]);
+}
+
+#[test]
+fn a_certificate_issued_after_revocation_is_found() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let bob = tamper::id_of(&entries, "bob");
+    let k = tamper::append(
+        &mut entries,
+        &Event::CertificatesIssued {
+            id: bob,
+            first: 2,
+            count: 1,
+            wots_pk_digests: vec![logs::random_hex(32)],
+        },
+    );
+    tamper::append_checkpoint(&mut entries, &log.manager);
+    assert_eq!(found(&entries), vec![("issued_to_revoked", k)]);
+}
+
+#[test]
+fn a_reused_counter_is_found() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let alice = tamper::id_of(&entries, "alice");
+    let k = tamper::append(
+        &mut entries,
+        &Event::CertificatesIssued {
+            id: alice,
+            first: 1,
+            count: 2,
+            wots_pk_digests: vec![logs::random_hex(32), logs::random_hex(32)],
+        },
+    );
+    tamper::append_checkpoint(&mut entries, &log.manager);
+    assert_eq!(found(&entries), vec![("counter_reused", k)]);
+}
+
+#[test]
+fn a_forged_checkpoint_signature_is_found() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "checkpoint", 1, |_| true);
+    let forger = Manager::generate(ParamSet::Sha2_128f, &mut OsRng);
+    let e = tamper::at(&mut entries, k);
+    let size = e.public["size"].as_u64().unwrap();
+    let head = dgsp_registry::log::unhex32(e.public["head"].as_str().unwrap()).unwrap();
+    let note = forger.sign_checkpoint(&Checkpoint {
+        origin: origin_for(log.manager.public_key()),
+        size,
+        head,
+    });
+    e.public["note"] = Value::from(note);
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    assert_eq!(found(&entries), vec![("checkpoint_signature", k)]);
+}
+
+#[test]
+fn a_dropped_entry_is_one_sequence_violation() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    // An entry no checkpoint names as its head (dropping one that is would also make
+    // that checkpoint's head missing from the log: a second finding).
+    let heads: Vec<u64> = entries
+        .iter()
+        .filter_map(|e| e.public.get("size").and_then(Value::as_u64))
+        .collect();
+    // Nothing else depends on an opening or a checkpoint.
+    let k = entries
+        .iter()
+        .find(|e| {
+            (e.kind == "signature_opened" || e.kind == "checkpoint") && !heads.contains(&e.seq)
+        })
+        .unwrap()
+        .seq;
+    entries.remove((k - 1) as usize);
+    assert_eq!(found(&entries), vec![("sequence", k + 1)]);
+}
+
+#[test]
+fn a_version_1_opening_is_a_warning_not_a_violation() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "signature_opened", 0, |_| true);
+    let e = tamper::at(&mut entries, k);
+    e.v = 1;
+    e.public.as_object_mut().unwrap().remove("digest");
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![]);
+    let warned: Vec<_> = report.warnings.iter().map(|w| (w.kind, w.seq)).collect();
+    assert_eq!(warned, vec![(WarningKind::UnjudgeableOpening, Some(k))]);
+    assert_eq!(report.stats.judged, 2);
+}
+
+#[test]
+fn the_public_feed_skips_what_needs_private_parts() {
+    let log = small();
+    let public: Vec<Entry> = log.entries.iter().map(Entry::redacted).collect();
+    let report = audit(&public);
+    assert_eq!(report.kinds(), vec![]);
+    assert!(report.skipped[&Skipped::Commitment] > 0);
+    assert!(report.skipped[&Skipped::MemberChecks] > 0);
+    // Public checks still run: a zeta dropped from the public part (snapshots not
+    // re-signed) is caught at every snapshot that covers it: each is a separately signed
+    // statement that disagrees with the log.
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "member_revoked", 0, |_| true);
+    tamper::at(&mut entries, k).public["zetas"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    tamper::reseal(
+        &mut entries,
+        k,
+        &log.manager,
+        tamper::Resign {
+            snapshots: false,
+            checkpoints: true,
+        },
+    );
+    let public: Vec<Entry> = entries.iter().map(Entry::redacted).collect();
+    let covering: Vec<_> = entries
+        .iter()
+        .filter(|e| e.kind == "snapshot_published" && tamper::snapshot_of(e).record.log_seq >= k)
+        .map(|e| ("snapshot_root", e.seq))
+        .collect();
+    assert!(!covering.is_empty());
+    assert_eq!(audit(&public).kinds(), covering);
+}
+
+#[test]
+fn the_group_is_checked_against_the_pin() {
+    let log = small();
+    let pk = log.manager.public_key().clone();
+    let report = audit_with(Some(Anchor::Key(Box::new(pk.clone()))), &log.entries);
+    assert_eq!(report.kinds(), vec![]);
+    assert!(report.group.unwrap().pinned);
+    let report = audit_with(Some(Anchor::Fingerprint(pk.fingerprint())), &log.entries);
+    assert_eq!(report.kinds(), vec![]);
+    let other = Manager::generate(ParamSet::Sha2_128f, &mut OsRng);
+    let pin = Anchor::Fingerprint(other.public_key().fingerprint());
+    assert_eq!(
+        audit_with(Some(pin), &log.entries).kinds(),
+        vec![("group", 1)]
+    );
+}
+
+fn file_args(path: &std::path::Path) -> AuditArgs {
+    AuditArgs {
+        file: Some(path.to_owned()),
+        registry: None,
+        token: None,
+        group_key: None,
+        timeout_secs: 5,
+        retries: 0,
+    }
+}
+
+fn write_jsonl(entries: &[Entry]) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    for e in entries {
+        serde_json::to_writer(&mut f, e).unwrap();
+        f.write_all(b"\n").unwrap();
+    }
+    f.flush().unwrap();
+    f
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_command_reads_an_export_file() {
+    let log = small();
+    let out = Output { json: true };
+    let config = Config::default();
+    let honest = write_jsonl(&log.entries);
+    let code = audit::run(file_args(honest.path()), out, &config)
+        .await
+        .unwrap();
+    assert_eq!(code, exit::OK);
+
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "checkpoint", 0, |_| true);
+    tamper::at(&mut entries, k).time_ms += 1;
+    let tampered = write_jsonl(&entries);
+    let code = audit::run(file_args(tampered.path()), out, &config)
+        .await
+        .unwrap();
+    assert_eq!(code, exit::REJECTED);
+
+    let mut bad = write_jsonl(&log.entries[..3]);
+    bad.write_all(b"\n{\"seq\": 4, \"oops\": true}\n").unwrap();
+    bad.flush().unwrap();
+    match audit::run(file_args(bad.path()), out, &config).await {
+        Err(Error::Input { what, .. }) => assert!(what.ends_with("line 5"), "{what}"),
+        other => panic!("expected a line-numbered input error, got {other:?}"),
+    }
+}
+
+/// Thousands of events from the real registry, read back both from its store and through
+/// its feed with the `audit` command: nothing to report.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_honest_log_reports_nothing() {
+    let started = Instant::now();
+    let r = logs::Registry::start().await;
+    logs::populate_large(&r, 5000).await;
+    r.settled().await;
+    let built = started.elapsed();
+
+    let args = AuditArgs {
+        file: None,
+        registry: Some(r.url.clone()),
+        token: Some(logs::AUDITOR.into()),
+        group_key: Some(hex::encode(r.manager.public_key().fingerprint())),
+        timeout_secs: 30,
+        retries: 2,
+    };
+    let t = Instant::now();
+    let code = audit::run(args, Output { json: true }, &Config::default())
+        .await
+        .unwrap();
+    let over_http = t.elapsed();
+    assert_eq!(code, exit::OK);
+
+    let log = r.finish().await;
+    let t = Instant::now();
+    let report = tokio::task::spawn_blocking(move || audit(&log.entries))
+        .await
+        .unwrap();
+    let in_memory = t.elapsed();
+    assert_eq!(report.kinds(), vec![], "{}", report.render());
+    assert!(report.warnings.is_empty(), "{}", report.render());
+    assert!(report.entries > 10_000, "{}", report.entries);
+    assert!(report.stats.snapshots >= 3 && report.stats.judged == 2);
+    eprintln!(
+        "large log: {} entries ({} checkpoints, {} snapshots); built in {built:?}, audited in {in_memory:?} in memory, {over_http:?} through the feed",
+        report.entries, report.stats.checkpoints, report.stats.snapshots
+    );
+    assert!(in_memory < Duration::from_secs(10));
+}
+
+/// The rules the misbehaviours above do not reach, each from one entry appended to (or
+/// one edit of) the honest log: exactly one violation, of that kind, at that entry.
+#[test]
+fn every_other_rule_fires_alone() {
+    let log = small();
+    let m = &log.manager;
+    let alice = tamper::id_of(&log.entries, "alice");
+    let bob = tamper::id_of(&log.entries, "bob");
+    let bob_zeta = log
+        .entries
+        .iter()
+        .find_map(|e| match e.event() {
+            Ok(Event::MemberRevoked { id, zetas, .. }) if id == bob => Some(zetas[0].clone()),
+            _ => None,
+        })
+        .unwrap();
+    let issue = |id, first, count, digests: usize| Event::CertificatesIssued {
+        id,
+        first,
+        count,
+        wots_pk_digests: (0..digests).map(|_| logs::random_hex(32)).collect(),
+    };
+    let cases: Vec<(&str, Event)> = vec![
+        ("counter_gap", issue(alice, 9, 1, 1)),
+        ("unknown_member", issue(999, 0, 1, 1)),
+        ("issue_digests", issue(alice, 5, 2, 1)),
+        (
+            "duplicate_member",
+            Event::MemberJoined {
+                id: alice,
+                username: "alice2".into(),
+            },
+        ),
+        (
+            "double_revocation",
+            Event::MemberRevoked {
+                id: bob,
+                counter: 2,
+                zetas: vec![],
+            },
+        ),
+        (
+            "duplicate_zeta",
+            Event::MemberRevoked {
+                id: alice,
+                counter: 5,
+                zetas: std::iter::once(bob_zeta)
+                    .chain((0..4).map(|_| logs::random_hex(16)))
+                    .collect(),
+            },
+        ),
+        ("group", Event::group_created(m.public_key())),
+        (
+            "checkpoint_mismatch",
+            Event::Checkpoint {
+                size: log.entries.len() as u64 + 1,
+                head: "00".repeat(32),
+                note: m.sign_checkpoint(&Checkpoint {
+                    origin: origin_for(m.public_key()),
+                    size: log.entries.len() as u64 + 1,
+                    head: [0; 32],
+                }),
+            },
+        ),
+        (
+            "snapshot_succession",
+            Event::SnapshotPublished {
+                snapshot: log
+                    .entries
+                    .iter()
+                    .rev()
+                    .find(|e| e.kind == "snapshot_published")
+                    .unwrap()
+                    .public["snapshot"]
+                    .clone(),
+            },
+        ),
+    ];
+    for (kind, event) in cases {
+        let mut entries = log.entries.clone();
+        let k = tamper::append(&mut entries, &event);
+        assert_eq!(found(&entries), vec![(kind, k)], "{kind}");
+    }
+
+    // An unknown kind of entry.
+    let mut entries = log.entries.clone();
+    let k = tamper::append(&mut entries, &issue(alice, 5, 1, 1));
+    let e = tamper::at(&mut entries, k);
+    e.kind = "certificates_reissued".into();
+    tamper::reseal(&mut entries, k, m, ALL);
+    assert_eq!(found(&entries), vec![("malformed", k)]);
+
+    // A snapshot signed by another key.
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "snapshot_published", 1, |_| true);
+    let record = tamper::snapshot_of(tamper::at(&mut entries, k)).record;
+    let forger = Manager::generate(ParamSet::Sha2_128f, &mut OsRng);
+    tamper::set_snapshot(&mut entries, k, &forger, &record);
+    tamper::reseal(&mut entries, k, m, ALL);
+    assert_eq!(found(&entries), vec![("snapshot_signature", k)]);
+}
