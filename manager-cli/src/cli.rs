@@ -99,7 +99,7 @@ pub struct RegistryArgs {
 #[derive(Debug, Subcommand)]
 pub enum OperatorCommand {
     /// Admit members. Prints each member's id and cid*; with --out, writes the join file a
-    /// member needs for `member keygen` (one per member: <DIR>/<username>.join.json when
+    /// member needs for `member keygen` (one per member: `DIR/USERNAME.join.json` when
     /// several are joined, else the given file).
     Join {
         /// usernames to admit (all or none)

@@ -27,15 +27,21 @@ pub enum Error {
     /// A required setting is missing.
     #[error("{0}")]
     Config(String),
-    /// Talking to the registry or a gateway failed.
+    /// Talking to the registry or a gateway failed (boxed: it is the largest variant).
     #[error(transparent)]
-    Client(#[from] ClientError),
+    Client(Box<ClientError>),
     /// The wallet refused.
     #[error(transparent)]
     Wallet(#[from] crate::wallet::WalletError),
     /// A cryptographic check failed.
     #[error("{0}")]
     Crypto(#[from] dgsp_core::Error),
+}
+
+impl From<ClientError> for Error {
+    fn from(e: ClientError) -> Error {
+        Error::Client(Box::new(e))
+    }
 }
 
 impl Error {
