@@ -23,4 +23,7 @@ cargo clippy -p dgsp-core --lib --features serde --locked -- -D warnings
 say "tests (all twelve parameter sets)"
 cargo test --workspace --locked
 
+say "deployment files (deploy/: kubeconform, compose, Dockerfile, systemd)"
+./scripts/validate-deploy.sh
+
 say "all checks passed"
