@@ -4,6 +4,9 @@
 //! The envelope's clear fields (format, parameter set, public key) are the AEAD's associated
 //! data, so they cannot be swapped without the decryption failing. Files are written with
 //! mode 0600 and refused when other users can read or write them.
+//!
+//! The passphrase crypto itself ([`derive_key`], [`seal`], [`open`]) is public so other
+//! secret files (the member wallet of `dgsp-manager`) use the same construction.
 
 use std::fs;
 use std::io::Write;
@@ -101,7 +104,16 @@ impl Envelope {
     }
 }
 
-fn derive_key(
+/// The shortest passphrase accepted for a secret file.
+pub const MIN_PASSPHRASE_LEN: usize = 12;
+/// Salt length used by the key files (bytes).
+pub const SALT_LEN: usize = 16;
+/// XChaCha20-Poly1305 nonce length (bytes).
+pub const NONCE_LEN: usize = 24;
+
+/// Derives a 32-byte key from `passphrase` and `salt` with Argon2id (v1.3) under `kdf`.
+/// Fails (with a reason) only when the cost parameters or the salt are out of range.
+pub fn derive_key(
     passphrase: &[u8],
     salt: &[u8],
     kdf: KdfParams,
@@ -114,6 +126,43 @@ fn derive_key(
     Ok(key)
 }
 
+/// Encrypts `plaintext` under `key` with XChaCha20-Poly1305, authenticating `aad` too.
+/// `nonce` must never be used twice with the same key (draw it at random).
+pub fn seal(key: &[u8; 32], nonce: &[u8; NONCE_LEN], plaintext: &[u8], aad: &[u8]) -> Vec<u8> {
+    XChaCha20Poly1305::new(key.into())
+        .encrypt(
+            XNonce::from_slice(nonce),
+            Payload {
+                msg: plaintext,
+                aad,
+            },
+        )
+        .expect("XChaCha20-Poly1305 encryption of an in-memory buffer cannot fail")
+}
+
+/// Decrypts what [`seal`] produced; `None` when the key, nonce, ciphertext or `aad` do not
+/// match (wrong passphrase or a modified file) or the nonce is not [`NONCE_LEN`] bytes.
+pub fn open(
+    key: &[u8; 32],
+    nonce: &[u8],
+    ciphertext: &[u8],
+    aad: &[u8],
+) -> Option<Zeroizing<Vec<u8>>> {
+    if nonce.len() != NONCE_LEN {
+        return None;
+    }
+    XChaCha20Poly1305::new(key.into())
+        .decrypt(
+            XNonce::from_slice(nonce),
+            Payload {
+                msg: ciphertext,
+                aad,
+            },
+        )
+        .ok()
+        .map(Zeroizing::new)
+}
+
 /// Encrypts `sk` under `passphrase` and writes it to `path` (mode 0600, created new: an
 /// existing file is never overwritten).
 pub fn write(
@@ -122,15 +171,15 @@ pub fn write(
     passphrase: &[u8],
     kdf: KdfParams,
 ) -> Result<(), KeyFileError> {
-    if passphrase.len() < 12 {
+    if passphrase.len() < MIN_PASSPHRASE_LEN {
         return Err(KeyFileError::WeakPassphrase);
     }
     let io = |source| KeyFileError::Io {
         path: path.to_owned(),
         source,
     };
-    let mut salt = [0u8; 16];
-    let mut nonce = [0u8; 24];
+    let mut salt = [0u8; SALT_LEN];
+    let mut nonce = [0u8; NONCE_LEN];
     OsRng.fill_bytes(&mut salt);
     OsRng.fill_bytes(&mut nonce);
     let key = derive_key(passphrase, &salt, kdf).map_err(|reason| KeyFileError::Malformed {
@@ -148,15 +197,7 @@ pub fn write(
     };
     let aad = env.aad();
     let plaintext = sk.to_bytes();
-    let ct = XChaCha20Poly1305::new(key.as_ref().into())
-        .encrypt(
-            XNonce::from_slice(&nonce),
-            Payload {
-                msg: &plaintext,
-                aad: &aad,
-            },
-        )
-        .expect("XChaCha20-Poly1305 encryption of a small buffer cannot fail");
+    let ct = seal(&key, &nonce, &plaintext, &aad);
     env.ciphertext = B64.encode(ct);
     let json = serde_json::to_vec_pretty(&env).expect("envelope serializes");
     let mut f = fs::OpenOptions::new()
@@ -230,24 +271,17 @@ pub fn read(path: &Path, passphrase: &[u8]) -> Result<ManagerSecretKey, KeyFileE
     let ct = B64
         .decode(&env.ciphertext)
         .map_err(|e| bad(format!("ciphertext: {e}")))?;
-    if nonce.len() != 24 {
-        return Err(bad(format!("nonce is {} bytes, expected 24", nonce.len())));
+    if nonce.len() != NONCE_LEN {
+        return Err(bad(format!(
+            "nonce is {} bytes, expected {NONCE_LEN}",
+            nonce.len()
+        )));
     }
     let key = derive_key(passphrase, &salt, env.kdf).map_err(bad)?;
     let aad = env.aad();
-    let plaintext = Zeroizing::new(
-        XChaCha20Poly1305::new(key.as_ref().into())
-            .decrypt(
-                XNonce::from_slice(&nonce),
-                Payload {
-                    msg: &ct,
-                    aad: &aad,
-                },
-            )
-            .map_err(|_| KeyFileError::Decrypt {
-                path: path.to_owned(),
-            })?,
-    );
+    let plaintext = open(&key, &nonce, &ct, &aad).ok_or_else(|| KeyFileError::Decrypt {
+        path: path.to_owned(),
+    })?;
     let sk = ManagerSecretKey::from_bytes(&plaintext).map_err(|e| bad(e.to_string()))?;
     if sk.public_key() != public_of(path, &env)? || sk.params() != env.params {
         return Err(bad(
