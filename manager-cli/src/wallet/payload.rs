@@ -166,3 +166,56 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(b))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dgsp_core::{CidStar, Manager, ParamSet};
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn round_trip_and_every_truncation_is_refused() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let params = ParamSet::Sha2_128f;
+        let manager = Manager::generate(params, &mut rng);
+        let cid_star = CidStar::from_slice(params, manager.cid_star(3).as_bytes()).unwrap();
+        let member = MemberKey::generate(params, 3, cid_star, &mut rng);
+        let items = member.csr(2, &mut rng);
+        let cert = manager.certify(3, 0, &[*items[0].wots_pk()]).remove(0);
+        let payload = Payload {
+            member,
+            group: manager.public_key().clone(),
+            journal_id: [7; 16],
+            journal_records: 5,
+            slots: vec![
+                Slot {
+                    wots_seed: items[0].wots_seed().clone(),
+                    wots_pk: *items[0].wots_pk(),
+                    certificate: Some(cert),
+                    used: true,
+                },
+                Slot {
+                    wots_seed: items[1].wots_seed().clone(),
+                    wots_pk: *items[1].wots_pk(),
+                    certificate: None,
+                    used: false,
+                },
+            ],
+        };
+        let bytes = payload.encode();
+        let back = Payload::decode(&bytes).unwrap();
+        assert_eq!(back.encode(), bytes);
+        assert_eq!(back.journal_records, 5);
+        assert!(back.slots[0].used && back.slots[0].certificate.is_some());
+        for len in 0..bytes.len() {
+            assert!(
+                Payload::decode(&bytes[..len]).is_err(),
+                "truncated to {len}"
+            );
+        }
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        assert!(Payload::decode(&longer).is_err());
+    }
+}
