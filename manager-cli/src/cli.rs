@@ -335,8 +335,9 @@ pub struct JudgeArgs {
     /// the opening proof the manager gave (base64 or hex)
     #[arg(long)]
     pub pi: String,
-    /// judge locally against this group key (file or key) instead of asking a gateway
-    #[arg(long, value_name = "FILE", conflicts_with = "gateway")]
+    /// judge locally against this group key file instead of asking a gateway (wins over
+    /// --gateway / DGSP_GATEWAY_URL)
+    #[arg(long, value_name = "FILE")]
     pub group_key: Option<PathBuf>,
     /// shared options
     #[command(flatten)]

@@ -3,58 +3,17 @@
 //! verify (with an offline proof check) → open → judge → revoke → revoked with a proof that
 //! checks offline → export → audit. The same path as docs/walkthrough.md.
 
+#[path = "support/cli.rs"]
+mod cli_support;
 #[path = "../../gateway/tests/support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use serde_json::Value;
+use cli_support::{cli, expect, p};
 use support::{registry, wait_for, ADMIN};
-
-/// What a run of the binary came to.
-struct Run {
-    code: i32,
-    json: Value,
-    stderr: String,
-}
-
-/// Runs `dgsp-manager --json <args>` with the test's environment.
-async fn cli(env: &[(&str, String)], args: &[&str]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dgsp-manager"));
-    cmd.arg("--json").args(args).env_clear();
-    cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Runs and requires exit code `code`.
-async fn expect(env: &[(&str, String)], code: i32, args: &[&str]) -> Value {
-    let run = cli(env, args).await;
-    assert_eq!(
-        run.code, code,
-        "dgsp-manager {args:?}: exit {} (stdout {}, stderr {})",
-        run.code, run.json, run.stderr
-    );
-    run.json
-}
-
-fn p(path: &Path) -> String {
-    path.display().to_string()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn from_join_to_a_revoked_member_and_a_passed_audit() {
@@ -241,7 +200,7 @@ async fn from_join_to_a_revoked_member_and_a_passed_audit() {
     let zeta = verdict["zeta"].as_str().unwrap();
     let zeta_hex = hex::encode(B64.decode(zeta).unwrap());
     let (_, proof) = gw.get(&format!("/v1/revocations/{zeta_hex}/proof")).await;
-    let n = proof["revocation"]["snapshot"]["number"].as_u64().unwrap();
+    let n = proof["snapshot"]["number"].as_u64().unwrap();
     let (_, snapshot) = gw.get(&format!("/v1/revocations/snapshots/{n}")).await;
     std::fs::write(d("proof.json"), proof.to_string()).unwrap();
     std::fs::write(d("snapshot.json"), snapshot.to_string()).unwrap();

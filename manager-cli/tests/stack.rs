@@ -1,0 +1,387 @@
+//! End to end through the real binaries, as an operator would run them: `dgsp-registry init`
+//! → `dgsp-registry serve` + two `dgsp-gateway serve` → (dgsp-manager) join → CSR → issue →
+//! sign → verify on both gateways → revoke → both report `revoked` with a proof checked
+//! offline → open → judge → audit; then every process is stopped (SIGTERM) and started again
+//! on the same data directories, and the state must have survived.
+//!
+//! The registry and gateway binaries are taken from the same target directory as
+//! `dgsp-manager` (`cargo test --workspace` builds them; `scripts/test.sh` does).
+
+#[path = "support/cli.rs"]
+mod cli_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cli_support::{cli, expect, p};
+use serde_json::Value;
+
+const ADMIN: &str = "admin-token-for-the-stack-test";
+const AUDITOR: &str = "auditor-token-for-the-stack-test";
+const PASSPHRASE: &str = "a long passphrase for the manager key";
+
+/// A sibling binary of `dgsp-manager` in the target directory.
+fn binary(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_dgsp-manager")).with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace, or run scripts/test.sh)",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running service process, stopped with SIGTERM (a clean RocksDB shutdown) on drop.
+struct Service {
+    name: &'static str,
+    child: Child,
+    url: String,
+}
+
+impl Service {
+    fn start(name: &'static str, bin: &str, args: &[String], env: &[(&str, &str)]) -> Service {
+        let listen = args
+            .iter()
+            .position(|a| a == "--listen")
+            .map(|i| args[i + 1].clone())
+            .unwrap();
+        let mut cmd = Command::new(binary(bin));
+        cmd.args(args)
+            .env_remove("DGSP_ADMIN_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Service {
+            name,
+            child: cmd.spawn().unwrap(),
+            url: format!("http://{listen}"),
+        }
+    }
+
+    /// Waits until `/readyz` answers 200.
+    async fn ready(&mut self) {
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(r) = client.get(format!("{}/readyz", self.url)).send().await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("{} exited early: {status}", self.name);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} never became ready",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while let Ok(None) = self.child.try_wait() {
+                if Instant::now() > deadline {
+                    let _ = self.child.kill();
+                    panic!("{} did not stop on SIGTERM", self.name);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let status = self.child.wait().unwrap();
+            assert!(status.success(), "{} stopped with {status}", self.name);
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+    }
+}
+
+/// The registry and two gateways on fixed ports and data directories.
+struct Stack {
+    dir: PathBuf,
+    ports: [u16; 3],
+}
+
+impl Stack {
+    async fn start(&self) -> [Service; 3] {
+        let data = |n: &str| p(&self.dir.join(n));
+        let listen = |port: u16| format!("127.0.0.1:{port}");
+        let mut registry = Service::start(
+            "registry",
+            "dgsp-registry",
+            &[
+                "serve".into(),
+                "--data".into(),
+                data("group"),
+                "--listen".into(),
+                listen(self.ports[0]),
+            ],
+            &[
+                ("DGSP_KEY_PASSPHRASE", PASSPHRASE),
+                ("DGSP_ADMIN_TOKEN", ADMIN),
+                ("DGSP_AUDITOR_TOKEN", AUDITOR),
+            ],
+        );
+        registry.ready().await;
+        let gateway = |name: &'static str, dir: &str, port: u16| {
+            Service::start(
+                name,
+                "dgsp-gateway",
+                &[
+                    "serve".into(),
+                    "--registry".into(),
+                    registry.url.clone(),
+                    "--group-key".into(),
+                    data("group.pub"),
+                    "--data".into(),
+                    data(dir),
+                    "--listen".into(),
+                    listen(port),
+                    "--poll-ms".into(),
+                    "100".into(),
+                ],
+                &[],
+            )
+        };
+        let mut a = gateway("gateway-a", "gateway-a", self.ports[1]);
+        let mut b = gateway("gateway-b", "gateway-b", self.ports[2]);
+        a.ready().await;
+        b.ready().await;
+        [registry, a, b]
+    }
+}
+
+/// Verifies through one gateway until the answer has status `want` (the gateway follows the
+/// registry within a poll or two); returns the final answer.
+async fn verify_until(env: &[(&str, String)], args: &[&str], want: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let run = cli(env, args).await;
+        if run.json["status"] == want {
+            return run.json;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never {want}: {} {}",
+            run.json,
+            run.stderr
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binaries_through_a_revocation_and_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let d = |name: &str| dir.join(name);
+
+    // init, and the trust anchor the gateways pin.
+    let status = Command::new(binary("dgsp-registry"))
+        .args(["init", "--params", "sha2-128f", "--data", &p(&d("group"))])
+        .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = Command::new(binary("dgsp-registry"))
+        .args(["public-key", "--data", &p(&d("group"))])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(d("group.pub"), &out.stdout).unwrap();
+
+    let stack = Stack {
+        dir: dir.clone(),
+        ports: [free_port(), free_port(), free_port()],
+    };
+    let [mut registry, mut gw_a, mut gw_b] = stack.start().await;
+    let operator = [
+        ("DGSP_REGISTRY_URL", registry.url.clone()),
+        ("DGSP_ADMIN_TOKEN", ADMIN.to_owned()),
+    ];
+    let wallet = |name: &str| {
+        [
+            ("DGSP_WALLET", p(&d(&format!("{name}.wallet")))),
+            (
+                "DGSP_WALLET_PASSPHRASE",
+                format!("{name} has a long passphrase"),
+            ),
+            ("DGSP_WALLET_KDF", "1024,1,1".to_owned()),
+        ]
+    };
+    let on = |gw: &Service| [("DGSP_GATEWAY_URL", gw.url.clone())];
+
+    // join → keygen → CSR → issue → import → sign, for alice and bob.
+    expect(
+        &operator,
+        0,
+        &["operator", "join", "alice", "bob", "--out", &p(&d("joins"))],
+    )
+    .await;
+    for name in ["alice", "bob"] {
+        let w = wallet(name);
+        let join = p(&d("joins").join(format!("{name}.join.json")));
+        expect(&w, 0, &["member", "keygen", "--join", &join]).await;
+        let csr = p(&d(&format!("{name}.csr.json")));
+        let certs = p(&d(&format!("{name}.certs.json")));
+        expect(&w, 0, &["member", "csr", "--count", "2", "--out", &csr]).await;
+        expect(&operator, 0, &["operator", "issue", &csr, "--out", &certs]).await;
+        expect(&w, 0, &["member", "import", &certs]).await;
+        std::fs::write(d(&format!("{name}.txt")), format!("{name}'s statement")).unwrap();
+        expect(
+            &w,
+            0,
+            &[
+                "member",
+                "sign",
+                &p(&d(&format!("{name}.txt"))),
+                "--out",
+                &p(&d(&format!("{name}.sig"))),
+            ],
+        )
+        .await;
+    }
+    let verify = |name: &str| {
+        vec![
+            "verify".to_owned(),
+            "--message".into(),
+            p(&d(&format!("{name}.txt"))),
+            "--signature".into(),
+            p(&d(&format!("{name}.sig"))),
+            "--group-key".into(),
+            p(&d("group.pub")),
+        ]
+    };
+    let (alice_verify, bob_verify) = (verify("alice"), verify("bob"));
+    let alice_args: Vec<&str> = alice_verify.iter().map(String::as_str).collect();
+    let bob_args: Vec<&str> = bob_verify.iter().map(String::as_str).collect();
+
+    // Both gateways say valid.
+    for gw in [&gw_a, &gw_b] {
+        let answer = verify_until(&on(gw), &alice_args, "ok").await;
+        assert_eq!(answer["offline_check"]["revoked"], false);
+    }
+
+    // Revoke alice: both gateways report revoked, with proofs that check offline.
+    expect(
+        &operator,
+        0,
+        &["operator", "revoke", "--username", "alice", "--yes"],
+    )
+    .await;
+    for gw in [&gw_a, &gw_b] {
+        let answer = verify_until(&on(gw), &alice_args, "revoked").await;
+        assert_eq!(answer["offline_check"]["revoked"], true, "{answer}");
+        let answer = verify_until(&on(gw), &bob_args, "ok").await;
+        assert_eq!(answer["offline_check"]["revoked"], false);
+    }
+
+    // Open alice's signature and judge the opening (gateway and local).
+    let opened = expect(
+        &operator,
+        0,
+        &[
+            "operator",
+            "open",
+            "--message",
+            &p(&d("alice.txt")),
+            "--signature",
+            &p(&d("alice.sig")),
+        ],
+    )
+    .await;
+    assert_eq!(opened["username"], "alice");
+    let id = opened["id"].as_u64().unwrap().to_string();
+    let pi = opened["pi_hex"].as_str().unwrap().to_owned();
+    let judge = [
+        "judge",
+        "--message",
+        &p(&d("alice.txt")),
+        "--signature",
+        &p(&d("alice.sig")),
+        "--id",
+        &id,
+        "--pi",
+        &pi,
+    ];
+    expect(&on(&gw_b), 0, &judge).await;
+
+    // The audit passes, from the live registry (auditor token).
+    let auditor = [
+        ("DGSP_REGISTRY_URL", registry.url.clone()),
+        ("DGSP_AUDITOR_TOKEN", AUDITOR.to_owned()),
+    ];
+    let audit_args = ["audit", "--group-key", &p(&d("group.pub"))];
+    let before = expect(&auditor, 0, &audit_args).await;
+    assert_eq!(before["violations"], serde_json::json!([]));
+    let members_before = expect(&operator, 0, &["operator", "member", "list"]).await;
+    let wallet_before = expect(&wallet("bob"), 0, &["member", "status"]).await;
+
+    // Stop everything (SIGTERM, clean exits) and start again on the same data.
+    for s in [&mut gw_a, &mut gw_b, &mut registry] {
+        s.stop();
+    }
+    let [registry, gw_a, gw_b] = stack.start().await;
+    for gw in [&gw_a, &gw_b] {
+        let answer = verify_until(&on(gw), &alice_args, "revoked").await;
+        assert_eq!(answer["offline_check"]["revoked"], true);
+        verify_until(&on(gw), &bob_args, "ok").await;
+    }
+    assert_eq!(
+        expect(&operator, 0, &["operator", "member", "list"]).await,
+        members_before
+    );
+    assert_eq!(
+        expect(&wallet("bob"), 0, &["member", "status"]).await,
+        wallet_before
+    );
+    let after = expect(&auditor, 0, &audit_args).await;
+    assert_eq!(after["violations"], serde_json::json!([]));
+    assert!(after["entries"].as_u64() >= before["entries"].as_u64());
+    // Bob's second certificate still signs, and the restarted gateways accept it.
+    expect(
+        &wallet("bob"),
+        0,
+        &[
+            "member",
+            "sign",
+            &p(&d("bob.txt")),
+            "--out",
+            &p(&d("bob2.sig")),
+        ],
+    )
+    .await;
+    let bob2 = [
+        "verify",
+        "--message",
+        &p(&d("bob.txt")),
+        "--signature",
+        &p(&d("bob2.sig")),
+    ];
+    verify_until(&on(&gw_a), &bob2, "ok").await;
+    for mut s in [gw_a, gw_b, registry] {
+        s.stop();
+    }
+}

@@ -1,0 +1,53 @@
+//! Running the `dgsp-manager` binary from tests: `--json` output parsed, exit code kept.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// What a run of the binary came to.
+pub struct Run {
+    /// exit code
+    pub code: i32,
+    /// stdout parsed as JSON (Null if it was not JSON)
+    pub json: Value,
+    /// stderr
+    pub stderr: String,
+}
+
+/// Runs `dgsp-manager --json <args>` with only `env` (and PATH) in its environment.
+pub async fn cli(env: &[(&str, String)], args: &[&str]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dgsp-manager"));
+    cmd.arg("--json").args(args).env_clear();
+    cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs and requires exit code `code`; returns the JSON output.
+pub async fn expect(env: &[(&str, String)], code: i32, args: &[&str]) -> Value {
+    let run = cli(env, args).await;
+    assert_eq!(
+        run.code, code,
+        "dgsp-manager {args:?}: exit {} (stdout {}, stderr {})",
+        run.code, run.json, run.stderr
+    );
+    run.json
+}
+
+/// A path as an argument.
+pub fn p(path: &Path) -> String {
+    path.display().to_string()
+}
