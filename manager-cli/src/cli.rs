@@ -365,8 +365,9 @@ pub struct CheckProofArgs {
 /// `audit`
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// an export file (JSON Lines from `operator log export`) instead of a registry
-    #[arg(long, value_name = "FILE", conflicts_with = "registry")]
+    /// an export file (JSON Lines from `operator log export`) instead of a registry (wins
+    /// over --registry / DGSP_REGISTRY_URL)
+    #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// registry base URL to read the feed from
     #[arg(long, env = "DGSP_REGISTRY_URL", value_name = "URL")]

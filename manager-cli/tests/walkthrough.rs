@@ -245,8 +245,9 @@ async fn from_join_to_a_revoked_member_and_a_passed_audit() {
         &["operator", "log", "export", "--out", &p(&d("log.jsonl"))],
     )
     .await;
+    // With a registry URL in the environment too: --file wins.
     let report = expect(
-        &anyone,
+        &operator,
         0,
         &[
             "audit",
