@@ -1,0 +1,40 @@
+// Public reads: GET /v1/revocations/{zeta}/proof for revoked, valid and never-issued zetas
+// (nine in ten requests; the proof's kind must match), and GET /v1/revocations/snapshot
+// (one in ten). No cryptography on the gateway's side, only the Merkle proof: this measures
+// the HTTP path and the revocation set. Wraps around the zetas.
+
+import http from 'k6/http';
+import { check } from 'k6';
+import { SharedArray } from 'k6/data';
+import { FIXTURES, GATEWAY, index, scenario, thresholds } from './lib.js';
+
+const zetas = new SharedArray('zetas', () => JSON.parse(open(`${FIXTURES}/zetas.json`)));
+
+export const options = {
+  scenarios: { reads: scenario(zetas.length, false) },
+  thresholds: thresholds({ saturation: [30, 60], rate: [20, 40] }),
+  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
+};
+
+const proofTag = { tags: { name: 'GET /v1/revocations/{zeta}/proof' } };
+const snapTag = { tags: { name: 'GET /v1/revocations/snapshot' } };
+
+export default function () {
+  const i = index(zetas.length);
+  if (i % 10 === 0) {
+    const res = http.get(`${GATEWAY}/v1/revocations/snapshot`, snapTag);
+    check(res, {
+      'status 200': (r) => r.status === 200,
+      'a signed snapshot': (r) => r.status === 200 && typeof r.json('encoded') === 'string',
+    });
+    return;
+  }
+  const z = zetas[i];
+  const res = http.get(`${GATEWAY}/v1/revocations/${z.zeta}/proof`, proofTag);
+  const kind = z.revoked ? 'inclusion' : 'non_membership';
+  check(res, {
+    'status 200': (r) => r.status === 200,
+    'proof as expected': (r) =>
+      r.status === 200 && r.json('revoked') === z.revoked && r.json('proof.kind') === kind,
+  });
+}

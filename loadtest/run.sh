@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Load tests with k6 against the real binaries: a fresh registry and gateway on loopback,
+# fixtures made through the registry's admin API, the raw core measured on the same
+# fixtures before and after, then k6 at saturation (closed model) and at half that rate
+# (open model). See loadtest/README.md.
+#
+#   ./loadtest/run.sh verify            # or batch, judge, reads, all (default: verify)
+#
+# Writes loadtest/results/<scenario>-<UTC stamp>.json (k6 summaries, raw core, CPU, ratio)
+# and .txt (the short summary, also printed); the k6 exports themselves go to
+# loadtest/results/<scenario>-<stamp>/.
+#
+# Environment (defaults in brackets):
+#   LOADTEST_SIGNATURES [10000]  distinct signatures (10% revoked members' and 10% invalid)
+#   LOADTEST_MEMBERS    [500]    members
+#   LOADTEST_OPENINGS   [1000]   openings for judge
+#   LOADTEST_VUS        [16]     virtual users at saturation (batch: LOADTEST_BATCH_VUS [3])
+#   LOADTEST_BATCH      [32]     items per batch request
+#   LOADTEST_SECS       [15]     seconds of the half-load run (and of judge/reads saturation)
+#   LOADTEST_RAW_SECS   [8]      seconds of each raw core measurement
+#   LOADTEST_PARAMS     [sha2-128f]
+#   LOADTEST_REGISTRY   [127.0.0.1:7350]  LOADTEST_GATEWAY [127.0.0.1:7450]
+#   LOADTEST_KEEP       [0]      1: keep the state directory (data, fixtures, logs)
+#   K6_VERSION          [v1.8.1] built with `go install` into ~/.cache/dgsp/tools/bin if absent
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+. scripts/lib.sh
+
+SCENARIO="${1:-verify}"
+case "$SCENARIO" in
+  verify | batch | judge | reads) SCENARIOS=("$SCENARIO") ;;
+  all) SCENARIOS=(verify batch judge reads) ;;
+  *) echo "usage: $0 [verify|batch|judge|reads|all]" >&2; exit 2 ;;
+esac
+
+SIGS="${LOADTEST_SIGNATURES:-10000}"
+MEMBERS="${LOADTEST_MEMBERS:-500}"
+OPENINGS="${LOADTEST_OPENINGS:-1000}"
+VUS="${LOADTEST_VUS:-16}"
+SECS="${LOADTEST_SECS:-15}"
+RAW_SECS="${LOADTEST_RAW_SECS:-8}"
+PARAMS="${LOADTEST_PARAMS:-sha2-128f}"
+REG_LISTEN="${LOADTEST_REGISTRY:-127.0.0.1:7350}"
+GW_LISTEN="${LOADTEST_GATEWAY:-127.0.0.1:7450}"
+K6_VERSION="${K6_VERSION:-v1.8.1}"
+BATCH="${LOADTEST_BATCH:-32}"
+TOOLS="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/tools/bin"
+RESULTS="$ROOT/loadtest/results"
+
+ensure_rust
+ensure_system_packages
+use_shared_target_dir
+
+# k6 has no Debian or npm package: build the pinned release with Go, once.
+ensure_k6() {
+  K6="$TOOLS/k6"
+  if [ -x "$K6" ] && "$K6" version 2>/dev/null | grep -q "k6 $K6_VERSION "; then return; fi
+  if ! command -v go >/dev/null; then
+    [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH" || {
+      echo "k6 $K6_VERSION is built from source with Go, which is missing: install Go" \
+        "(https://go.dev/dl/), then run this again." >&2
+      return 1
+    }
+  fi
+  say "building k6 $K6_VERSION with $(go version | cut -d' ' -f3) into $TOOLS (first time only: ~6 minutes on 2 cores)"
+  mkdir -p "$TOOLS"
+  GOBIN="$TOOLS" go install "go.k6.io/k6@$K6_VERSION"
+  "$K6" version
+}
+ensure_k6
+
+say "building dgsp-registry, dgsp-gateway and dgsp-loadtest (release)"
+cargo build --release --locked -p dgsp-registry -p dgsp-gateway -p dgsp-loadtest-fixtures
+BIN="$CARGO_TARGET_DIR/release"
+LT="$BIN/dgsp-loadtest"
+
+# A fresh group, registry and gateway in a state directory of their own.
+mkdir -p "${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/loadtest" "$RESULTS"
+STATE=$(mktemp -d "${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/loadtest/run.XXXXXX")
+REG_PID=
+GW_PID=
+stop_stack() {
+  # SIGTERM, then wait: both close RocksDB cleanly.
+  for pid in $GW_PID $REG_PID; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in $GW_PID $REG_PID; do wait "$pid" 2>/dev/null || true; done
+  GW_PID= REG_PID=
+  if [ "${LOADTEST_KEEP:-0}" = 1 ]; then say "kept $STATE"; else rm -rf "$STATE"; fi
+}
+trap stop_stack EXIT
+trap 'exit 130' INT TERM
+
+(umask 077
+ head -c 24 /dev/urandom | base64 > "$STATE/passphrase"
+ head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$STATE/admin-token")
+export DGSP_KEY_PASSPHRASE_FILE="$STATE/passphrase"
+export DGSP_ADMIN_TOKEN_FILE="$STATE/admin-token"
+
+say "creating a $PARAMS group in $STATE"
+"$BIN/dgsp-registry" init --params "$PARAMS" --data "$STATE/group" >/dev/null
+"$BIN/dgsp-registry" public-key --data "$STATE/group" > "$STATE/group.pub"
+"$BIN/dgsp-registry" serve --data "$STATE/group" --listen "$REG_LISTEN" >"$STATE/registry.log" 2>&1 &
+REG_PID=$!
+wait_ready() { # URL PID NAME
+  for _ in $(seq 300); do
+    curl -fs "$1/readyz" >/dev/null 2>&1 && return 0
+    kill -0 "$2" 2>/dev/null || { echo "the $3 exited; see $STATE/$3.log" >&2; LOADTEST_KEEP=1; return 1; }
+    sleep 0.1
+  done
+  echo "the $3 did not become ready; see $STATE/$3.log" >&2; LOADTEST_KEEP=1; return 1
+}
+wait_ready "http://$REG_LISTEN" "$REG_PID" registry
+"$BIN/dgsp-gateway" serve --registry "http://$REG_LISTEN" --group-key "$STATE/group.pub" \
+  --data "$STATE/gateway" --listen "$GW_LISTEN" >"$STATE/gateway.log" 2>&1 &
+GW_PID=$!
+wait_ready "http://$GW_LISTEN" "$GW_PID" gateway
+say "registry http://$REG_LISTEN (pid $REG_PID), gateway http://$GW_LISTEN (pid $GW_PID)"
+
+say "generating fixtures: $MEMBERS members, $SIGS distinct signatures, $OPENINGS openings"
+FIX="$STATE/fixtures"
+"$LT" generate --registry "http://$REG_LISTEN" --admin-token-file "$STATE/admin-token" \
+  --out "$FIX" --members "$MEMBERS" --signatures "$SIGS" --openings "$OPENINGS" \
+  --gateway "http://$GW_LISTEN" >/dev/null
+"$LT" wait --gateway "http://$GW_LISTEN" --fixtures "$FIX"
+
+# utime + stime of a process, in clock ticks (0 once it is gone).
+ticks() {
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+  s=${s##*) }
+  # shellcheck disable=SC2086
+  set -- $s
+  echo $(( ${12} + ${13} ))
+}
+# Busy ticks of the whole machine (every process, all cores).
+machine_ticks() {
+  local _cpu user nice system _idle _iowait irq softirq steal _rest
+  read -r _cpu user nice system _idle _iowait irq softirq steal _rest < /proc/stat
+  echo $(( user + nice + system + irq + softirq + steal ))
+}
+# Samples the CPU of k6 ($1), the gateway, the registry and the whole machine every 0.25 s
+# into $2, so the report can tell the load test's share from other work on the machine.
+sample_cpu() {
+  local k6
+  while kill -0 "$1" 2>/dev/null; do
+    k6=$(ticks "$1")
+    [ "$k6" = 0 ] || echo "$(date +%s%3N) $k6 $(ticks "$GW_PID") $(ticks "$REG_PID") $(machine_ticks)"
+    sleep 0.25
+  done > "$2"
+}
+
+# run_k6 SCRIPT LABEL OUTDIR [ENV=VALUE ...]: one k6 run; sets K6_EXIT.
+run_k6() {
+  local script=$1 label=$2 out=$3
+  shift 3
+  say "k6 $script: $label ($*)"
+  set +e
+  env GATEWAY="http://$GW_LISTEN" FIXTURES="$FIX" "$@" \
+    "$K6" run --quiet --no-color --summary-export "$out/$label.json" \
+    "$ROOT/loadtest/k6/$script.js" > "$out/$label.log" 2>&1 &
+  local pid=$!
+  sample_cpu "$pid" "$out/$label.cpu" &
+  local sampler=$!
+  wait "$pid"
+  K6_EXIT=$?
+  wait "$sampler"
+  set -e
+  tail -n 40 "$out/$label.log" | grep -E "✓|✗|http_req_duration|http_reqs|checks|iterations" | grep -v "^ *$" | head -20 || true
+}
+
+K6_VERSION_LINE=$("$K6" version | head -1)
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+for sc in "${SCENARIOS[@]}"; do
+  OUT="$RESULTS/$sc-$STAMP"
+  mkdir -p "$OUT"
+  say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  say "raw core verify on the same fixtures (before)"
+  "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-before.json"
+  cat "$OUT/raw-before.json"
+
+  # Batches: few requests in flight, or the gateway's queue (64 items per core) overflows
+  # and it sheds whole batches with 503.
+  SAT_VUS=$VUS
+  [ "$sc" = batch ] && SAT_VUS="${LOADTEST_BATCH_VUS:-3}"
+  run_k6 "$sc" saturation "$OUT" MODE=saturation VUS="$SAT_VUS" DURATION="${SECS}s" BATCH="$BATCH"
+  SAT_EXIT=$K6_EXIT
+  SAT_RATE=$("$LT" json-get "$OUT/saturation.json" /metrics/http_reqs/rate)
+  HALF=$(awk -v r="$SAT_RATE" 'BEGIN { h = int(r / 2); print (h < 1 ? 1 : h) }')
+  DUR=$SECS
+  # Distinct-item scenarios must not repeat an item: keep RATE × DURATION within the set.
+  case "$sc" in
+    verify) N=$(( SIGS )) ;;
+    batch) N=$(( SIGS / $BATCH )) ;;
+    *) N=0 ;;
+  esac
+  if [ "$N" -gt 0 ] && [ $(( HALF * DUR )) -gt "$N" ]; then DUR=$(( N / HALF )); fi
+  run_k6 "$sc" half_load "$OUT" MODE=rate RATE="$HALF" DURATION="${DUR}s" BATCH="$BATCH"
+  HALF_EXIT=$K6_EXIT
+
+  say "raw core verify on the same fixtures (after)"
+  "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-after.json"
+  cat "$OUT/raw-after.json"
+
+  RATIO=()
+  [ "$sc" = reads ] || RATIO=(--ratio)
+  ITEMS=1
+  [ "$sc" = batch ] && ITEMS=$BATCH
+  set +e
+  "$LT" report --scenario "$sc" --fixtures "$FIX" \
+    --run "saturation=$OUT/saturation.json=$SAT_EXIT=$OUT/saturation.cpu" \
+    --run "half_load=$OUT/half_load.json=$HALF_EXIT=$OUT/half_load.cpu" \
+    --raw "$OUT/raw-before.json" --raw "$OUT/raw-after.json" \
+    --items-per-request "$ITEMS" "${RATIO[@]}" --clk-tck "$(getconf CLK_TCK)" \
+    --k6-version "$K6_VERSION_LINE" \
+    --command "./loadtest/run.sh $SCENARIO (LOADTEST_SIGNATURES=$SIGS LOADTEST_VUS=$VUS LOADTEST_SECS=$SECS)" \
+    --out-json "$RESULTS/$sc-$STAMP.json" --out-txt "$RESULTS/$sc-$STAMP.txt"
+  REPORT_EXIT=$?
+  set -e
+  say "wrote $RESULTS/$sc-$STAMP.json and .txt"
+  [ "$REPORT_EXIT" = 0 ] || FAILED=1
+done
+[ -z "${FAILED:-}" ] || { echo "a scenario failed its thresholds; see the summaries above" >&2; exit 1; }
