@@ -23,6 +23,9 @@ cargo clippy -p dgsp-core --lib --features serde --locked -- -D warnings
 say "tests (all twelve parameter sets)"
 cargo test --workspace --locked
 
+say "load test scripts parse (bash -n)"
+bash -n loadtest/run.sh
+
 say "deployment files (deploy/: kubeconform, compose, Dockerfile, systemd)"
 ./scripts/validate-deploy.sh
 
