@@ -2,10 +2,10 @@
 
 use core::fmt;
 
+use crate::derive;
 use crate::encoding::{self, Kind};
 use crate::error::DecodeError;
 use crate::params::ParamSet;
-use crate::derive;
 use crate::values::{MessageDigest, Rho, Tau, Zeta};
 
 /// A DGSP group signature. Anyone with the group public key can verify it; only the

@@ -14,7 +14,8 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             if json {
-                let err = serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string()}});
+                let err =
+                    serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string()}});
                 eprintln!("{err}");
             } else {
                 eprintln!("error: {e}");
