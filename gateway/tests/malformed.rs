@@ -302,3 +302,67 @@ async fn load_beyond_the_queue_is_shed_with_503_and_retry_after() {
     gw.shutdown().await;
     reg.shutdown().await;
 }
+
+/// Found by schemathesis (scripts/api-check.sh): a body without `Content-Type:
+/// application/json` is refused 415, which no operation documented, and `/v1/judge` did not
+/// document the 413 of an over-limit body. Every refusal of the shared layers must be a
+/// status the document lists for the operation, as `application/problem+json`, and every
+/// 503 problem carries the documented `Retry-After`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refusal_is_documented_in_the_openapi_document() {
+    let reg = registry().await;
+    let gw = reg.follower(|c| c.api.body_limit = 64 * 1024).await;
+    let doc: Value = serde_json::from_str(&dgsp_gateway::api::openapi::document()).unwrap();
+    let big = format!("{{\"message\": \"{}\"}}", "A".repeat(70 * 1024));
+    let mut probes = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for (status, resp) in op["responses"].as_object().unwrap() {
+                for (media, content) in resp["content"].as_object().into_iter().flatten() {
+                    if content["schema"]["$ref"] == "#/components/schemas/Problem" {
+                        assert_eq!(
+                            media, "application/problem+json",
+                            "{method} {path} {status}"
+                        );
+                        if status == "503" {
+                            assert!(resp["headers"]["Retry-After"].is_object(), "{path}");
+                        }
+                    }
+                }
+            }
+            if !op["requestBody"].is_object() {
+                continue;
+            }
+            let url = format!("{}{path}", gw.url);
+            let post = || gw.client.post(&url);
+            for (what, request, status) in [
+                ("no content type", post().body("{}"), 415),
+                (
+                    "not JSON",
+                    post().header("content-type", "application/json").body("\0"),
+                    400,
+                ),
+                (
+                    "over the limit",
+                    post()
+                        .header("content-type", "application/json")
+                        .body(big.clone()),
+                    413,
+                ),
+            ] {
+                let r = request.send().await.unwrap();
+                assert_eq!(r.status().as_u16(), status, "{path}: {what}");
+                assert_eq!(r.headers()["content-type"], "application/problem+json");
+                let documented = &op["responses"][status.to_string()]["content"];
+                assert!(
+                    documented["application/problem+json"].is_object(),
+                    "{path} ({what}): {status} undocumented"
+                );
+                probes += 1;
+            }
+        }
+    }
+    assert_eq!(probes, 9, "verify, batch and judge, three refusals each");
+    gw.shutdown().await;
+    reg.shutdown().await;
+}

@@ -13,8 +13,10 @@ use crate::state::{now_ms, View};
 #[serde(deny_unknown_fields)]
 pub struct VerifyRequest {
     /// The signed message (base64).
+    #[schema(content_encoding = "base64")]
     pub message: String,
     /// The group signature (base64 of its encoding).
+    #[schema(content_encoding = "base64")]
     pub signature: String,
 }
 
@@ -23,6 +25,7 @@ pub struct VerifyRequest {
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
     /// 1 to `max_batch` (default 256) items.
+    #[schema(min_items = 1)]
     pub items: Vec<VerifyRequest>,
 }
 
@@ -31,12 +34,15 @@ pub struct BatchRequest {
 #[serde(deny_unknown_fields)]
 pub struct JudgeRequest {
     /// The signed message (base64).
+    #[schema(content_encoding = "base64")]
     pub message: String,
     /// The group signature (base64).
+    #[schema(content_encoding = "base64")]
     pub signature: String,
     /// The member id the manager named.
     pub id: u64,
     /// The manager's opening proof (base64).
+    #[schema(content_encoding = "base64")]
     pub pi: String,
 }
 

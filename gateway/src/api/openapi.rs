@@ -8,6 +8,7 @@ use axum::response::IntoResponse;
 use utoipa::OpenApi;
 
 use super::{health, model, revocations, verify};
+use dgsp_registry::api::openapi::ProblemResponses;
 use dgsp_registry::api::problem;
 
 /// The document.
@@ -24,6 +25,7 @@ use dgsp_registry::api::problem;
         health::healthz, health::readyz, health::metrics
     ),
     components(schemas(problem::Problem, model::Status, model::ProofKind)),
+    modifiers(&ProblemResponses),
     tags((name = "verify", description = "verification and judging, CPU-bound, load-shed with 503 + Retry-After"),
          (name = "revocations", description = "the group, signed snapshots and revocation proofs"),
          (name = "operations", description = "health, readiness, metrics"))

@@ -73,7 +73,7 @@ pub async fn latest_snapshot(State(s): State<Shared>) -> Response {
 
 /// Verified signed snapshot number `n`.
 #[utoipa::path(get, path = "/v1/revocations/snapshots/{n}", tag = "revocations",
-    params(("n" = u64, Path, description = "snapshot number, from 1")),
+    params(("n" = u64, Path, description = "snapshot number, from 1", minimum = 1)),
     responses((status = 200, body = Object),
               (status = 400, body = Problem, content_type = "application/problem+json"),
               (status = 404, body = Problem, content_type = "application/problem+json")))]
@@ -128,7 +128,8 @@ fn parse_zeta(s: &str) -> Option<Zeta> {
 /// Inclusion (revoked) or non-membership (not revoked) proof for a zeta against the latest
 /// verified snapshot. The zeta is 32 hex characters or unpadded base64url.
 #[utoipa::path(get, path = "/v1/revocations/{zeta}/proof", tag = "revocations",
-    params(("zeta" = String, Path, description = "the zeta: 32 hex characters or 22 base64url characters")),
+    params(("zeta" = String, Path, description = "the zeta: 32 hex characters or 22 base64url characters",
+        pattern = "^([0-9a-fA-F]{32}|[A-Za-z0-9_-]{21}[AQgw])$")),
     responses((status = 200, body = ProofAnswer),
               (status = 400, body = Problem, content_type = "application/problem+json"),
               (status = 503, body = Problem, content_type = "application/problem+json")))]

@@ -61,7 +61,12 @@ fn check_username(field: &str, u: &str) -> Result<(), Problem> {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JoinRequest {
-    /// Unique username.
+    /// Unique username: 1 to 128 bytes of UTF-8 without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$"
+    )]
     pub username: String,
 }
 
@@ -106,6 +111,7 @@ async fn join_many(
 
 /// Admit one member.
 #[utoipa::path(post, path = "/admin/v1/members", tag = "admin", request_body = JoinRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
     responses((status = 201, body = JoinedMember), (status = 409, body = Problem), (status = 422, body = Problem)),
     security(("admin" = [])))]
 pub async fn join(
@@ -124,7 +130,8 @@ pub async fn join(
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkJoinRequest {
-    /// Unique usernames; all are admitted or none.
+    /// Unique usernames (1 to 10000); all are admitted or none.
+    #[schema(min_items = 1, max_items = 10000)]
     pub usernames: Vec<String>,
 }
 
@@ -137,6 +144,7 @@ pub struct BulkJoined {
 
 /// Admit many members at once, all or none.
 #[utoipa::path(post, path = "/admin/v1/members/bulk", tag = "admin", request_body = BulkJoinRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
     responses((status = 201, body = BulkJoined), (status = 409, body = Problem), (status = 422, body = Problem)),
     security(("admin" = [])))]
 pub async fn join_bulk(
@@ -164,9 +172,28 @@ pub async fn join_bulk(
 #[serde(deny_unknown_fields)]
 pub struct IssueRequest {
     /// The member's `cid*` (standard base64).
+    #[schema(content_encoding = "base64")]
     pub cid_star: String,
     /// WOTS+ public keys to certify (standard base64, N bytes each).
+    #[schema(schema_with = base64_list)]
     pub wots_pks: Vec<String>,
+}
+
+/// An array of standard base64 strings.
+fn base64_list() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .min_items(Some(1))
+        .max_items(Some(MAX_ISSUE))
+        .description(Some(
+            "WOTS+ public keys to certify (standard base64, N bytes each), 1 to 1024.",
+        ))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .content_encoding("base64"),
+        )
+        .build()
 }
 
 /// Certificates, one per requested key, in request order.
@@ -182,8 +209,14 @@ pub struct Issued {
 
 /// Issue certificates for a member's WOTS+ public keys.
 #[utoipa::path(post, path = "/admin/v1/members/{id}/certificates", tag = "admin", request_body = IssueRequest,
-    params(("id" = u64, Path, description = "member id")),
-    responses((status = 200, body = Issued), (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)),
+    params(("id" = u64, Path, description = "member id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
+    responses((status = 200, body = Issued),
+        (status = 400, description = "malformed id, body, `cid_star` or `wots_pks[i]`", body = Problem),
+        (status = 403, description = "`cid_star` is not the member's", body = Problem),
+        (status = 404, description = "no such member", body = Problem),
+        (status = 409, description = "the member is revoked", body = Problem),
+        (status = 422, description = "no or too many keys (1 to 1024)", body = Problem)),
     security(("admin" = [])))]
 pub async fn issue(
     _: Admin,
@@ -264,8 +297,12 @@ pub struct Revoked {
 
 /// Revoke a member: all of its certificates, for good. Idempotent.
 #[utoipa::path(post, path = "/admin/v1/members/{id}/revoke", tag = "admin",
-    params(("id" = u64, Path, description = "member id")),
-    responses((status = 200, body = Revoked), (status = 404, body = Problem)),
+    params(("id" = u64, Path, description = "member id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
+    responses((status = 200, body = Revoked),
+        (status = 400, description = "malformed id or `Idempotency-Key`", body = Problem),
+        (status = 404, description = "no such member", body = Problem),
+        (status = 422, description = "`Idempotency-Key` reused for another request", body = Problem)),
     security(("admin" = [])))]
 pub async fn revoke(
     _: Admin,
@@ -331,14 +368,18 @@ pub const MAX_MEMBER_PAGE: usize = 1000;
 
 /// `GET /admin/v1/members` query.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct MemberQuery {
     /// Members with id at least this (default 0).
     #[serde(default)]
+    #[param(required = false)]
     pub from: u64,
     /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000, nullable = false)]
     pub limit: Option<usize>,
     /// Only the member with this username (ignores `from`/`limit`).
+    #[param(nullable = false)]
     pub username: Option<String>,
 }
 
@@ -395,7 +436,9 @@ pub async fn members(
 /// Look up a member.
 #[utoipa::path(get, path = "/admin/v1/members/{id}", tag = "admin",
     params(("id" = u64, Path, description = "member id")),
-    responses((status = 200, body = MemberInfo), (status = 404, body = Problem)),
+    responses((status = 200, body = MemberInfo),
+        (status = 400, description = "malformed id", body = Problem),
+        (status = 404, description = "no such member", body = Problem)),
     security(("admin" = [])))]
 pub async fn member(
     _: Admin,
@@ -422,8 +465,10 @@ pub async fn member(
 #[serde(deny_unknown_fields)]
 pub struct OpenRequest {
     /// The signed message (standard base64).
+    #[schema(content_encoding = "base64")]
     pub message: String,
     /// The signature (standard base64 of its encoding).
+    #[schema(content_encoding = "base64")]
     pub signature: String,
 }
 
@@ -444,6 +489,7 @@ pub struct Opened {
 
 /// Open a valid signature to its signer (refuses invalid ones). The opening is logged.
 #[utoipa::path(post, path = "/admin/v1/open", tag = "admin", request_body = OpenRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
     responses((status = 200, body = Opened), (status = 400, body = Problem), (status = 422, body = Problem)),
     security(("admin" = [])))]
 pub async fn open(

@@ -48,11 +48,14 @@ pub async fn group(State(s): State<Shared>) -> Result<Json<GroupInfo>, Problem> 
 
 /// Feed position.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Page {
     /// Entries with seq greater than this (default 0: from the start).
     #[serde(default)]
+    #[param(required = false)]
     pub after: u64,
     /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000, nullable = false)]
     pub limit: Option<usize>,
 }
 
@@ -69,7 +72,8 @@ pub struct Entries {
 /// The log feed. Private payloads appear only as salted commitments unless the request
 /// carries the auditor (or admin) token.
 #[utoipa::path(get, path = "/v1/log/entries", tag = "public", params(Page),
-    responses((status = 200, body = Entries), (status = 400, body = Problem)))]
+    responses((status = 200, body = Entries), (status = 400, body = Problem),
+        (status = 401, description = "a bearer token that is neither the auditor nor the admin token (omit it for the public view)", body = Problem)))]
 pub async fn entries(
     State(s): State<Shared>,
     Auditor(auditor): Auditor,
@@ -151,8 +155,10 @@ pub async fn latest_snapshot(State(s): State<Shared>) -> Response {
 
 /// Signed revocation snapshot number `n`.
 #[utoipa::path(get, path = "/v1/revocations/snapshots/{n}", tag = "public",
-    params(("n" = u64, Path, description = "snapshot number, from 1")),
-    responses((status = 200, body = Object), (status = 404, body = Problem)))]
+    params(("n" = u64, Path, description = "snapshot number, from 1", minimum = 1)),
+    responses((status = 200, body = Object),
+        (status = 400, description = "not an unsigned integer", body = Problem),
+        (status = 404, description = "no such snapshot (yet)", body = Problem)))]
 pub async fn snapshot(
     State(s): State<Shared>,
     Path(n): Path<String>,
@@ -194,7 +200,7 @@ pub struct ProofAnswer {
 /// Inclusion (revoked) or non-membership (not revoked) proof for a zeta (32 hex characters),
 /// against the latest signed snapshot.
 #[utoipa::path(get, path = "/v1/revocations/{zeta}/proof", tag = "public",
-    params(("zeta" = String, Path, description = "the zeta, 32 hex characters")),
+    params(("zeta" = String, Path, description = "the zeta, 32 hex characters", pattern = "^[0-9a-fA-F]{32}$")),
     responses((status = 200, body = ProofAnswer), (status = 400, body = Problem), (status = 503, body = Problem)))]
 pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Response {
     let Some(bytes) = unhex(&zeta) else {
