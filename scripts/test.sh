@@ -23,6 +23,9 @@ cargo clippy -p dgsp-core --lib --features serde --locked -- -D warnings
 say "tests (all twelve parameter sets)"
 cargo test --workspace --locked
 
+say "OpenAPI documents against the running services (schemathesis; dev build from the tests)"
+API_CHECK_PROFILE=dev ./scripts/api-check.sh
+
 say "load test scripts parse (bash -n)"
 bash -n loadtest/run.sh
 
