@@ -101,19 +101,11 @@ say "creating a $PARAMS group in $STATE"
 "$BIN/dgsp-registry" public-key --data "$STATE/group" > "$STATE/group.pub"
 "$BIN/dgsp-registry" serve --data "$STATE/group" --listen "$REG_LISTEN" >"$STATE/registry.log" 2>&1 &
 REG_PID=$!
-wait_ready() { # URL PID NAME
-  for _ in $(seq 300); do
-    curl -fs "$1/readyz" >/dev/null 2>&1 && return 0
-    kill -0 "$2" 2>/dev/null || { echo "the $3 exited; see $STATE/$3.log" >&2; LOADTEST_KEEP=1; return 1; }
-    sleep 0.1
-  done
-  echo "the $3 did not become ready; see $STATE/$3.log" >&2; LOADTEST_KEEP=1; return 1
-}
-wait_ready "http://$REG_LISTEN" "$REG_PID" registry
+wait_ready "http://$REG_LISTEN" "$REG_PID" registry "$STATE/registry.log" || { LOADTEST_KEEP=1; exit 1; }
 "$BIN/dgsp-gateway" serve --registry "http://$REG_LISTEN" --group-key "$STATE/group.pub" \
   --data "$STATE/gateway" --listen "$GW_LISTEN" >"$STATE/gateway.log" 2>&1 &
 GW_PID=$!
-wait_ready "http://$GW_LISTEN" "$GW_PID" gateway
+wait_ready "http://$GW_LISTEN" "$GW_PID" gateway "$STATE/gateway.log" || { LOADTEST_KEEP=1; exit 1; }
 say "registry http://$REG_LISTEN (pid $REG_PID), gateway http://$GW_LISTEN (pid $GW_PID)"
 
 say "generating fixtures: $MEMBERS members, $SIGS distinct signatures, $OPENINGS openings"

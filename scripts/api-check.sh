@@ -104,19 +104,11 @@ DGSP_AUDITOR_TOKEN=$(cat "$STATE/auditor-token") \
   "$BIN/dgsp-registry" serve --data "$STATE/group" --listen "127.0.0.1:$REG_PORT" \
   >"$STATE/registry.log" 2>&1 &
 REG_PID=$!
-wait_ready() { # URL PID NAME
-  for _ in $(seq 300); do
-    curl -fs "$1/readyz" >/dev/null 2>&1 && return 0
-    kill -0 "$2" 2>/dev/null || { echo "the $3 exited; see $STATE/$3.log" >&2; API_CHECK_KEEP=1; return 1; }
-    sleep 0.1
-  done
-  echo "the $3 did not become ready; see $STATE/$3.log" >&2; API_CHECK_KEEP=1; return 1
-}
-wait_ready "$REG" "$REG_PID" registry
+wait_ready "$REG" "$REG_PID" registry "$STATE/registry.log" || { API_CHECK_KEEP=1; exit 1; }
 "$BIN/dgsp-gateway" serve --registry "$REG" --group-key "$STATE/group.pub" \
   --data "$STATE/gateway" --listen "127.0.0.1:$GW_PORT" >"$STATE/gateway.log" 2>&1 &
 GW_PID=$!
-wait_ready "$GW" "$GW_PID" gateway
+wait_ready "$GW" "$GW_PID" gateway "$STATE/gateway.log" || { API_CHECK_KEEP=1; exit 1; }
 say "registry $REG (pid $REG_PID), gateway $GW (pid $GW_PID)"
 
 # The group: alice and bob with certificates, alice has signed and been opened, bob is

@@ -61,3 +61,15 @@ ensure_system_packages() {
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}"
   fi
 }
+
+# wait_ready URL PID NAME LOG: waits up to 30 s for URL/readyz to answer 200; fails (with a
+# pointer to LOG) if process PID exits first or it never becomes ready.
+wait_ready() {
+  for _ in $(seq 300); do
+    curl -fs "$1/readyz" >/dev/null 2>&1 && return 0
+    kill -0 "$2" 2>/dev/null || { echo "the $3 exited; see $4" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "the $3 did not become ready in 30 s; see $4" >&2
+  return 1
+}

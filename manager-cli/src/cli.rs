@@ -66,6 +66,40 @@ pub enum Command {
     },
 }
 
+/// How every command that talks to a service behaves on the network.
+#[derive(Debug, Clone, Args)]
+pub struct HttpArgs {
+    /// Per-request timeout in seconds.
+    #[arg(
+        long,
+        env = "DGSP_HTTP_TIMEOUT_SECS",
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
+    pub timeout_secs: u64,
+    /// How many times to retry a request that failed with 503, 429, 408, 502, 504, a
+    /// timeout or a connection error (every call is safe to repeat: reads, and writes that
+    /// carry one Idempotency-Key for all attempts).
+    #[arg(long, env = "DGSP_HTTP_RETRIES", default_value_t = 5, value_name = "N")]
+    pub retries: u32,
+}
+
+impl HttpArgs {
+    /// A client for `url` with these settings.
+    pub fn client(
+        &self,
+        url: &str,
+        token: Option<String>,
+    ) -> Result<crate::client::Client, crate::client::ClientError> {
+        crate::client::Client::new(
+            url,
+            token,
+            std::time::Duration::from_secs(self.timeout_secs.max(1)),
+            self.retries,
+        )
+    }
+}
+
 /// Where the registry is and how to authenticate.
 #[derive(Debug, Clone, Args)]
 pub struct RegistryArgs {
@@ -81,18 +115,9 @@ pub struct RegistryArgs {
         value_name = "TOKEN"
     )]
     pub token: Option<String>,
-    /// Per-request timeout in seconds.
-    #[arg(
-        long,
-        env = "DGSP_HTTP_TIMEOUT_SECS",
-        default_value_t = 30,
-        value_name = "SECS"
-    )]
-    pub timeout_secs: u64,
-    /// How many times to retry a request that failed with 503, 429, 408, a timeout or a
-    /// connection error (idempotent calls only; writes carry an Idempotency-Key).
-    #[arg(long, env = "DGSP_HTTP_RETRIES", default_value_t = 5, value_name = "N")]
-    pub retries: u32,
+    /// timeout and retries
+    #[command(flatten)]
+    pub http: HttpArgs,
 }
 
 /// Operator commands.
@@ -289,17 +314,9 @@ pub struct GatewayArgs {
     /// Gateway base URL.
     #[arg(long, env = "DGSP_GATEWAY_URL", value_name = "URL")]
     pub gateway: Option<String>,
-    /// Per-request timeout in seconds.
-    #[arg(
-        long,
-        env = "DGSP_HTTP_TIMEOUT_SECS",
-        default_value_t = 30,
-        value_name = "SECS"
-    )]
-    pub timeout_secs: u64,
-    /// Retries on 503, 429, 408, timeouts and connection errors.
-    #[arg(long, env = "DGSP_HTTP_RETRIES", default_value_t = 5, value_name = "N")]
-    pub retries: u32,
+    /// timeout and retries
+    #[command(flatten)]
+    pub http: HttpArgs,
 }
 
 /// `verify`
@@ -385,15 +402,7 @@ pub struct AuditArgs {
     /// fingerprint printed)
     #[arg(long, value_name = "KEY")]
     pub group_key: Option<String>,
-    /// per-request timeout in seconds
-    #[arg(
-        long,
-        env = "DGSP_HTTP_TIMEOUT_SECS",
-        default_value_t = 30,
-        value_name = "SECS"
-    )]
-    pub timeout_secs: u64,
-    /// retries on 503, 429, 408, timeouts and connection errors
-    #[arg(long, env = "DGSP_HTTP_RETRIES", default_value_t = 5, value_name = "N")]
-    pub retries: u32,
+    /// timeout and retries
+    #[command(flatten)]
+    pub http: HttpArgs,
 }

@@ -6,7 +6,6 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -131,12 +130,7 @@ pub fn connect(
                 "which registry? set DGSP_REGISTRY_URL, pass --registry, or put registry in the config file".into(),
             )
         })?;
-    Ok(Client::new(
-        &url,
-        token,
-        Duration::from_secs(args.timeout_secs.max(1)),
-        args.retries,
-    )?)
+    Ok(args.http.client(&url, token)?)
 }
 
 /// An idempotency key for a write, derived from what it writes.

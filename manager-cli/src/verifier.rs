@@ -6,7 +6,6 @@
 //! decided (unreachable gateway, bad input).
 
 use std::path::Path;
-use std::time::Duration;
 
 use base64::engine::general_purpose::{STANDARD as B64, URL_SAFE_NO_PAD};
 use base64::Engine;
@@ -36,12 +35,7 @@ fn gateway(args: &GatewayArgs, config: &Config) -> Result<Client, Error> {
                 "which gateway? set DGSP_GATEWAY_URL, pass --gateway, or put gateway in the config file".into(),
             )
         })?;
-    Ok(Client::new(
-        &url,
-        None,
-        Duration::from_secs(args.timeout_secs.max(1)),
-        args.retries,
-    )?)
+    Ok(args.http.client(&url, None)?)
 }
 
 /// Reads a group key: a key file (base64 text or raw encoding).

@@ -15,7 +15,7 @@ use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::{Manager, ParamSet, Zeta};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_manager::audit::{self, Auditor, Report, Skipped, WarningKind};
-use dgsp_manager::cli::AuditArgs;
+use dgsp_manager::cli::{AuditArgs, HttpArgs};
 use dgsp_manager::config::Config;
 use dgsp_manager::output::Output;
 use dgsp_manager::{exit, Error};
@@ -379,8 +379,10 @@ fn file_args(path: &std::path::Path) -> AuditArgs {
         registry: None,
         token: None,
         group_key: None,
-        timeout_secs: 5,
-        retries: 0,
+        http: HttpArgs {
+            timeout_secs: 5,
+            retries: 0,
+        },
     }
 }
 
@@ -438,8 +440,10 @@ async fn a_large_honest_log_reports_nothing() {
         registry: Some(r.url.clone()),
         token: Some(logs::AUDITOR.into()),
         group_key: Some(hex::encode(r.manager.public_key().fingerprint())),
-        timeout_secs: 30,
-        retries: 2,
+        http: HttpArgs {
+            timeout_secs: 30,
+            retries: 2,
+        },
     };
     let t = Instant::now();
     let code = audit::run(args, Output { json: true }, &Config::default())

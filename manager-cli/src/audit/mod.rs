@@ -93,8 +93,6 @@ mod snapshots;
 pub mod source;
 mod violation;
 
-use std::time::Duration;
-
 use dgsp_gateway::anchor::Anchor;
 use tokio::sync::mpsc;
 
@@ -103,7 +101,6 @@ pub use report::{GroupInfo, Head, Report, Stats};
 pub use violation::{Skipped, Violation, ViolationKind, Warning, WarningKind};
 
 use crate::cli::AuditArgs;
-use crate::client::Client;
 use crate::config::Config;
 use crate::error::{exit, Error};
 use crate::output::Output;
@@ -165,12 +162,7 @@ async fn from_registry(
             "no auditor token: the feed has no private parts, so commitments and member checks are skipped",
         );
     }
-    let client = Client::new(
-        &base,
-        token,
-        Duration::from_secs(args.timeout_secs),
-        args.retries,
-    )?;
+    let client = args.http.client(&base, token)?;
     let bar = out.progress(0, "auditing");
     let (tx, mut rx) = mpsc::channel::<Vec<dgsp_registry::log::Entry>>(4);
     let consumer_bar = bar.clone();
