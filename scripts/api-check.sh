@@ -59,7 +59,13 @@ ensure_schemathesis
 
 PROFILE="${API_CHECK_PROFILE:-release}"
 say "building dgsp-registry, dgsp-gateway and dgsp-manager ($PROFILE)"
-cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-manager
+if [ "$PROFILE" = dev ]; then
+  # The binaries exactly as `cargo test --workspace` builds them (its feature set includes
+  # dev-dependencies; a plain `cargo build -p ...` would compile the crates a second time).
+  cargo test --workspace --locked --no-run --quiet
+else
+  cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-manager
+fi
 BIN="$CARGO_TARGET_DIR/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
 
 # Two ports nobody listens on (the kernel picks them; CI may run other stacks alongside).
