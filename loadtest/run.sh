@@ -80,33 +80,14 @@ mkdir -p "${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/loadtest" "$RESULTS"
 STATE=$(mktemp -d "${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/loadtest/run.XXXXXX")
 REG_PID=
 GW_PID=
-stop_stack() {
-  # SIGTERM, then wait: both close RocksDB cleanly.
-  for pid in $GW_PID $REG_PID; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in $GW_PID $REG_PID; do wait "$pid" 2>/dev/null || true; done
-  GW_PID= REG_PID=
+cleanup() {
+  stop_stack
   if [ "${LOADTEST_KEEP:-0}" = 1 ]; then say "kept $STATE"; else rm -rf "$STATE"; fi
 }
-trap stop_stack EXIT
+trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-(umask 077
- head -c 24 /dev/urandom | base64 > "$STATE/passphrase"
- head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$STATE/admin-token")
-export DGSP_KEY_PASSPHRASE_FILE="$STATE/passphrase"
-export DGSP_ADMIN_TOKEN_FILE="$STATE/admin-token"
-
-say "creating a $PARAMS group in $STATE"
-"$BIN/dgsp-registry" init --params "$PARAMS" --data "$STATE/group" >/dev/null
-"$BIN/dgsp-registry" public-key --data "$STATE/group" > "$STATE/group.pub"
-"$BIN/dgsp-registry" serve --data "$STATE/group" --listen "$REG_LISTEN" >"$STATE/registry.log" 2>&1 &
-REG_PID=$!
-wait_ready "http://$REG_LISTEN" "$REG_PID" registry "$STATE/registry.log" || { LOADTEST_KEEP=1; exit 1; }
-"$BIN/dgsp-gateway" serve --registry "http://$REG_LISTEN" --group-key "$STATE/group.pub" \
-  --data "$STATE/gateway" --listen "$GW_LISTEN" >"$STATE/gateway.log" 2>&1 &
-GW_PID=$!
-wait_ready "http://$GW_LISTEN" "$GW_PID" gateway "$STATE/gateway.log" || { LOADTEST_KEEP=1; exit 1; }
-say "registry http://$REG_LISTEN (pid $REG_PID), gateway http://$GW_LISTEN (pid $GW_PID)"
+start_stack "$BIN" "$STATE" "$PARAMS" "$REG_LISTEN" "$GW_LISTEN" || { LOADTEST_KEEP=1; exit 1; }
 
 say "generating fixtures: $MEMBERS members, $SIGS distinct signatures, $OPENINGS openings"
 FIX="$STATE/fixtures"

@@ -83,39 +83,23 @@ mkdir -p "$CACHE/api-check" "$OUT"
 STATE=$(mktemp -d "$CACHE/api-check/run.XXXXXX")
 REG_PID=
 GW_PID=
-stop_stack() {
-  # SIGTERM, then wait: both close RocksDB cleanly.
-  for pid in $GW_PID $REG_PID; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in $GW_PID $REG_PID; do wait "$pid" 2>/dev/null || true; done
-  GW_PID= REG_PID=
+cleanup() {
+  stop_stack
   [ -f "$STATE/registry.log" ] && cp "$STATE/registry.log" "$STATE/gateway.log" "$OUT/" 2>/dev/null || true
   if [ "${API_CHECK_KEEP:-0}" = 1 ]; then say "kept $STATE"; else rm -rf "$STATE"; fi
 }
-trap stop_stack EXIT
+trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 (umask 077
- head -c 24 /dev/urandom | base64 > "$STATE/passphrase"
- head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$STATE/admin-token"
  head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$STATE/auditor-token"
  head -c 24 /dev/urandom | base64 > "$STATE/wallet-passphrase")
-export DGSP_KEY_PASSPHRASE_FILE="$STATE/passphrase"
-export DGSP_ADMIN_TOKEN_FILE="$STATE/admin-token"
+# The registry's auditor token: start_stack's registry inherits it (nothing else below reads it).
+export DGSP_AUDITOR_TOKEN
+DGSP_AUDITOR_TOKEN=$(cat "$STATE/auditor-token")
+start_stack "$BIN" "$STATE" sha2-128f "127.0.0.1:$REG_PORT" "127.0.0.1:$GW_PORT" \
+  || { API_CHECK_KEEP=1; exit 1; }
 TOKEN=$(cat "$STATE/admin-token")
-
-say "creating a sha2-128f group in $STATE"
-"$BIN/dgsp-registry" init --params sha2-128f --data "$STATE/group" >/dev/null
-"$BIN/dgsp-registry" public-key --data "$STATE/group" > "$STATE/group.pub"
-DGSP_AUDITOR_TOKEN=$(cat "$STATE/auditor-token") \
-  "$BIN/dgsp-registry" serve --data "$STATE/group" --listen "127.0.0.1:$REG_PORT" \
-  >"$STATE/registry.log" 2>&1 &
-REG_PID=$!
-wait_ready "$REG" "$REG_PID" registry "$STATE/registry.log" || { API_CHECK_KEEP=1; exit 1; }
-"$BIN/dgsp-gateway" serve --registry "$REG" --group-key "$STATE/group.pub" \
-  --data "$STATE/gateway" --listen "127.0.0.1:$GW_PORT" >"$STATE/gateway.log" 2>&1 &
-GW_PID=$!
-wait_ready "$GW" "$GW_PID" gateway "$STATE/gateway.log" || { API_CHECK_KEEP=1; exit 1; }
-say "registry $REG (pid $REG_PID), gateway $GW (pid $GW_PID)"
 
 # The group: alice and bob with certificates, alice has signed and been opened, bob is
 # revoked, carol has no certificates. Through dgsp-manager, as docs/walkthrough.md does.

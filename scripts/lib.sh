@@ -73,3 +73,40 @@ wait_ready() {
   echo "the $3 did not become ready in 30 s; see $4" >&2
   return 1
 }
+
+# start_stack BIN STATE PARAMS REG_LISTEN GW_LISTEN: a fresh PARAMS group in directory STATE
+# (a random key passphrase and admin token made there, readable only by you, exported as
+# DGSP_KEY_PASSPHRASE_FILE and DGSP_ADMIN_TOKEN_FILE), its registry serving on REG_LISTEN
+# and a gateway pinned to the group key following it on GW_LISTEN, from the binaries in BIN,
+# logging to STATE/registry.log and STATE/gateway.log. Sets REG_PID and GW_PID (stop them
+# with stop_stack, from the caller's EXIT trap); fails if either does not become ready.
+# The registry inherits the caller's environment (DGSP_AUDITOR_TOKEN, say).
+start_stack() {
+  local bin=$1 state=$2 params=$3 reg=$4 gw=$5
+  (umask 077
+   head -c 24 /dev/urandom | base64 > "$state/passphrase"
+   head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$state/admin-token") || return 1
+  export DGSP_KEY_PASSPHRASE_FILE="$state/passphrase"
+  export DGSP_ADMIN_TOKEN_FILE="$state/admin-token"
+  say "creating a $params group in $state"
+  # Each step checked: `set -e` does not apply inside a function called as `start_stack || ...`.
+  "$bin/dgsp-registry" init --params "$params" --data "$state/group" >/dev/null || return 1
+  "$bin/dgsp-registry" public-key --data "$state/group" > "$state/group.pub" || return 1
+  "$bin/dgsp-registry" serve --data "$state/group" --listen "$reg" >"$state/registry.log" 2>&1 &
+  REG_PID=$!
+  wait_ready "http://$reg" "$REG_PID" registry "$state/registry.log" || return 1
+  "$bin/dgsp-gateway" serve --registry "http://$reg" --group-key "$state/group.pub" \
+    --data "$state/gateway" --listen "$gw" >"$state/gateway.log" 2>&1 &
+  GW_PID=$!
+  wait_ready "http://$gw" "$GW_PID" gateway "$state/gateway.log" || return 1
+  say "registry http://$reg (pid $REG_PID), gateway http://$gw (pid $GW_PID)"
+}
+
+# stop_stack: SIGTERM to the gateway and registry start_stack started, then waits for them
+# (both close RocksDB cleanly).
+stop_stack() {
+  local pid
+  for pid in ${GW_PID:-} ${REG_PID:-}; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in ${GW_PID:-} ${REG_PID:-}; do wait "$pid" 2>/dev/null || true; done
+  GW_PID= REG_PID=
+}
