@@ -251,10 +251,10 @@ struct ImportOut {
 fn import_file(path: &Path, args: &WalletArgs, out: Output, config: &Config) -> Result<(), Error> {
     let file: CertificatesFile = documents::read(path, documents::CERTIFICATES_FORMAT)?;
     let w = open(args, config)?;
-    let incoming = import::decode(path, &file, w.id(), w.params())?;
     // Check outside the lock (slow: one SPHINCS+ verification each); slots only ever gain
     // certificates, so what is checked here stays true.
     let snapshot = w.snapshot()?;
+    let incoming = import::decode(path, &file, w.id(), w.params())?;
     let matches = import::classify(&snapshot, &incoming)?;
     let new = matches
         .iter()

@@ -234,17 +234,20 @@ impl Wallet {
         })
     }
 
-    /// Opens a wallet: reads its header and derives the keys (checks the passphrase).
+    /// Opens a wallet: reads its clear header and derives the keys (the one Argon2id run of
+    /// the command). Nothing is decrypted yet: the passphrase is checked by the first
+    /// [`Wallet::snapshot`] or [`Wallet::lock`], which read the contents anyway.
     pub fn open(paths: Paths, passphrase: &[u8]) -> Result<Wallet, Error> {
-        let header = envelope::read(&paths.wallet)?;
+        let mut header = envelope::read(&paths.wallet)?;
+        // Only the clear fields are kept (and cloned at every rewrite), not the ciphertext.
+        header.nonce = String::new();
+        header.ciphertext = String::new();
         let keys = envelope::derive(&paths.wallet, &header, passphrase)?;
-        let wallet = Wallet {
+        Ok(Wallet {
             paths,
             header,
             keys,
-        };
-        wallet.snapshot()?;
-        Ok(wallet)
+        })
     }
 
     /// The files.
