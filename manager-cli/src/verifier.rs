@@ -7,12 +7,13 @@
 
 use std::path::Path;
 
-use base64::engine::general_purpose::{STANDARD as B64, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Pi, Zeta};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::api::model::{JudgeAnswer, Status, VerifyAnswer};
+use dgsp_gateway::api::revocations::parse_zeta;
 use dgsp_registry::publisher::snapshot_from_json;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -149,11 +150,8 @@ async fn check_offline(
             url: client.base().to_owned(),
             reason: format!("snapshot {} is not a signed snapshot", snap_ref.number),
         })?;
-    let proof = B64
-        .decode(&proof.encoded)
-        .ok()
-        .and_then(|b| RevocationProof::from_bytes(&b).ok())
-        .ok_or_else(|| crate::client::ClientError::Malformed {
+    let proof =
+        decode_proof(&proof.encoded).ok_or_else(|| crate::client::ClientError::Malformed {
             url: client.base().to_owned(),
             reason: "the revocation proof does not decode".into(),
         })?;
@@ -168,6 +166,12 @@ async fn check_offline(
         revoked: shown == Membership::Revoked,
         snapshot: snapshot.record.number,
     })
+}
+
+/// A revocation proof from its base64 form (as the gateway serves it).
+fn decode_proof(encoded: &str) -> Option<RevocationProof> {
+    let bytes = B64.decode(encoded).ok()?;
+    RevocationProof::from_bytes(&bytes).ok()
 }
 
 /// Parses pi as hex or base64.
@@ -232,16 +236,6 @@ pub async fn judge(args: JudgeArgs, out: Output, config: &Config) -> Result<i32,
     })
 }
 
-fn parse_zeta(s: &str) -> Result<Zeta, Error> {
-    let bytes = hex::decode(s)
-        .ok()
-        .filter(|b| b.len() == 16)
-        .or_else(|| URL_SAFE_NO_PAD.decode(s.trim_end_matches('=')).ok())
-        .or_else(|| B64.decode(s).ok())
-        .ok_or_else(|| Error::arg("--zeta", "not 32 hex characters or base64"))?;
-    Zeta::from_slice(&bytes).map_err(|e| Error::arg("--zeta", e.to_string()))
-}
-
 /// `check-proof`: a revocation proof against a signed snapshot and the group key, offline.
 pub fn check_proof(args: CheckProofArgs, out: Output) -> Result<i32, Error> {
     let group = read_group_key(&args.group_key)?;
@@ -255,7 +249,8 @@ pub fn check_proof(args: CheckProofArgs, out: Output) -> Result<i32, Error> {
                 "not a signed snapshot (the JSON served at /v1/revocations/snapshots/{n})",
             )
         })?;
-    let zeta = parse_zeta(&args.zeta)?;
+    let zeta = parse_zeta(&args.zeta)
+        .ok_or_else(|| Error::arg("--zeta", "not 16 bytes as 32 hex characters or base64"))?;
     let proof_bytes = io::read_input(&args.proof)?;
     // A saved proof answer (JSON with revocation.proof.encoded) or the proof in base64.
     let encoded = serde_json::from_slice::<Value>(&proof_bytes)
@@ -266,10 +261,7 @@ pub fn check_proof(args: CheckProofArgs, out: Output) -> Result<i32, Error> {
                 .and_then(|e| e.as_str().map(str::to_owned))
         })
         .unwrap_or_else(|| String::from_utf8_lossy(&proof_bytes).trim().to_owned());
-    let proof = B64
-        .decode(&encoded)
-        .ok()
-        .and_then(|b| RevocationProof::from_bytes(&b).ok())
+    let proof = decode_proof(&encoded)
         .ok_or_else(|| Error::input(&args.proof, "not a revocation proof"))?;
     let verdict = verify_revocation(&group, &snapshot, &zeta, &proof);
     let report = json!({

@@ -113,8 +113,9 @@ pub struct ProofAnswer {
     pub freshness: Freshness,
 }
 
-/// Parses a zeta path segment: 32 hex characters or unpadded base64url (22 characters).
-fn parse_zeta(s: &str) -> Option<Zeta> {
+/// Parses a zeta as clients write it: 32 hex characters, unpadded base64url (22 characters)
+/// or standard base64. Shared with `dgsp-manager check-proof`.
+pub fn parse_zeta(s: &str) -> Option<Zeta> {
     if let Some(bytes) = unhex::<16>(s) {
         return Some(Zeta(bytes));
     }
