@@ -48,19 +48,76 @@ pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
     f.sync_all().map_err(io_err(path))
 }
 
-/// Writes `bytes` to a temporary file beside `path`, syncs it, and renames it over `path`
-/// (then syncs the directory): readers see the old file or the new one, never a mix.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
-    let dir = path
-        .parent()
+/// A file written under a temporary name beside its destination and renamed over it by
+/// [`AtomicFile::commit`] (after an fsync, then a directory fsync): readers see the old file
+/// or the whole new one, never a part. Dropped without `commit`, the temporary file is
+/// removed.
+pub struct AtomicFile {
+    dest: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    file: Option<fs::File>,
+}
+
+impl AtomicFile {
+    /// Starts writing what will become `path` (mode `mode`).
+    pub fn create(path: &Path, mode: u32) -> Result<AtomicFile, Error> {
+        let dir = parent(path);
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(io_err(&tmp))?;
+        Ok(AtomicFile {
+            dest: path.to_owned(),
+            tmp,
+            file: Some(file),
+        })
+    }
+
+    /// Syncs the data, renames it over the destination and syncs the directory.
+    pub fn commit(mut self) -> Result<(), Error> {
+        let file = self.file.take().expect("committed once");
+        file.sync_all().map_err(io_err(&self.tmp))?;
+        drop(file);
+        fs::rename(&self.tmp, &self.dest).map_err(io_err(&self.dest))?;
+        let dir = parent(&self.dest);
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err(dir))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.as_mut().expect("not committed").write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().expect("not committed").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+fn parent(path: &Path) -> &Path {
+    path.parent()
         .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    write_new(&tmp, bytes, mode)?;
-    fs::rename(&tmp, path).map_err(io_err(path))?;
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir))
+        .unwrap_or(Path::new("."))
+}
+
+/// [`AtomicFile`] for a buffer already in memory.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
+    let mut f = AtomicFile::create(path, mode)?;
+    f.write_all(bytes).map_err(io_err(path))?;
+    f.commit()
 }

@@ -4,7 +4,7 @@
 //! CSR file), so re-running a command that was interrupted returns the registry's first
 //! answer instead of acting twice.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -585,7 +585,9 @@ async fn export(client: &Client, dest: &Path, public: bool, out: Output) -> Resu
     }
     let group: GroupInfo = client.get_json("/v1/group", &[]).await?;
     let bar = out.progress(group.head_seq, "exporting");
-    let mut buf = Vec::new();
+    // Streamed to a temporary file, renamed into place only when complete.
+    let file = io::AtomicFile::create(dest, if public { 0o644 } else { 0o600 })?;
+    let mut buf = std::io::BufWriter::new(file);
     let mut after = 0u64;
     let mut head = group.head_seq;
     loop {
@@ -614,8 +616,13 @@ async fn export(client: &Client, dest: &Path, public: bool, out: Output) -> Resu
                     e.seq
                 )));
             }
-            serde_json::to_writer(&mut buf, e).expect("entries serialize");
-            buf.push(b'\n');
+            serde_json::to_writer(&mut buf, e)
+                .map_err(std::io::Error::from)
+                .and_then(|()| buf.write_all(b"\n"))
+                .map_err(|source| Error::Io {
+                    path: dest.to_owned(),
+                    source,
+                })?;
             after = e.seq;
         }
         bar.set_position(after);
@@ -625,7 +632,12 @@ async fn export(client: &Client, dest: &Path, public: bool, out: Output) -> Resu
         }
     }
     bar.finish_and_clear();
-    io::write_atomic(dest, &buf, if public { 0o644 } else { 0o600 })?;
+    buf.into_inner()
+        .map_err(|e| Error::Io {
+            path: dest.to_owned(),
+            source: e.into_error(),
+        })?
+        .commit()?;
     let report = json!({"file": dest, "entries": after, "public": public});
     out.emit(&report, || {
         format!(
