@@ -9,7 +9,7 @@
 //! auditor holds only grows). Every snapshot, good or bad, becomes the predecessor of the
 //! next, as it is in the log.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot, SnapshotRecord};
 use dgsp_core::Zeta;
@@ -23,8 +23,7 @@ pub(crate) struct Snapshots {
     /// Zetas revoked at entries covered by the latest snapshot's `log_seq`.
     set: RevocationSet,
     /// Zetas revoked since, with their entry.
-    pending: Vec<(Zeta, u64)>,
-    pending_set: HashSet<Zeta>,
+    pending: HashMap<Zeta, u64>,
     latest: Option<SnapshotRecord>,
     /// The largest count of any snapshot so far.
     high_count: u64,
@@ -37,11 +36,11 @@ impl Snapshots {
         let mut first_duplicate = None;
         let mut new = 0;
         for z in zetas {
-            if self.set.contains(z) || !self.pending_set.insert(*z) {
+            if self.set.contains(z) || self.pending.contains_key(z) {
                 duplicates += 1;
                 first_duplicate.get_or_insert(*z);
             } else {
-                self.pending.push((*z, seq));
+                self.pending.insert(*z, seq);
                 new += 1;
             }
         }
@@ -60,10 +59,7 @@ impl Snapshots {
 
     /// Zetas revoked but in no snapshot yet, and the first entry revoking one.
     pub(crate) fn unsnapshotted(&self) -> (usize, Option<u64>) {
-        (
-            self.pending.len(),
-            self.pending.iter().map(|(_, s)| *s).min(),
-        )
+        (self.pending.len(), self.pending.values().min().copied())
     }
 
     /// A `snapshot_published` entry at `seq` (its signature is checked elsewhere).
@@ -113,14 +109,11 @@ impl Snapshots {
         }
 
         // Fold every revocation the record says it covers into the set.
-        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|(_, at)| *at <= r.log_seq);
-        for (z, _) in &now {
-            self.pending_set.remove(z);
-        }
-        self.pending = later;
-        let zetas: Vec<Zeta> = now.into_iter().map(|(z, _)| z).collect();
+        let zetas: Vec<Zeta> = self
+            .pending
+            .extract_if(|_, at| *at <= r.log_seq)
+            .map(|(z, _)| z)
+            .collect();
         self.set.insert(&zetas);
 
         if !shrink.is_empty() {
