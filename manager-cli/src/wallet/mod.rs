@@ -311,7 +311,7 @@ impl Wallet {
     pub fn lock(&self, on_wait: impl FnOnce()) -> Result<Locked<'_>, Error> {
         let file = lock_file(&self.paths, on_wait)?;
         let payload = self.snapshot()?;
-        let mut journal = Journal::read(
+        let journal = Journal::read(
             &self.paths.journal,
             &payload.journal_id,
             self.keys.journal(),
@@ -324,31 +324,23 @@ impl Wallet {
             }
             .into());
         }
-        let repaired = journal.torn.clone();
-        if let Some(torn) = &repaired {
-            let mut candidates: BTreeSet<usize> = torn.hint.into_iter().collect();
-            if let Some(next) = first_available(&payload, &journal.used) {
-                candidates.insert(next);
-            }
-            journal.repair(self.keys.journal(), &candidates)?;
-        }
-        Ok(Locked {
+        let mut locked = Locked {
             wallet: self,
             _file: file,
             payload,
+            repaired: journal.torn.clone(),
             journal,
-            repaired,
-        })
+        };
+        if let Some(torn) = &locked.repaired {
+            let candidates: BTreeSet<usize> = torn
+                .hint
+                .into_iter()
+                .chain(locked.first_available())
+                .collect();
+            locked.journal.repair(self.keys.journal(), &candidates)?;
+        }
+        Ok(locked)
     }
-}
-
-fn first_available(payload: &Payload, used: &BTreeSet<usize>) -> Option<usize> {
-    payload
-        .slots
-        .iter()
-        .enumerate()
-        .find(|(i, s)| s.certificate.is_some() && !s.used && !used.contains(i))
-        .map(|(i, _)| i)
 }
 
 /// A wallet under its lock, contents loaded. Dropping it releases the lock.
@@ -366,6 +358,12 @@ impl Locked<'_> {
     /// Is slot `i` used (journal or wallet)?
     pub fn is_used(&self, i: usize) -> bool {
         self.payload.slots.get(i).is_some_and(|s| s.used) || self.journal.used.contains(&i)
+    }
+
+    /// The first certified unused slot: the one [`Locked::take`] hands out.
+    fn first_available(&self) -> Option<usize> {
+        (0..self.payload.slots.len())
+            .find(|&i| self.payload.slots[i].certificate.is_some() && !self.is_used(i))
     }
 
     /// Slots per state.
@@ -413,7 +411,7 @@ impl Locked<'_> {
     /// Takes the first certified unused slot: records its use durably, releases the lock,
     /// and returns what signs with it. Refused when none is left.
     pub fn take(mut self) -> Result<Ticket, Error> {
-        let Some(slot) = first_available(&self.payload, &self.journal.used) else {
+        let Some(slot) = self.first_available() else {
             let c = self.counts();
             return Err(WalletError::Exhausted {
                 used: c.used,
