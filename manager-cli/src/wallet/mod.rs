@@ -442,7 +442,6 @@ impl Locked<'_> {
             group,
             seed: taken.wots_seed,
             certificate,
-            slot,
             left,
         })
     }
@@ -454,8 +453,6 @@ pub struct Ticket {
     group: ManagerPublicKey,
     seed: WotsSeed,
     certificate: Certificate,
-    /// the slot's index in the wallet
-    pub slot: usize,
     /// counts after this use
     pub left: Counts,
 }
