@@ -97,6 +97,11 @@ fn be(n: u64) -> [u8; 8] {
     n.to_be_bytes()
 }
 
+/// The inverse of [`be`]: `None` unless exactly 8 bytes.
+fn unbe(bytes: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(bytes).ok().map(u64::from_be_bytes)
+}
+
 fn corrupt(what: impl Into<String>, reason: impl ToString) -> StoreError {
     StoreError::Corrupt {
         what: what.into(),
@@ -206,9 +211,7 @@ impl Store {
             .take(limit)
             .map(|item| {
                 let (k, v) = item?;
-                let id = <[u8; 8]>::try_from(&*k)
-                    .map(u64::from_be_bytes)
-                    .map_err(|_| corrupt("members key", "not 8 bytes"))?;
+                let id = unbe(&k).ok_or_else(|| corrupt("members key", "not 8 bytes"))?;
                 let m =
                     serde_json::from_slice(&v).map_err(|e| corrupt(format!("member {id}"), e))?;
                 Ok((id, m))
@@ -220,11 +223,7 @@ impl Store {
     pub fn id_of(&self, username: &str) -> Result<Option<MemberId>, StoreError> {
         self.db
             .get_cf(self.cf("names"), username.as_bytes())?
-            .map(|v| {
-                <[u8; 8]>::try_from(v.as_slice())
-                    .map(u64::from_be_bytes)
-                    .map_err(|_| corrupt(format!("name {username}"), "not 8 bytes"))
-            })
+            .map(|v| unbe(&v).ok_or_else(|| corrupt(format!("name {username}"), "not 8 bytes")))
             .transpose()
     }
 
@@ -242,8 +241,8 @@ impl Store {
         Ok(self
             .db
             .get_cf(self.cf("views"), name.as_bytes())?
-            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
-            .map_or(0, u64::from_be_bytes))
+            .and_then(|v| unbe(&v))
+            .unwrap_or(0))
     }
 
     /// The first answer recorded under an idempotency key.
@@ -409,8 +408,7 @@ impl Store {
         let Some(seq) = self
             .db
             .get_cf(self.cf("views"), b"checkpoint")?
-            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
-            .map(u64::from_be_bytes)
+            .and_then(|v| unbe(&v))
         else {
             return Ok(None);
         };
