@@ -139,7 +139,9 @@ pub fn check_group(view: &View, e: &Entry) -> Result<(), Fault> {
     Ok(())
 }
 
-fn revoked_zetas(e: &Entry) -> Result<Vec<Zeta>, Fault> {
+/// The zetas a `member_revoked` entry publishes (its public `zetas`, each 32 hex
+/// characters); the auditor reads them with the same rule.
+pub fn revoked_zetas(e: &Entry) -> Result<Vec<Zeta>, Fault> {
     let malformed = |detail: &str| Fault::MalformedEntry {
         seq: e.seq,
         detail: detail.into(),

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_core::{ManagerPublicKey, MessageDigest, Pi, Signature, Zeta};
+use dgsp_core::{ManagerPublicKey, MessageDigest, Pi, Signature};
 use dgsp_gateway::anchor::Anchor;
+use dgsp_gateway::follower::apply::revoked_zetas;
 use dgsp_registry::events::{Event, EventError};
-use dgsp_registry::log::{unhex, Entry};
+use dgsp_registry::log::Entry;
 use dgsp_registry::publisher::snapshot_from_json;
-use serde_json::Value;
 
 use super::chain::Chain;
 use super::checkpoints::{self, Checkpoints};
@@ -260,16 +260,7 @@ impl Auditor {
     /// checked against the member's issued counters when present.
     fn revoked(&mut self, e: &Entry, event: Option<Event>, out: &mut Findings) {
         self.stats.revocations += 1;
-        let zetas: Option<Vec<Zeta>> =
-            e.public
-                .get("zetas")
-                .and_then(Value::as_array)
-                .and_then(|list| {
-                    list.iter()
-                        .map(|z| z.as_str().and_then(unhex::<16>).map(Zeta))
-                        .collect()
-                });
-        let Some(zetas) = zetas else {
+        let Ok(zetas) = revoked_zetas(e) else {
             out.violation(
                 e.seq,
                 ViolationKind::Malformed,

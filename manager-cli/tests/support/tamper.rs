@@ -5,8 +5,9 @@
 use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
 use dgsp_core::{Manager, Zeta};
+use dgsp_gateway::follower::apply::revoked_zetas;
 use dgsp_registry::events::Event;
-use dgsp_registry::log::{unhex, unhex32, Entry, GENESIS_PREV};
+use dgsp_registry::log::{unhex32, Entry, GENESIS_PREV};
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use serde_json::{json, Value};
 
@@ -75,12 +76,7 @@ pub fn set_snapshot(entries: &mut [Entry], seq: u64, manager: &Manager, record: 
 }
 
 fn zetas_of(e: &Entry) -> Vec<Zeta> {
-    e.public["zetas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|z| Zeta(unhex::<16>(z.as_str().unwrap()).unwrap()))
-        .collect()
+    revoked_zetas(e).unwrap()
 }
 
 /// The set of zetas revoked at entries `<= log_seq`.
