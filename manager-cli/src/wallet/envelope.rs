@@ -132,11 +132,13 @@ fn malformed(path: &Path, reason: impl Into<String>) -> Error {
 }
 
 /// Refuses a secret file that other users may read or write (any group or world bit).
-pub fn check_private(path: &Path) -> Result<(), Error> {
+/// `missing` makes the error for a file that does not exist (each caller names it).
+pub fn check_private(
+    path: &Path,
+    missing: impl FnOnce(std::io::Error) -> Error,
+) -> Result<(), Error> {
     let meta = fs::metadata(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => Error::from(WalletError::NotFound {
-            path: path.to_owned(),
-        }),
+        std::io::ErrorKind::NotFound => missing(source),
         _ => Error::Io {
             path: path.to_owned(),
             source,
@@ -155,7 +157,12 @@ pub fn check_private(path: &Path) -> Result<(), Error> {
 
 /// Reads the clear envelope (checking the file is private and of this format).
 pub fn read(path: &Path) -> Result<Envelope, Error> {
-    check_private(path)?;
+    check_private(path, |_| {
+        WalletError::NotFound {
+            path: path.to_owned(),
+        }
+        .into()
+    })?;
     let bytes = fs::read(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,

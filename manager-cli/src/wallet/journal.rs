@@ -125,11 +125,11 @@ impl Journal {
             }
             .into()
         };
-        super::envelope::check_private(path).map_err(|e| match e {
-            Error::Wallet(WalletError::NotFound { path }) => {
-                Error::Wallet(WalletError::JournalMissing { path })
+        super::envelope::check_private(path, |_| {
+            WalletError::JournalMissing {
+                path: path.to_owned(),
             }
-            other => other,
+            .into()
         })?;
         let bytes = fs::read(path).map_err(io_err(path))?;
         let head = header(journal_id);

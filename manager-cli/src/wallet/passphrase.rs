@@ -16,12 +16,9 @@ pub const ENV: &str = "DGSP_WALLET_PASSPHRASE";
 /// length.
 pub fn read(file: Option<&Path>, new: bool) -> Result<Zeroizing<String>, Error> {
     let pass = if let Some(path) = file {
-        super::envelope::check_private(path).map_err(|e| match e {
-            Error::Wallet(WalletError::NotFound { path }) => Error::Io {
-                path,
-                source: std::io::ErrorKind::NotFound.into(),
-            },
-            other => other,
+        super::envelope::check_private(path, |source| Error::Io {
+            path: path.to_owned(),
+            source,
         })?;
         let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|source| Error::Io {
             path: path.to_owned(),
