@@ -191,22 +191,14 @@ pub fn verify(
             })
             .collect()
     });
-    let mut first: Option<WalletError> = None;
-    for r in results {
-        if let Err(e) = r {
-            let earlier = match (&first, &e) {
-                (
-                    Some(WalletError::CertificateRefused { index: a, .. }),
-                    WalletError::CertificateRefused { index: b, .. },
-                ) => b < a,
-                (None, _) => true,
-                _ => false,
-            };
-            if earlier {
-                first = Some(e);
-            }
-        }
-    }
+    // Each part stops at its first refusal; the file's first is the lowest of those.
+    let first = results
+        .into_iter()
+        .filter_map(Result::err)
+        .min_by_key(|e| match e {
+            WalletError::CertificateRefused { index, .. } => *index,
+            _ => 0,
+        });
     first.map_or(Ok(()), Err)
 }
 
