@@ -1,11 +1,9 @@
 //! The auditor: fed the log entry by entry, it replays the group's history and checks the
 //! manager's conduct. Pure and incremental (no I/O), so any source can feed it.
 
-use std::sync::Arc;
-
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_core::{ManagerPublicKey, MessageDigest, Pi, Signature};
+use dgsp_core::{MessageDigest, ParamSet, Pi, Signature};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::follower::apply::revoked_zetas;
 use dgsp_registry::events::{Event, EventError};
@@ -301,11 +299,11 @@ impl Auditor {
             );
             return;
         };
-        let Some(key) = self.group.key().map(Arc::clone) else {
+        let Some(params) = self.group.key().map(|k| k.params()) else {
             out.skip(Skipped::Signatures);
             return;
         };
-        match decode_opening(&key, &signature, &digest, &pi) {
+        match decode_opening(params, &signature, &digest, &pi) {
             Ok((signature, digest, pi)) => {
                 self.stats.judged += 1;
                 jobs.push(Job::Judge {
@@ -323,14 +321,13 @@ impl Auditor {
     }
 }
 
-/// The signature (base64), digest and pi (hex) of an opening, for this group's params.
+/// The signature (base64), digest and pi (hex) of an opening, for the group's `params`.
 fn decode_opening(
-    key: &ManagerPublicKey,
+    params: ParamSet,
     signature: &str,
     digest: &str,
     pi: &str,
 ) -> Result<(Signature, MessageDigest, Pi), String> {
-    let params = key.params();
     let signature = B64
         .decode(signature)
         .map_err(|e| format!("opening: signature is not base64 ({e})"))

@@ -1,7 +1,5 @@
 //! Which group the log belongs to: entry 1 (`group_created`), checked against the pin.
 
-use std::sync::Arc;
-
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::ManagerPublicKey;
@@ -16,20 +14,20 @@ use super::violation::ViolationKind;
 /// The pin and the key in use.
 pub(crate) struct Group {
     pin: Option<Anchor>,
-    key: Option<Arc<ManagerPublicKey>>,
+    key: Option<ManagerPublicKey>,
 }
 
 impl Group {
     pub(crate) fn new(pin: Option<Anchor>) -> Self {
         let key = match &pin {
-            Some(Anchor::Key(k)) => Some(Arc::new((**k).clone())),
+            Some(Anchor::Key(k)) => Some((**k).clone()),
             _ => None,
         };
         Group { pin, key }
     }
 
     /// The key signatures are checked with, once known.
-    pub(crate) fn key(&self) -> Option<&Arc<ManagerPublicKey>> {
+    pub(crate) fn key(&self) -> Option<&ManagerPublicKey> {
         self.key.as_ref()
     }
 
@@ -120,6 +118,6 @@ impl Group {
                 );
             }
         }
-        self.key = Some(Arc::new(key));
+        self.key = Some(key);
     }
 }
