@@ -169,10 +169,12 @@ impl Journal {
             hint: slot_field(&bytes[prefix_len..]),
             len: bytes.len() - prefix_len,
         });
+        let mut prefix = bytes;
+        prefix.truncate(prefix_len);
         Ok(Journal {
             path: path.to_owned(),
             journal_id: *journal_id,
-            prefix: bytes[..prefix_len].to_vec(),
+            prefix,
             used,
             records: valid as u64,
             torn,
