@@ -4,13 +4,11 @@
 
 import http from 'k6/http';
 import { check } from 'k6';
-import { SharedArray } from 'k6/data';
-import { FIXTURES, GATEWAY, JSON_POST, index, scenario, thresholds } from './lib.js';
+import { GATEWAY, fixtures, index, jsonPost, scriptOptions } from './lib.js';
 
 const BATCH = parseInt(__ENV.BATCH || '32', 10);
 
-const batches = new SharedArray('batches', () => {
-  const all = JSON.parse(open(`${FIXTURES}/verify.json`));
+const batches = fixtures('batches', 'verify.json', (all) => {
   const out = [];
   for (let i = 0; i + BATCH <= all.length; i += BATCH) {
     const part = all.slice(i, i + BATCH);
@@ -22,14 +20,10 @@ const batches = new SharedArray('batches', () => {
   return out;
 });
 
-export const options = {
-  scenarios: { batch: scenario(batches.length, true) },
-  // Per request of BATCH (32) items, [p95, p99] in ms per mode.
-  thresholds: thresholds({ saturation: [200, 300], rate: [100, 200] }),
-  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
-};
+// Per request of BATCH (32) items, [p95, p99] in ms per mode.
+export const options = scriptOptions('batch', batches.length, true, { saturation: [200, 300], rate: [100, 200] });
 
-const params = Object.assign({ tags: { name: 'POST /v1/verify/batch' } }, JSON_POST);
+const params = jsonPost('POST /v1/verify/batch');
 
 export default function () {
   const b = batches[index(batches.length)];

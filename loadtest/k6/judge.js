@@ -4,23 +4,18 @@
 
 import http from 'k6/http';
 import { check } from 'k6';
-import { SharedArray } from 'k6/data';
-import { FIXTURES, GATEWAY, JSON_POST, index, scenario, thresholds } from './lib.js';
+import { GATEWAY, fixtures, index, jsonPost, scriptOptions } from './lib.js';
 
-const items = new SharedArray('judge', () =>
-  JSON.parse(open(`${FIXTURES}/judge.json`)).map((j) => ({
+const items = fixtures('judge', 'judge.json', (all) =>
+  all.map((j) => ({
     body: JSON.stringify({ message: j.message, signature: j.signature, id: j.id, pi: j.pi }),
     correct: j.expect_correct,
   })),
 );
 
-export const options = {
-  scenarios: { judge: scenario(items.length, false) },
-  thresholds: thresholds({ saturation: [60, 100], rate: [10, 25] }),
-  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
-};
+export const options = scriptOptions('judge', items.length, false, { saturation: [60, 100], rate: [10, 25] });
 
-const params = Object.assign({ tags: { name: 'POST /v1/judge' } }, JSON_POST);
+const params = jsonPost('POST /v1/judge');
 
 export default function () {
   const item = items[index(items.length)];

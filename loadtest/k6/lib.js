@@ -1,5 +1,5 @@
-// Shared by the scenarios: configuration from the environment, the executor for each mode
-// and the thresholds. See loadtest/README.md.
+// Shared by the scenarios: configuration from the environment, loading the fixtures, the
+// request parameters, and the options (the executor for each mode and the thresholds). See loadtest/README.md.
 //
 //   GATEWAY      gateway base URL (default http://127.0.0.1:7400)
 //   FIXTURES     directory `dgsp-loadtest generate` wrote (absolute path)
@@ -11,6 +11,7 @@
 //   P95_MS, P99_MS  override the latency thresholds of the mode
 
 import exec from 'k6/execution';
+import { SharedArray } from 'k6/data';
 
 export const GATEWAY = (__ENV.GATEWAY || 'http://127.0.0.1:7400').replace(/\/$/, '');
 export const FIXTURES = __ENV.FIXTURES || '../results/fixtures';
@@ -18,12 +19,31 @@ export const MODE = __ENV.MODE || 'saturation';
 const VUS = parseInt(__ENV.VUS || '16', 10);
 const DURATION = __ENV.DURATION || '15s';
 
-export const JSON_POST = { headers: { 'content-type': 'application/json' } };
+// Parameters of a JSON POST whose metrics are tagged `name`.
+export function jsonPost(name) {
+  return { headers: { 'content-type': 'application/json' }, tags: { name } };
+}
+
+// The array in fixture file FILE (in FIXTURES) as `build` turns it into items (request
+// bodies are built here, once, not per iteration), shared by every virtual user as NAME.
+export function fixtures(name, file, build = (all) => all) {
+  return new SharedArray(name, () => build(JSON.parse(open(`${FIXTURES}/${file}`))));
+}
+
+// A script's options: one scenario NAME over COUNT items (see `scenario`) and the
+// thresholds of `bounds` (see `thresholds`).
+export function scriptOptions(name, count, distinct, bounds) {
+  return {
+    scenarios: { [name]: scenario(count, distinct) },
+    thresholds: thresholds(bounds),
+    summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
+  };
+}
 
 // The executor. `distinct` items are walked once each, in order, without repeats: in
 // saturation mode one shared-iterations pass over all of them; in rate mode the runner
 // keeps RATE × DURATION within the count. Other scenarios (judge, reads) wrap around.
-export function scenario(count, distinct) {
+function scenario(count, distinct) {
   if (MODE === 'rate') {
     const rate = parseInt(__ENV.RATE || '0', 10);
     if (!(rate > 0)) throw new Error('MODE=rate needs RATE (iterations per second)');
@@ -51,7 +71,7 @@ export function index(count) {
 
 // Thresholds: errors under 1%, checks over 99%, and p95/p99 latency bounds per mode,
 // measured on the 2-core CI machine with headroom (see docs/benchmarks.md).
-export function thresholds(bounds) {
+function thresholds(bounds) {
   const b = bounds[MODE];
   const p95 = __ENV.P95_MS || b[0];
   const p99 = __ENV.P99_MS || b[1];

@@ -5,16 +5,11 @@
 
 import http from 'k6/http';
 import { check } from 'k6';
-import { SharedArray } from 'k6/data';
-import { FIXTURES, GATEWAY, index, scenario, thresholds } from './lib.js';
+import { GATEWAY, fixtures, index, scriptOptions } from './lib.js';
 
-const zetas = new SharedArray('zetas', () => JSON.parse(open(`${FIXTURES}/zetas.json`)));
+const zetas = fixtures('zetas', 'zetas.json');
 
-export const options = {
-  scenarios: { reads: scenario(zetas.length, false) },
-  thresholds: thresholds({ saturation: [30, 60], rate: [20, 40] }),
-  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
-};
+export const options = scriptOptions('reads', zetas.length, false, { saturation: [30, 60], rate: [20, 40] });
 
 const proofTag = { tags: { name: 'GET /v1/revocations/{zeta}/proof' } };
 const snapTag = { tags: { name: 'GET /v1/revocations/snapshot' } };

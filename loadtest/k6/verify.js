@@ -6,25 +6,19 @@
 
 import http from 'k6/http';
 import { check } from 'k6';
-import { SharedArray } from 'k6/data';
-import { FIXTURES, GATEWAY, JSON_POST, index, scenario, thresholds } from './lib.js';
+import { GATEWAY, fixtures, index, jsonPost, scriptOptions } from './lib.js';
 
-// Request bodies are built once, at load time, not per iteration.
-const items = new SharedArray('verify', () =>
-  JSON.parse(open(`${FIXTURES}/verify.json`)).map((v) => ({
+const items = fixtures('verify', 'verify.json', (all) =>
+  all.map((v) => ({
     body: JSON.stringify({ message: v.message, signature: v.signature }),
     expect: v.expect,
   })),
 );
 
-export const options = {
-  scenarios: { verify: scenario(items.length, true) },
-  // [p95, p99] in ms per mode.
-  thresholds: thresholds({ saturation: [60, 100], rate: [10, 25] }),
-  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
-};
+// [p95, p99] in ms per mode.
+export const options = scriptOptions('verify', items.length, true, { saturation: [60, 100], rate: [10, 25] });
 
-const params = Object.assign({ tags: { name: 'POST /v1/verify' } }, JSON_POST);
+const params = jsonPost('POST /v1/verify');
 
 export default function () {
   const item = items[index(items.length)];
