@@ -1,17 +1,27 @@
-//! Signed checkpoints of a group's event log, in the C2SP signed-note style:
+//! Signed checkpoints of a group's event log, in the C2SP signed-note style
+//! (`docs/checkpoints.md` gives the exact bytes):
 //!
 //! ```text
 //! <origin>
 //! <size>
 //! <base64 head hash>
+//! time <unix ms>                          (extension line; absent only in legacy notes)
+//! snapshot <number> <hex record hash>     (extension line; absent before the first snapshot)
 //!
 //! — <origin> <base64(key id (4 bytes) || SPHINCS+ signature)>
 //! ```
 //!
-//! The signature covers `"DGSP-v1:checkpoint" || body`, where `body` is the first three
-//! lines with their newlines; the prefix keeps checkpoint signatures distinct from
-//! certificate and snapshot signatures made with the same key. The key id is
+//! The signature covers `"DGSP-v1:checkpoint" || body`, where `body` is every line before
+//! the blank line, each with its newline; the prefix keeps checkpoint signatures distinct
+//! from certificate and snapshot signatures made with the same key. The key id is
 //! `SHA3-256("DGSP-v1:checkpoint-key" || origin || 0x0A || public key encoding)[..4]`.
+//!
+//! The `time` line is the registry's signed statement "at this time my log had exactly
+//! `size` entries, ending in `head`"; the `snapshot` line names the latest revocation
+//! snapshot in those entries, and the registry signs it only when every revocation in them
+//! is in that snapshot. Together they let anyone judge, offline, how fresh a revocation
+//! answer is. Other keys (witnesses) may add signature lines over the same body; they are
+//! ignored here.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -24,7 +34,33 @@ use crate::spx;
 /// Domain prefix of checkpoint signatures.
 pub const CHECKPOINT_PREFIX: &[u8] = b"DGSP-v1:checkpoint";
 
-/// A log position: the first `size` entries, whose last has hash `head`.
+/// The revocation snapshot a checkpoint names: its number and the SHA3-256 of its record
+/// ([`SnapshotRecord::hash`](crate::revocation::SnapshotRecord::hash)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotRef {
+    /// Snapshot number (from 1).
+    pub number: u64,
+    /// Hash of the snapshot record.
+    pub hash: [u8; 32],
+}
+
+impl SnapshotRef {
+    /// The reference to `record`.
+    pub fn of(record: &crate::revocation::SnapshotRecord) -> Self {
+        SnapshotRef {
+            number: record.number,
+            hash: record.hash(),
+        }
+    }
+
+    /// Whether `record` is the snapshot this names.
+    pub fn names(&self, record: &crate::revocation::SnapshotRecord) -> bool {
+        record.number == self.number && record.hash() == self.hash
+    }
+}
+
+/// A log position: the first `size` entries, whose last has hash `head`, as of a signed
+/// time, with the revocation snapshot in force.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checkpoint {
     /// Names the log (one per group), e.g. `dgsp/<fingerprint>`.
@@ -33,6 +69,12 @@ pub struct Checkpoint {
     pub size: u64,
     /// Hash of entry `size`.
     pub head: [u8; 32],
+    /// When the registry signed it (Unix ms). `None` only in notes written before signed
+    /// time existed: such a checkpoint covers entries but says nothing about freshness.
+    pub time_unix_ms: Option<u64>,
+    /// The latest snapshot among the covered entries, all of whose revocations it holds;
+    /// `None` before the first snapshot (or in legacy notes).
+    pub snapshot: Option<SnapshotRef>,
 }
 
 /// Why a signed note was refused.
@@ -55,7 +97,32 @@ pub fn origin_for(group: &ManagerPublicKey) -> String {
 }
 
 fn hex_prefix(fp: &[u8; 32]) -> String {
-    fp.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    hex(&fp[..16])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lower-case hex of exactly 32 bytes (the form [`Checkpoint::body`] writes).
+fn unhex32(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// A canonical decimal: digits only, no leading zero (so one number has one body).
+fn parse_decimal(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
+    {
+        return None;
+    }
+    s.parse().ok()
 }
 
 fn key_id(origin: &str, group: &ManagerPublicKey) -> [u8; 4] {
@@ -74,14 +141,27 @@ fn signed_message(body: &str) -> Vec<u8> {
 }
 
 impl Checkpoint {
-    /// The signed body: three lines, each ending in a newline.
+    /// The signed body: three lines and the extension lines, each ending in a newline.
     pub fn body(&self) -> String {
-        format!(
+        let mut body = format!(
             "{}\n{}\n{}\n",
             self.origin,
             self.size,
             B64.encode(self.head)
-        )
+        );
+        if let Some(t) = self.time_unix_ms {
+            body.push_str(&format!("time {t}\n"));
+        }
+        if let Some(s) = &self.snapshot {
+            body.push_str(&format!("snapshot {} {}\n", s.number, hex(&s.hash)));
+        }
+        body
+    }
+
+    /// Milliseconds between the signed time and `now_unix_ms` (0 if the note is from the
+    /// future); `None` for a legacy note without time.
+    pub fn age_ms(&self, now_unix_ms: u64) -> Option<u64> {
+        self.time_unix_ms.map(|t| now_unix_ms.saturating_sub(t))
     }
 
     fn parse_body(body: &str) -> Result<Checkpoint, CheckpointError> {
@@ -92,20 +172,40 @@ impl Checkpoint {
             .ok_or(CheckpointError::Malformed("origin line"))?;
         let size = lines
             .next()
-            .and_then(|s| s.parse::<u64>().ok())
+            .and_then(parse_decimal)
             .ok_or(CheckpointError::Malformed("size line"))?;
         let head = lines
             .next()
             .and_then(|h| B64.decode(h).ok())
             .and_then(|h| <[u8; 32]>::try_from(h).ok())
             .ok_or(CheckpointError::Malformed("head hash line"))?;
-        if lines.next().is_some() {
-            return Err(CheckpointError::Malformed("extra body lines"));
+        let mut line = lines.next();
+        let mut time_unix_ms = None;
+        if let Some(t) = line.and_then(|l| l.strip_prefix("time ")) {
+            time_unix_ms = Some(parse_decimal(t).ok_or(CheckpointError::Malformed("time line"))?);
+            line = lines.next();
+        }
+        let mut snapshot = None;
+        if let Some(rest) = line.and_then(|l| l.strip_prefix("snapshot ")) {
+            let (number, hash) = rest
+                .split_once(' ')
+                .ok_or(CheckpointError::Malformed("snapshot line"))?;
+            let number = parse_decimal(number)
+                .filter(|n| *n >= 1)
+                .ok_or(CheckpointError::Malformed("snapshot number"))?;
+            let hash = unhex32(hash).ok_or(CheckpointError::Malformed("snapshot hash"))?;
+            snapshot = Some(SnapshotRef { number, hash });
+            line = lines.next();
+        }
+        if line.is_some() {
+            return Err(CheckpointError::Malformed("unknown or misplaced body line"));
         }
         Ok(Checkpoint {
             origin: origin.to_owned(),
             size,
             head,
+            time_unix_ms,
+            snapshot,
         })
     }
 }
@@ -173,8 +273,16 @@ mod tests {
             origin: origin_for(m.public_key()),
             size: 42,
             head: [9; 32],
+            time_unix_ms: Some(1_700_000_000_123),
+            snapshot: Some(SnapshotRef {
+                number: 3,
+                hash: [0xab; 32],
+            }),
         };
         let note = m.sign_checkpoint(&cp);
+        assert!(note.contains("\ntime 1700000000123\nsnapshot 3 abab"));
+        assert_eq!(cp.age_ms(1_700_000_001_123), Some(1000));
+        assert_eq!(cp.age_ms(0), Some(0));
         assert!(note.starts_with(&cp.body()));
         assert_eq!(m.public_key().verify_checkpoint(&note), Ok(cp.clone()));
         assert_eq!(
@@ -186,9 +294,53 @@ mod tests {
             m.public_key().verify_checkpoint(&bigger),
             Err(CheckpointError::BadSignature)
         );
+        // The signed time and the named snapshot are covered by the signature.
+        let earlier = note.replacen("time 1700000000123", "time 1700000000122", 1);
+        assert_eq!(
+            m.public_key().verify_checkpoint(&earlier),
+            Err(CheckpointError::BadSignature)
+        );
+        let other_snapshot = note.replacen("snapshot 3 ", "snapshot 2 ", 1);
+        assert_eq!(
+            m.public_key().verify_checkpoint(&other_snapshot),
+            Err(CheckpointError::BadSignature)
+        );
         assert!(m.public_key().verify_checkpoint("garbage").is_err());
         // A snapshot or certificate signature can never pass as a checkpoint signature:
         // the prefixes differ (DGSP-v1:cert / DGSP-v1:snapshot / DGSP-v1:checkpoint).
         assert_ne!(CHECKPOINT_PREFIX, crate::CERT_PREFIX);
+    }
+
+    #[test]
+    fn legacy_and_partial_bodies_parse_and_unknown_lines_do_not() {
+        let base = "dgsp/00\n7\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
+        let legacy = Checkpoint::parse_body(base).unwrap();
+        assert_eq!((legacy.time_unix_ms, legacy.snapshot), (None, None));
+        assert_eq!(legacy.body(), base);
+        let timed = Checkpoint::parse_body(&format!("{base}time 5\n")).unwrap();
+        assert_eq!((timed.time_unix_ms, timed.snapshot), (Some(5), None));
+        let hash = "0f".repeat(32);
+        let full = format!("{base}time 5\nsnapshot 2 {hash}\n");
+        let cp = Checkpoint::parse_body(&full).unwrap();
+        assert_eq!(cp.snapshot.unwrap().number, 2);
+        assert_eq!(cp.body(), full, "bodies round-trip byte for byte");
+        for bad in [
+            format!("{base}snapshot 2 {hash}\ntime 5\n"),
+            format!("{base}time 05\n"),
+            format!("{base}time -5\n"),
+            format!("{base}time 5\nsnapshot 0 {hash}\n"),
+            format!("{base}time 5\nsnapshot 2 {}\n", "0F".repeat(32)),
+            format!("{base}time 5\nsnapshot 2 {hash}\nwitness x\n"),
+            format!("{base}other line\n"),
+            "dgsp/00\n+7\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n".to_owned(),
+        ] {
+            assert!(
+                matches!(
+                    Checkpoint::parse_body(&bad),
+                    Err(CheckpointError::Malformed(_))
+                ),
+                "{bad:?} must be refused"
+            );
+        }
     }
 }

@@ -1019,3 +1019,43 @@ fn inclusion_proof_struct_is_plain() {
     );
     assert!(o.bucket_path.is_empty());
 }
+
+#[test]
+fn a_clone_is_copy_on_write_and_never_changes_the_original() {
+    let mut r = rng(77);
+    let base = random_zetas(&mut r, 5000);
+    let original = RevocationSet::from_zetas(base.iter().copied());
+    let (root, count) = (original.root(), original.len());
+    let absent = random_zeta(&mut r);
+    let before = original.prove(&absent).to_bytes();
+
+    let mut next = original.clone();
+    let added = random_zetas(&mut r, 300);
+    assert_eq!(next.insert(&added), 300);
+    assert_eq!(next.insert(&[absent]), 1);
+
+    // The original still answers exactly as before, proofs included.
+    assert_eq!((original.root(), original.len()), (root, count));
+    assert_eq!(original.prove(&absent).to_bytes(), before);
+    assert_eq!(prove_and_check(&original, &absent), Membership::NotRevoked);
+    let all: BTreeSet<Zeta> = base.iter().copied().collect();
+    assert_eq!(original.root(), reference_root(&all));
+
+    // The clone is the set of everything, as if built from scratch.
+    let everything: BTreeSet<Zeta> = base
+        .iter()
+        .chain(&added)
+        .chain([&absent])
+        .copied()
+        .collect();
+    assert_eq!(next.root(), reference_root(&everything));
+    assert_eq!(next.len(), everything.len() as u64);
+    assert_eq!(prove_and_check(&next, &absent), Membership::Revoked);
+
+    // Inserting into the original afterwards does not leak into the clone either.
+    let mut original = original;
+    let other = random_zeta(&mut r);
+    original.insert(&[other]);
+    assert!(!next.contains(&other));
+    assert_eq!(next.root(), reference_root(&everything));
+}

@@ -142,6 +142,8 @@ fn rechain(entries: &mut [Entry], from: usize, signer: Option<&Manager>, origin:
                 origin: origin.to_owned(),
                 size,
                 head,
+                time_unix_ms: Some(dgsp_registry::log::now_ms()),
+                snapshot: None,
             });
             entries[i].public = json!({"size": size, "head": hex::encode(head), "note": note});
         }

@@ -276,6 +276,8 @@ fn a_forged_checkpoint_signature_is_found() {
         origin: origin_for(log.manager.public_key()),
         size,
         head,
+        time_unix_ms: Some(dgsp_registry::log::now_ms()),
+        snapshot: None,
     });
     e.public["note"] = Value::from(note);
     tamper::reseal(&mut entries, k, &log.manager, ALL);
@@ -530,6 +532,8 @@ fn every_other_rule_fires_alone() {
                     origin: origin_for(m.public_key()),
                     size: log.entries.len() as u64 + 1,
                     head: [0; 32],
+                    time_unix_ms: Some(dgsp_registry::log::now_ms()),
+                    snapshot: None,
                 }),
             },
         ),

@@ -237,6 +237,13 @@ async fn step(
             origin: origin_for(manager.public_key()),
             size: head.seq,
             head: head.hash,
+            time_unix_ms: Some(now_ms()),
+            snapshot: published
+                .read()
+                .expect("publisher lock")
+                .snapshot
+                .as_ref()
+                .map(|s| dgsp_core::checkpoint::SnapshotRef::of(&s.record)),
         };
         let m = manager.clone();
         let note = tokio::task::spawn_blocking(move || m.sign_checkpoint(&cp))

@@ -2,6 +2,7 @@
 //! rehash only what changed, and proof generation.
 
 use core::fmt;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -27,10 +28,15 @@ const PARALLEL_SORT: usize = 1 << 14;
 ///
 /// Memory is about 80 bytes per zeta (16 for the zeta, 32 for its leaf hash, about 32 for
 /// the nodes above); see [`memory_bytes`](Self::memory_bytes).
+///
+/// Cloning is cheap and copy-on-write: a clone shares every bucket with the original
+/// (about 300 KiB of top tree and bucket pointers are copied, whatever the size), and an
+/// [`insert`](Self::insert) into either copies only the buckets it touches. A service can
+/// therefore keep serving proofs from the signed set while it builds the next one.
 #[derive(Clone)]
 pub struct RevocationSet {
-    /// Exactly [`BUCKET_COUNT`] buckets.
-    buckets: Vec<Bucket>,
+    /// Exactly [`BUCKET_COUNT`] buckets, shared between clones until written.
+    buckets: Vec<Arc<Bucket>>,
     /// `starts[b]` = number of zetas in buckets `< b`.
     starts: Vec<u64>,
     /// Tree over the [`BUCKET_COUNT`] top leaves.
@@ -64,7 +70,7 @@ impl FromIterator<Zeta> for RevocationSet {
 impl RevocationSet {
     /// The empty set.
     pub fn new() -> Self {
-        Self::from_buckets(vec![Bucket::default(); BUCKET_COUNT])
+        Self::from_buckets((0..BUCKET_COUNT).map(|_| Arc::default()).collect())
     }
 
     /// Builds the set from strictly ascending zetas (buckets built in parallel).
@@ -118,11 +124,11 @@ impl RevocationSet {
         self.buckets.iter().flat_map(|b| b.zetas().iter())
     }
 
-    /// Approximate heap memory held, in bytes.
+    /// Approximate heap memory held, in bytes (buckets shared with clones counted in full).
     pub fn memory_bytes(&self) -> usize {
         self.buckets
             .iter()
-            .map(|b| b.heap_bytes() + std::mem::size_of::<Bucket>())
+            .map(|b| b.heap_bytes() + std::mem::size_of::<Bucket>() + 16)
             .sum::<usize>()
             + self.starts.capacity() * 8
             + self.top.heap_bytes()
@@ -133,7 +139,8 @@ impl RevocationSet {
     ///
     /// Only touched buckets are rehashed (in parallel when several are touched), each only to
     /// the right of its first new leaf; then the top leaves from the first touched bucket on
-    /// (their starts moved) and the top tree above them.
+    /// (their starts moved) and the top tree above them. A touched bucket still shared with a
+    /// clone is copied first; untouched ones stay shared.
     pub fn insert(&mut self, zetas: &[Zeta]) -> usize {
         let mut new: Vec<Zeta> = zetas
             .iter()
@@ -166,7 +173,7 @@ impl RevocationSet {
         let mut pending = runs.iter().peekable();
         for (b, bucket) in self.buckets.iter_mut().enumerate() {
             if let Some(&(_, run)) = pending.next_if(|r| r.0 == b) {
-                work.push((bucket, run));
+                work.push((Arc::make_mut(bucket), run));
             }
         }
         if work.len() > 1 {
@@ -260,12 +267,12 @@ impl RevocationSet {
             .collect();
         let buckets = bounds
             .par_windows(2)
-            .map(|w| Bucket::from_sorted(&zetas[w[0]..w[1]]))
+            .map(|w| Arc::new(Bucket::from_sorted(&zetas[w[0]..w[1]])))
             .collect();
         Self::from_buckets(buckets)
     }
 
-    fn from_buckets(buckets: Vec<Bucket>) -> Self {
+    fn from_buckets(buckets: Vec<Arc<Bucket>>) -> Self {
         let mut starts = Vec::with_capacity(BUCKET_COUNT);
         let mut len = 0u64;
         for bucket in &buckets {
@@ -304,7 +311,7 @@ impl RevocationSet {
     }
 }
 
-fn top_leaf(b: usize, starts: &[u64], buckets: &[Bucket]) -> Hash {
+fn top_leaf(b: usize, starts: &[u64], buckets: &[Arc<Bucket>]) -> Hash {
     let bucket = &buckets[b];
     top_leaf_hash(b as u16, starts[b], bucket.len() as u64, &bucket.root())
 }

@@ -118,6 +118,8 @@ pub fn reseal(entries: &mut [Entry], from: u64, manager: &Manager, resign: Resig
                 origin: origin_for(manager.public_key()),
                 size,
                 head,
+                time_unix_ms: Some(dgsp_registry::log::now_ms()),
+                snapshot: None,
             });
             let e = &mut entries[i];
             e.public["head"] = Value::from(hex::encode(head));
@@ -157,6 +159,8 @@ pub fn append_checkpoint(entries: &mut Vec<Entry>, manager: &Manager) -> u64 {
         origin: origin_for(manager.public_key()),
         size,
         head,
+        time_unix_ms: Some(dgsp_registry::log::now_ms()),
+        snapshot: None,
     });
     append(
         entries,
