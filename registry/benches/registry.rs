@@ -43,7 +43,7 @@ async fn stop(writer: Writer, thread: std::thread::JoinHandle<()>) {
 
 async fn joins_via_writer(concurrency: usize, total: usize) -> f64 {
     let (_dir, store, manager) = fresh();
-    let (writer, thread) = Writer::start(store, manager).unwrap();
+    let (writer, thread) = Writer::start(store, manager, Default::default()).unwrap();
     let start = Instant::now();
     let tasks: Vec<_> = (0..concurrency)
         .map(|c| {
@@ -79,6 +79,7 @@ async fn serve() -> Server {
         admin_token: TOKEN.into(),
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
+        publisher: Default::default(),
     };
     let running = server::start(store, manager, listener, config)
         .await
@@ -169,7 +170,7 @@ async fn issuance_via_http(batches: usize, per_batch: usize) -> f64 {
 
 async fn revoke_100k() -> f64 {
     let (_dir, store, manager) = fresh();
-    let (writer, thread) = Writer::start(store.clone(), manager).unwrap();
+    let (writer, thread) = Writer::start(store.clone(), manager, Default::default()).unwrap();
     writer
         .submit(
             Command::Join {
@@ -207,7 +208,7 @@ async fn revoke_100k() -> f64 {
 /// certificates, and every 10th member revoked.
 async fn replay() -> f64 {
     let (_dir, store, manager) = fresh();
-    let (writer, thread) = Writer::start(store.clone(), manager).unwrap();
+    let (writer, thread) = Writer::start(store.clone(), manager, Default::default()).unwrap();
     let mut id = 0u64;
     while store.head().unwrap().seq < 100_000 {
         let batch: Vec<_> = (id..id + 200)
@@ -240,7 +241,7 @@ async fn replay() -> f64 {
     let mut store = Arc::try_unwrap(store).ok().expect("sole owner");
     let events = store.head().unwrap().seq;
     let start = Instant::now();
-    store.rebuild().unwrap();
+    store.rebuild(|_, _| {}).unwrap();
     events as f64 / start.elapsed().as_secs_f64()
 }
 

@@ -59,8 +59,14 @@ pub enum Command {
         /// Largest accepted request body, in bytes.
         #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = crate::api::DEFAULT_BODY_LIMIT)]
         max_body_bytes: usize,
+        /// Longest time between two signed checkpoints, even when nothing is written: the
+        /// freshness verifiers can demand (docs/checkpoints.md). 1 to 3600.
+        #[arg(long, env = "DGSP_CHECKPOINT_INTERVAL_SECS", default_value_t = 15,
+              value_parser = clap::value_parser!(u64).range(1..=3600))]
+        checkpoint_interval_secs: u64,
     },
-    /// Drop the projections and replay the log into fresh ones (registry stopped).
+    /// Replay the log into fresh projections (registry stopped). Crash-safe: run it again
+    /// after an interruption and it resumes; `serve` finishes an interrupted one first.
     Rebuild {
         /// Data directory.
         #[arg(long, env = "DGSP_DATA")]

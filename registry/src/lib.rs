@@ -10,6 +10,7 @@
 pub mod api;
 pub mod cli;
 pub mod events;
+pub mod health;
 pub mod keyfile;
 pub mod log;
 pub mod publisher;

@@ -11,8 +11,9 @@ use dgsp_registry::cli::{self, Cli, Command};
 use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::{self, KdfParams};
 use dgsp_registry::log;
+use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
-use dgsp_registry::store::Store;
+use dgsp_registry::store::{ProjectionState, Store};
 
 type Fallible = Result<(), String>;
 
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
             admin_token_file,
             auditor_token,
             max_body_bytes,
+            checkpoint_interval_secs,
         } => serve(
             &data,
             listen,
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
             admin_token_file,
             auditor_token,
             max_body_bytes,
+            std::time::Duration::from_secs(checkpoint_interval_secs),
         ),
         Command::Rebuild { data } => rebuild(&data),
         Command::Openapi => {
@@ -147,9 +150,17 @@ fn serve(
     admin_token_file: Option<std::path::PathBuf>,
     auditor_token: Option<String>,
     body_limit: usize,
+    checkpoint_interval: std::time::Duration,
 ) -> Fallible {
     let admin = token(admin_token, admin_token_file)?;
-    let store = Arc::new(open_store(data)?);
+    let mut store = open_store(data)?;
+    let state = store.projections().map_err(|e| e.to_string())?;
+    if state != ProjectionState::Current {
+        // Never serve projections that are not exactly the log: finish the rebuild first.
+        tracing::warn!(%state, "rebuilding the projections before serving");
+        run_rebuild(&mut store)?;
+    }
+    let store = Arc::new(store);
     let manager = Arc::new(load_manager(data, key, &store)?);
     let head = store.head().map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
@@ -162,6 +173,9 @@ fn serve(
             admin_token: admin,
             auditor_token,
             body_limit,
+            publisher: PublisherConfig {
+                checkpoint_interval,
+            },
         };
         let running = server::start(store, manager, listener, config)
             .await
@@ -178,9 +192,32 @@ fn serve(
 
 fn rebuild(data: &std::path::Path) -> Fallible {
     let mut store = open_store(data)?;
-    let n = store.rebuild().map_err(|e| e.to_string())?;
+    let n = run_rebuild(&mut store)?;
     println!("rebuilt the projections from {n} log entries");
     Ok(())
+}
+
+/// Runs (or resumes) a rebuild, logging progress about every 5 seconds.
+fn run_rebuild(store: &mut Store) -> Result<u64, String> {
+    let state = store.projections().map_err(|e| e.to_string())?;
+    if let ProjectionState::RebuildInterrupted { position, head } = state {
+        tracing::info!(position, head, "resuming an interrupted rebuild");
+    }
+    let started = std::time::Instant::now();
+    let mut last = started;
+    store
+        .rebuild(|done, head| {
+            if last.elapsed() >= std::time::Duration::from_secs(5) {
+                last = std::time::Instant::now();
+                tracing::info!(
+                    done,
+                    head,
+                    secs = started.elapsed().as_secs(),
+                    "rebuilding the projections"
+                );
+            }
+        })
+        .map_err(|e| e.to_string())
 }
 
 fn verify(data: &std::path::Path) -> Fallible {

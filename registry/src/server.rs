@@ -11,7 +11,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::api::{self, AppState, Shared};
-use crate::publisher;
+use crate::health::Health;
+use crate::publisher::{self, PublisherConfig};
 use crate::store::{Store, StoreError};
 use crate::writer::Writer;
 
@@ -23,6 +24,8 @@ pub struct Config {
     pub auditor_token: Option<String>,
     /// largest request body in bytes
     pub body_limit: usize,
+    /// the publisher's cadence
+    pub publisher: PublisherConfig,
 }
 
 /// A started registry.
@@ -33,25 +36,41 @@ pub struct Running {
     pub state: Shared,
     stop: oneshot::Sender<()>,
     server: JoinHandle<std::io::Result<()>>,
-    signer: JoinHandle<()>,
+    signer: (tokio::task::AbortHandle, JoinHandle<()>),
     writer_thread: std::thread::JoinHandle<()>,
 }
 
-/// Starts the writer, the publisher and the HTTP server on `listener`.
+/// Starts the writer, the publisher and the HTTP server on `listener`. Refuses a store
+/// whose projections are not exactly its log (an interrupted rebuild, say).
 pub async fn start(
     store: Arc<Store>,
     manager: Arc<Manager>,
     listener: TcpListener,
     config: Config,
 ) -> Result<Running, StoreError> {
-    let (writer, writer_thread) = Writer::start(store.clone(), manager.clone())?;
-    let published = publisher::load(&store)?;
-    let signer = tokio::spawn(publisher::run(
+    store.projections_current()?;
+    let health = Arc::new(Health::default());
+    let (writer, writer_thread) = Writer::start(store.clone(), manager.clone(), health.clone())?;
+    let published = publisher::load(&store, &manager)?;
+    let publisher = tokio::spawn(publisher::run(
         store.clone(),
         writer.clone(),
         manager.clone(),
         published.clone(),
+        config.publisher.clone(),
     ));
+    // Supervision: a publisher that panics halts the registry like one that fails. The
+    // publisher itself is aborted at shutdown (it holds a writer handle).
+    let publisher_abort = publisher.abort_handle();
+    let supervised = health.clone();
+    let supervisor = tokio::spawn(async move {
+        if let Err(e) = publisher.await {
+            if e.is_panic() {
+                supervised.halt("the publisher panicked");
+            }
+        }
+    });
+    let signer = (publisher_abort, supervisor);
     let state = Arc::new(AppState {
         store,
         writer,
@@ -60,6 +79,7 @@ pub async fn start(
         auditor_token: config.auditor_token.as_deref().map(api::token_hash),
         metrics: Default::default(),
         published,
+        health,
     });
     let addr = listener.local_addr().map_err(|e| StoreError::Corrupt {
         what: "listener".into(),
@@ -111,8 +131,8 @@ impl Running {
         } = self;
         let _ = stop.send(());
         let served = server.await.map_err(std::io::Error::other)?;
-        signer.abort();
-        let _ = signer.await;
+        signer.0.abort();
+        let _ = signer.1.await;
         drop(state);
         tokio::task::spawn_blocking(move || writer_thread.join())
             .await

@@ -9,12 +9,19 @@
 //! | `names` | username | be64(id) | projection (PLM) |
 //! | `revoked` | zeta (16 bytes) | be64(seq of the revocation) | projection (revoked list) |
 //! | `snapshots` | be64(number) | signed snapshot JSON | projection |
-//! | `views` | name | value | projection counters and latest checkpoint |
+//! | `views` | name | value | projection counters, latest checkpoint entry, `position` |
 //! | `idem` | idempotency key | first answer | not a projection (kept on rebuild) |
+//! | `meta` | name | value | not a projection: the newest signed checkpoint note, the rebuild marker |
 //!
 //! [`Store::commit`] appends entries and applies every projection they touch in **one**
 //! `WriteBatch` written with the WAL synced: after it returns, the events and their effects
-//! are durable together, or (on error or crash) neither is.
+//! are durable together, or (on error or crash) neither is. The same batch records the
+//! projections' `position` (the seq of the last entry they reflect), so a reader can always
+//! tell whether the projections are exactly the log: [`Store::projections_current`].
+//!
+//! [`Store::rebuild`] replays the log in chunks, each chunk's projections and position in one
+//! synced batch, under a `rebuilding` marker: killed at any point, it resumes where it
+//! stopped, and nothing serves the half-built projections meanwhile.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,8 +36,10 @@ use crate::log::{canonical, unhex, ChainError, Entry, Hash, GENESIS_PREV};
 use dgsp_core::{MemberId, Zeta};
 
 /// Column families that are projections of the log (dropped and replayed by a rebuild).
-pub const VIEW_CFS: [&str; 5] = ["members", "names", "revoked", "snapshots", "views"];
-const ALL_CFS: [&str; 7] = [
+/// `views`, which holds the projections' position, comes first: once it is dropped, the
+/// position reads 0 until the replay has written one.
+pub const VIEW_CFS: [&str; 5] = ["views", "members", "names", "revoked", "snapshots"];
+const ALL_CFS: [&str; 8] = [
     "log",
     "members",
     "names",
@@ -38,7 +47,66 @@ const ALL_CFS: [&str; 7] = [
     "snapshots",
     "views",
     "idem",
+    "meta",
 ];
+/// `views` key: be64 seq of the last entry the projections reflect.
+const POSITION: &[u8] = b"position";
+/// `meta` key: present while a rebuild is unfinished.
+const REBUILDING: &[u8] = b"rebuilding";
+/// `meta` key: the newest signed checkpoint ([`StoredNote`] JSON).
+const LATEST_NOTE: &[u8] = b"latest_note";
+/// Entries replayed per synced batch by [`Store::rebuild`].
+const REBUILD_CHUNK: usize = 16_384;
+
+/// Whether the projections can be served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectionState {
+    /// They reflect exactly the log up to its head.
+    Current,
+    /// A rebuild was interrupted; it resumes after entry `position`.
+    RebuildInterrupted {
+        /// last entry the partial projections reflect
+        position: u64,
+        /// the log head
+        head: u64,
+    },
+    /// They reflect a different prefix of the log (or none was recorded: a data directory
+    /// written before positions existed).
+    Behind {
+        /// last entry they reflect (0 when unknown)
+        position: u64,
+        /// the log head
+        head: u64,
+    },
+}
+
+impl std::fmt::Display for ProjectionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProjectionState::Current => f.write_str("the projections are current"),
+            ProjectionState::RebuildInterrupted { position, head } => {
+                write!(f, "a rebuild was interrupted at entry {position} of {head}")
+            }
+            ProjectionState::Behind { position, head } => write!(
+                f,
+                "the projections reflect entry {position} but the log head is {head}"
+            ),
+        }
+    }
+}
+
+/// The newest signed checkpoint, as kept in `meta` and served at `GET /v1/checkpoint`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct StoredNote {
+    /// Entries covered.
+    pub size: u64,
+    /// Hash of entry `size` (hex).
+    pub head: String,
+    /// When the registry signed it (Unix ms), as the note's `time` line says.
+    pub time_unix_ms: u64,
+    /// The signed note (docs/checkpoints.md).
+    pub note: String,
+}
 
 /// Store errors.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +159,9 @@ pub struct Head {
 /// The registry database.
 pub struct Store {
     db: DB,
+    /// Writes until an injected failure (0: none planned).
+    #[cfg(feature = "fault-injection")]
+    fail_after: std::sync::atomic::AtomicU64,
 }
 
 fn be(n: u64) -> [u8; 8] {
@@ -121,6 +192,8 @@ impl Store {
             .map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
         Ok(Store {
             db: DB::open_cf_descriptors(&opts, dir, cfs)?,
+            #[cfg(feature = "fault-injection")]
+            fail_after: Default::default(),
         })
     }
 
@@ -259,13 +332,71 @@ impl Store {
             batch.put_cf(self.cf("log"), be(e.seq), bytes);
         }
         self.project_all(entries, &mut batch)?;
+        if let Some(last) = entries.last() {
+            batch.put_cf(self.cf("views"), POSITION, be(last.seq));
+        }
         for (k, v) in idem {
             batch.put_cf(self.cf("idem"), k.as_bytes(), v);
         }
+        self.fault_point()?;
+        self.write_synced(batch)
+    }
+
+    fn write_synced(&self, batch: WriteBatch) -> Result<(), StoreError> {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(batch, &wo)?;
         Ok(())
+    }
+
+    /// The seq of the last entry the projections reflect (0 if none recorded).
+    pub fn position(&self) -> Result<u64, StoreError> {
+        Ok(self
+            .db
+            .get_cf(self.cf("views"), POSITION)?
+            .and_then(|v| unbe(&v))
+            .unwrap_or(0))
+    }
+
+    /// Whether the projections are exactly the log (what `serve` requires).
+    pub fn projections(&self) -> Result<ProjectionState, StoreError> {
+        let head = self.head()?.seq;
+        let position = self.position()?;
+        if self.db.get_cf(self.cf("meta"), REBUILDING)?.is_some() {
+            return Ok(ProjectionState::RebuildInterrupted { position, head });
+        }
+        if position != head {
+            return Ok(ProjectionState::Behind { position, head });
+        }
+        Ok(ProjectionState::Current)
+    }
+
+    /// `Ok` when the projections are current, else an error saying why and what to run.
+    pub fn projections_current(&self) -> Result<(), StoreError> {
+        match self.projections()? {
+            ProjectionState::Current => Ok(()),
+            other => Err(corrupt(
+                "projections",
+                format!("{other}: run 'dgsp-registry rebuild' (it resumes where it stopped)"),
+            )),
+        }
+    }
+
+    /// The newest signed checkpoint note, if one was stored.
+    pub fn latest_note(&self) -> Result<Option<StoredNote>, StoreError> {
+        self.db
+            .get_cf(self.cf("meta"), LATEST_NOTE)?
+            .map(|v| serde_json::from_slice(&v).map_err(|e| corrupt("latest checkpoint note", e)))
+            .transpose()
+    }
+
+    /// Stores the newest signed checkpoint note (synced).
+    pub fn put_latest_note(&self, note: &StoredNote) -> Result<(), StoreError> {
+        self.fault_point()?;
+        let mut batch = WriteBatch::default();
+        let bytes = serde_json::to_vec(note).expect("notes serialize");
+        batch.put_cf(self.cf("meta"), LATEST_NOTE, bytes);
+        self.write_synced(batch)
     }
 
     /// Adds the effects of `entries` (in order) to `batch`: what each entry touches, then
@@ -368,10 +499,21 @@ impl Store {
 
     /// Every revoked zeta, in ascending order.
     pub fn revoked_zetas(&self) -> Result<Vec<Zeta>, StoreError> {
+        Ok(self
+            .revoked_zetas_with_seq()?
+            .into_iter()
+            .map(|(z, _)| z)
+            .collect())
+    }
+
+    /// Every revoked zeta with the seq of its revocation entry, in ascending zeta order.
+    pub fn revoked_zetas_with_seq(&self) -> Result<Vec<(Zeta, u64)>, StoreError> {
         let mut out = Vec::new();
         for item in self.db.iterator_cf(self.cf("revoked"), IteratorMode::Start) {
-            let (k, _) = item?;
-            out.push(Zeta::from_slice(&k).map_err(|e| corrupt("revoked zeta", e))?);
+            let (k, v) = item?;
+            let zeta = Zeta::from_slice(&k).map_err(|e| corrupt("revoked zeta", e))?;
+            let seq = unbe(&v).ok_or_else(|| corrupt("revoked zeta seq", "not 8 bytes"))?;
+            out.push((zeta, seq));
         }
         Ok(out)
     }
@@ -432,25 +574,74 @@ impl Store {
         Ok(head)
     }
 
-    /// Drops every projection and replays the log into fresh ones. Offline only.
-    pub fn rebuild(&mut self) -> Result<u64, StoreError> {
-        for name in VIEW_CFS {
-            self.db.drop_cf(name)?;
-            self.db.create_cf(name, &Options::default())?;
+    /// Replays the log into fresh projections. Offline only (the registry stopped).
+    ///
+    /// Crash-safe and resumable: a `rebuilding` marker is stored first, the projections are
+    /// dropped (`views`, holding the position, first), then each chunk of entries is
+    /// projected in one synced batch together with the new position; the marker goes last.
+    /// Run again after an interruption, it continues after the recorded position (or starts
+    /// over if none was recorded yet); `progress(done, head)` is called after each chunk.
+    /// Returns the number of entries replayed by this call.
+    pub fn rebuild(&mut self, mut progress: impl FnMut(u64, u64)) -> Result<u64, StoreError> {
+        let head = self.head()?.seq;
+        let resuming = self.db.get_cf(self.cf("meta"), REBUILDING)?.is_some();
+        let mut after = if resuming { self.position()? } else { 0 };
+        if after == 0 {
+            let mut marker = WriteBatch::default();
+            marker.put_cf(self.cf("meta"), REBUILDING, be(head));
+            self.write_synced(marker)?;
+            for name in VIEW_CFS {
+                if self.db.cf_handle(name).is_some() {
+                    self.db.drop_cf(name)?;
+                }
+                self.db.create_cf(name, &Options::default())?;
+            }
         }
         let mut replayed = 0;
-        let mut after = 0;
         loop {
-            let chunk = self.entries_after(after, 16_384)?;
+            let chunk = self.entries_after(after, REBUILD_CHUNK)?;
             let Some(last) = chunk.last() else { break };
             after = last.seq;
             let mut batch = WriteBatch::default();
             self.project_all(&chunk, &mut batch)?;
-            self.db.write(batch)?;
+            batch.put_cf(self.cf("views"), POSITION, be(after));
+            self.write_synced(batch)?;
             replayed += chunk.len() as u64;
+            progress(after, head);
         }
-        self.db.flush_wal(true)?;
+        let mut done = WriteBatch::default();
+        done.delete_cf(self.cf("meta"), REBUILDING);
+        self.write_synced(done)?;
         Ok(replayed)
+    }
+
+    /// Makes the next `n`-th write (commit or note) fail, for fault-injection tests.
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_write_after(&self, n: u64) {
+        self.fail_after
+            .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    #[cfg(feature = "fault-injection")]
+    fn fault_point(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        let left = self.fail_after.load(Ordering::SeqCst);
+        if left == 0 {
+            return Ok(());
+        }
+        self.fail_after.store(left - 1, Ordering::SeqCst);
+        if left == 1 {
+            return Err(corrupt(
+                "injected fault",
+                "the test asked this write to fail",
+            ));
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "fault-injection"))]
+    fn fault_point(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 
     /// Every key and value of the projections, in order: for comparing a rebuild with the

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::events::Event;
+use crate::health::Health;
 use crate::log::{now_ms, Entry};
 use crate::store::{Head, MemberView, Store, StoreError};
 
@@ -32,9 +33,16 @@ pub enum WriteError {
     /// Counter overflow.
     #[error("certificate counter of member {0} would overflow")]
     CounterOverflow(MemberId),
-    /// Writing the batch failed; nothing of it was stored.
-    #[error("the write could not be stored: {0}")]
+    /// Writing the batch failed. Its outcome is unknown (the database may or may not have
+    /// made it durable), so the registry halted: retry with the same `Idempotency-Key` after
+    /// it is restarted.
+    #[error("the write failed and its outcome is unknown: {0}")]
     CommitFailed(String),
+    /// The registry halted after an earlier failure and accepts no writes until restarted.
+    #[error(
+        "the registry halted after a failure and accepts no writes until it is restarted: {0}"
+    )]
+    Halted(String),
     /// The database failed; nothing of this batch was written.
     #[error("storage: {0}")]
     Store(#[from] StoreError),
@@ -166,13 +174,22 @@ impl Request {
 pub struct Writer {
     tx: mpsc::Sender<Request>,
     head: tokio::sync::watch::Receiver<u64>,
+    health: Arc<Health>,
+    /// Revocations hold it shared until they are durable; the publisher holds it exclusively
+    /// while it signs a snapshot and the checkpoint naming it (see [`Writer::fence_revocations`]).
+    fence: Arc<tokio::sync::RwLock<()>>,
 }
 
+/// Held by the publisher: no revocation is being committed or can start.
+pub type RevocationFence = tokio::sync::OwnedRwLockWriteGuard<()>;
+
 impl Writer {
-    /// Starts the writer thread over `store`. It stops when every handle is dropped.
+    /// Starts the writer thread over `store`. It stops when every handle is dropped. A
+    /// failed commit or a panic halts `health` (fail-stop).
     pub fn start(
         store: Arc<Store>,
         manager: Arc<Manager>,
+        health: Arc<Health>,
     ) -> Result<(Writer, std::thread::JoinHandle<()>), StoreError> {
         let head = store.head()?;
         let next_id = store.count("members")?;
@@ -184,12 +201,49 @@ impl Writer {
             head,
             next_id,
             head_tx,
+            health: health.clone(),
         };
+        let on_panic = health.clone();
         let handle = std::thread::Builder::new()
             .name("dgsp-writer".into())
-            .spawn(move || state.run(rx))
-            .expect("spawn writer thread");
-        Ok((Writer { tx, head: head_rx }, handle))
+            .spawn(move || {
+                let run = std::panic::AssertUnwindSafe(move || state.run(rx));
+                if std::panic::catch_unwind(run).is_err() {
+                    on_panic.halt("the writer thread panicked");
+                }
+            })
+            .map_err(|e| StoreError::Corrupt {
+                what: "writer thread".into(),
+                reason: e.to_string(),
+            })?;
+        let writer = Writer {
+            tx,
+            head: head_rx,
+            health,
+            fence: Arc::default(),
+        };
+        Ok((writer, handle))
+    }
+
+    /// Waits until no revocation is being committed, then keeps new ones waiting until the
+    /// guard is dropped. The publisher holds it while it folds the log, signs a snapshot
+    /// and signs the checkpoint naming it, so every revocation a checkpoint covers is in the
+    /// snapshot it names. Revocations are durable before they are acknowledged, so waiting
+    /// delays them (by at most two signatures) but loses nothing.
+    pub async fn fence_revocations(&self) -> RevocationFence {
+        self.fence.clone().write_owned().await
+    }
+
+    /// The shared fail-stop state.
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
+    }
+
+    fn refuse_if_halted(&self) -> Result<(), WriteError> {
+        match self.health.halted() {
+            Some(reason) => Err(WriteError::Halted(reason)),
+            None => Ok(()),
+        }
     }
 
     /// [`submit`](Self::submit) for synchronous callers (not from inside an async runtime).
@@ -198,6 +252,8 @@ impl Writer {
         command: Command,
         idem: Option<Idempotency>,
     ) -> Result<Outcome, WriteError> {
+        self.refuse_if_halted()?;
+        let _fence = matches!(command, Command::Revoke { .. }).then(|| self.fence.blocking_read());
         let (req, rx) = Request::new(command, idem);
         self.tx
             .blocking_send(req)
@@ -217,6 +273,11 @@ impl Writer {
         command: Command,
         idem: Option<Idempotency>,
     ) -> Result<Outcome, WriteError> {
+        self.refuse_if_halted()?;
+        let _fence = match command {
+            Command::Revoke { .. } => Some(self.fence.read().await),
+            _ => None,
+        };
         let (req, rx) = Request::new(command, idem);
         self.tx.send(req).await.map_err(|_| WriteError::Stopped)?;
         rx.await.map_err(|_| WriteError::Stopped)?
@@ -229,6 +290,7 @@ struct State {
     head: Head,
     next_id: u64,
     head_tx: tokio::sync::watch::Sender<u64>,
+    health: Arc<Health>,
 }
 
 /// Changes made by earlier commands of the batch being built.
@@ -249,7 +311,14 @@ impl State {
                     Err(_) => break,
                 }
             }
-            self.commit_group(group);
+            match self.health.halted() {
+                None => self.commit_group(group),
+                Some(reason) => {
+                    for req in group {
+                        let _ = req.reply.send(Err(WriteError::Halted(reason.clone())));
+                    }
+                }
+            }
         }
     }
 
@@ -283,7 +352,9 @@ impl State {
         }
         if !entries.is_empty() || !idem_records.is_empty() {
             if let Err(e) = self.store.commit(&entries, &idem_records) {
-                tracing::error!(error = %e, "commit failed; the batch was not written");
+                // Fail-stop: whether the batch is durable is unknown, so nothing more is
+                // written until a restart reads the log as it really is.
+                self.health.halt(format!("a commit failed: {e}"));
                 self.head = start_head;
                 self.next_id = start_next_id;
                 let msg = e.to_string();

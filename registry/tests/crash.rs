@@ -193,7 +193,7 @@ async fn every_acknowledged_write_survives_kill_minus_nine() {
         );
     }
     let live = store.dump_views().unwrap();
-    store.rebuild().unwrap();
+    store.rebuild(|_, _| {}).unwrap();
     assert_eq!(
         store.dump_views().unwrap(),
         live,

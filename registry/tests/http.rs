@@ -42,6 +42,7 @@ async fn start(body_limit: usize) -> Registry {
         admin_token: ADMIN.into(),
         auditor_token: Some(AUDITOR.into()),
         body_limit,
+        publisher: Default::default(),
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await
@@ -518,6 +519,7 @@ async fn a_restart_checkpoints_what_the_last_run_left_unsigned() {
         admin_token: ADMIN.into(),
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
+        publisher: Default::default(),
     };
     let running = server::start(store, manager.clone(), listener, config)
         .await

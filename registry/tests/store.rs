@@ -105,7 +105,7 @@ fn rebuild_gives_byte_identical_views() {
     history(&store);
     let live = store.dump_views().unwrap();
     assert!(live.len() > 200);
-    let replayed = store.rebuild().unwrap();
+    let replayed = store.rebuild(|_, _| {}).unwrap();
     assert_eq!(replayed, store.head().unwrap().seq);
     assert_eq!(store.dump_views().unwrap(), live);
 }

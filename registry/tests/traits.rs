@@ -17,7 +17,8 @@ fn the_core_protocol_runs_on_the_registry_store() {
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let mut rng = ChaCha20Rng::seed_from_u64(4);
     let manager = Arc::new(Manager::generate(ParamSet::Sha2_128f, &mut rng));
-    let (writer, thread) = Writer::start(store.clone(), manager.clone()).unwrap();
+    let (writer, thread) =
+        Writer::start(store.clone(), manager.clone(), Default::default()).unwrap();
     let plm = RegistryPlm::new(store.clone(), writer.clone());
     let revoked = RegistryRevokedList::new(store.clone());
 
@@ -67,6 +68,6 @@ fn the_core_protocol_runs_on_the_registry_store() {
     let mut store = Arc::try_unwrap(store).ok().unwrap();
     store.verify_chain().unwrap();
     let live = store.dump_views().unwrap();
-    store.rebuild().unwrap();
+    store.rebuild(|_, _| {}).unwrap();
     assert_eq!(store.dump_views().unwrap(), live);
 }

@@ -20,7 +20,8 @@ fn setup(dir: &std::path::Path) -> Setup {
     let store = Arc::new(Store::open(dir).unwrap());
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     let manager = Arc::new(Manager::generate(ParamSet::Sha2_128f, &mut rng));
-    let (writer, thread) = Writer::start(store.clone(), manager.clone()).unwrap();
+    let (writer, thread) =
+        Writer::start(store.clone(), manager.clone(), Default::default()).unwrap();
     (store, writer, manager, thread)
 }
 

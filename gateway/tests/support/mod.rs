@@ -51,6 +51,7 @@ pub async fn registry_with(params: ParamSet) -> Registry {
         admin_token: ADMIN.into(),
         auditor_token: None,
         body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
+        publisher: Default::default(),
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await

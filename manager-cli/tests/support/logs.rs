@@ -64,6 +64,7 @@ impl Registry {
             admin_token: ADMIN.into(),
             auditor_token: Some(AUDITOR.into()),
             body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
+            publisher: Default::default(),
         };
         let running = server::start(store.clone(), manager.clone(), listener, config)
             .await

@@ -407,7 +407,7 @@ pub async fn members(
             Ok(None) => Ok(None),
             Err(e) => Err(e),
         }
-        .map_err(|e| Problem::internal("member lookup", e))?;
+        .map_err(|e| Problem::storage("member lookup", e))?;
         return Ok(Json(MemberPage {
             members: found.into_iter().collect(),
             next: None,
@@ -424,7 +424,7 @@ pub async fn members(
     let mut page = s
         .store
         .members_from(q.from, limit + 1)
-        .map_err(|e| Problem::internal("member list", e))?;
+        .map_err(|e| Problem::storage("member list", e))?;
     let next = (page.len() > limit).then(|| page[limit].0);
     page.truncate(limit);
     Ok(Json(MemberPage {
@@ -448,7 +448,7 @@ pub async fn member(
     let m = s
         .store
         .member(id)
-        .map_err(|e| Problem::internal("member lookup", e))?
+        .map_err(|e| Problem::storage("member lookup", e))?
         .ok_or_else(|| {
             Problem::new(
                 StatusCode::NOT_FOUND,
@@ -521,7 +521,7 @@ pub async fn open(
     let m = s
         .store
         .member(opening.id)
-        .map_err(|e| Problem::internal("member lookup", e))?;
+        .map_err(|e| Problem::storage("member lookup", e))?;
     let event = Event::SignatureOpened {
         signature: to_b64(&sig.to_bytes()),
         message_digest: hex::encode(Sha3_256::digest(&message)),

@@ -102,7 +102,14 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
         "Revoked certificate serial numbers.",
         s.store.count("revoked").unwrap_or(0),
     );
-    if let Ok(p) = s.published.read() {
+    gauge(
+        &mut out,
+        "dgsp_registry_halted",
+        "1 once the registry halted after a failure (writes refused until restarted).",
+        u64::from(s.health.halted().is_some()),
+    );
+    {
+        let p = crate::publisher::read(&s.published);
         let number = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
         gauge(
             &mut out,
@@ -110,7 +117,27 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
             "Latest signed revocation snapshot.",
             number,
         );
-        gauge(&mut out, "dgsp_registry_snapshot_in_sync", "1 when proofs are served (the set equals the latest snapshot), 0 while a new one is signed.", u64::from(p.in_sync()));
+        if let Some(c) = &p.checkpoint {
+            gauge(
+                &mut out,
+                "dgsp_registry_checkpoint_size",
+                "Entries covered by the newest signed checkpoint.",
+                c.checkpoint.size,
+            );
+            let age = c.checkpoint.age_ms(crate::log::now_ms()).unwrap_or(0);
+            gauge(
+                &mut out,
+                "dgsp_registry_checkpoint_age_seconds",
+                "Age of the newest signed checkpoint (its signed time against this clock).",
+                age as f64 / 1e3,
+            );
+        }
+        gauge(
+            &mut out,
+            "dgsp_registry_checkpoint_sign_ms",
+            "Time to sign the last checkpoint (ms).",
+            p.last_checkpoint_sign_ms,
+        );
         gauge(
             &mut out,
             "dgsp_registry_snapshot_root_ms",

@@ -44,8 +44,10 @@ pub struct AppState {
     pub auditor_token: Option<[u8; 32]>,
     /// request and write counters
     pub metrics: metrics::Metrics,
-    /// revocation set and latest signed snapshot
+    /// revocation set, latest signed snapshot and checkpoint
     pub published: crate::publisher::SharedPublished,
+    /// fail-stop state: once halted, writes are refused and `/readyz` fails
+    pub health: Arc<crate::health::Health>,
 }
 
 /// Shared state handle.
@@ -123,23 +125,36 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
+    if let Some(reason) = s.health.halted() {
+        return Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "registry-halted",
+            "Halted",
+            format!("the registry halted and refuses writes until it is restarted: {reason}"),
+        )
+        .into_response();
+    }
     match s.store.head() {
         Ok(head) => {
-            let snapshot = s.published.read().ok().map(|p| {
+            let (snapshot, checkpoint) = {
+                let p = crate::publisher::read(&s.published);
                 let n = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
-                format!(
-                    "snapshot {n}{}",
-                    if p.in_sync() {
-                        ""
-                    } else {
-                        " (next being signed)"
-                    }
-                )
-            });
-            let snapshot = snapshot.unwrap_or_default();
+                let cp = p.checkpoint.as_ref().and_then(|c| {
+                    let age = c.checkpoint.age_ms(crate::log::now_ms())?;
+                    Some(format!(
+                        ", checkpoint of {} entries signed {:.1} s ago",
+                        c.checkpoint.size,
+                        age as f64 / 1e3
+                    ))
+                });
+                (n, cp.unwrap_or_default())
+            };
             (
                 StatusCode::OK,
-                format!("ready: log head {}, {snapshot}\n", head.seq),
+                format!(
+                    "ready: log head {}, snapshot {snapshot}{checkpoint}\n",
+                    head.seq
+                ),
             )
                 .into_response()
         }

@@ -81,6 +81,20 @@ impl Problem {
     }
 
     /// 500 without internals (they go to the log).
+    /// 503 with `Retry-After: 1`: the database failed to answer (the cause is logged, not
+    /// shown). Storage trouble is the server's and usually passes; it is never a 500.
+    pub fn storage(context: &str, err: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %err, "{context}");
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage-unavailable",
+            "Storage unavailable",
+            format!("{context}: the database did not answer; the server logged the cause"),
+        )
+        .retry_after(1)
+    }
+
+    /// 500: a bug (the cause is logged, not shown).
     pub fn internal(context: &str, err: impl std::fmt::Display) -> Self {
         tracing::error!(error = %err, "{context}");
         Problem::new(
@@ -149,11 +163,27 @@ impl From<WriteError> for Problem {
                 "shutting-down",
                 "Shutting down",
                 e.to_string(),
-            ),
-            WriteError::Store(err) => Problem::internal("the write could not be stored", err),
-            WriteError::CommitFailed(err) => {
-                Problem::internal("the write could not be stored", err)
+            )
+            .retry_after(5),
+            WriteError::Store(err) => Problem::storage("the write could not be checked", err),
+            WriteError::CommitFailed(_) => {
+                tracing::error!(error = %e, "commit failed");
+                Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "write-outcome-unknown",
+                    "Write outcome unknown",
+                    "the write failed and may or may not have been stored; the registry \
+                     halted: retry with the same Idempotency-Key once it is restarted",
+                )
+                .retry_after(30)
             }
+            WriteError::Halted(reason) => Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "registry-halted",
+                "Registry halted",
+                format!("the registry stopped accepting writes after a failure ({reason}); an operator must restart it"),
+            )
+            .retry_after(30),
         }
     }
 }

@@ -11,7 +11,6 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::problem::{to_b64, Params, Problem};
 use super::{Auditor, Shared};
-use crate::events::Event;
 use crate::log::{unhex, Entry};
 
 /// Largest page of the feed.
@@ -36,7 +35,7 @@ pub struct GroupInfo {
 #[utoipa::path(get, path = "/v1/group", tag = "public", responses((status = 200, body = GroupInfo)))]
 pub async fn group(State(s): State<Shared>) -> Result<Json<GroupInfo>, Problem> {
     let pk = s.manager.public_key();
-    let head = s.store.head().map_err(|e| Problem::internal("head", e))?;
+    let head = s.store.head().map_err(|e| Problem::storage("head", e))?;
     Ok(Json(GroupInfo {
         params: pk.params().name().to_owned(),
         public_key: to_b64(&pk.to_bytes()),
@@ -86,49 +85,32 @@ pub async fn entries(
     let mut entries = s
         .store
         .entries_after(page.after, limit)
-        .map_err(|e| Problem::internal("feed", e))?;
+        .map_err(|e| Problem::storage("feed", e))?;
     if !auditor {
         // In place: `Entry::redacted` would deep-copy every entry of the page.
         for e in &mut entries {
             e.private = None;
         }
     }
-    let head_seq = s
-        .store
-        .head()
-        .map_err(|e| Problem::internal("head", e))?
-        .seq;
+    let head_seq = s.store.head().map_err(|e| Problem::storage("head", e))?.seq;
     Ok(Json(Entries { entries, head_seq }))
 }
 
-/// The latest signed checkpoint of the log.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct CheckpointInfo {
-    /// Entries covered.
-    pub size: u64,
-    /// Hash of entry `size` (hex).
-    pub head: String,
-    /// The signed note (C2SP signed-note style; see docs/event-log.md).
-    pub note: String,
-}
+/// The newest signed checkpoint: what a follower or verifier uses to judge freshness.
+pub type CheckpointInfo = crate::store::StoredNote;
 
-/// The latest signed checkpoint of the log head.
+/// The newest signed checkpoint of the log head (`docs/checkpoints.md`). The registry signs
+/// one after every change and, even when nothing is written, at a fixed cadence
+/// (`--checkpoint-interval-secs`), so its `time` shows how fresh it is; checkpoints signed
+/// only for the cadence are served here and not appended to the log.
 #[utoipa::path(get, path = "/v1/checkpoint", tag = "public",
     responses((status = 200, body = CheckpointInfo), (status = 503, body = Problem)))]
 pub async fn checkpoint(State(s): State<Shared>) -> Result<Json<CheckpointInfo>, Problem> {
-    let entry = s
-        .store
-        .latest_checkpoint()
-        .map_err(|e| Problem::internal("checkpoint", e))?;
-    let e = entry.ok_or_else(|| not_yet("no checkpoint has been signed yet"))?;
-    match e.event() {
-        Ok(Event::Checkpoint { size, head, note }) => Ok(Json(CheckpointInfo { size, head, note })),
-        Ok(other) => Err(Problem::internal(
-            "checkpoint",
-            format!("entry {} is {}, not a checkpoint", e.seq, other.kind()),
-        )),
-        Err(err) => Err(Problem::internal("checkpoint", err)),
-    }
+    crate::publisher::read(&s.published)
+        .checkpoint
+        .as_ref()
+        .map(|c| Json(c.stored()))
+        .ok_or_else(|| not_yet("no checkpoint has been signed yet"))
 }
 
 /// 503: the publisher has not signed it yet (it will within moments: `Retry-After: 1`).
@@ -149,7 +131,7 @@ pub async fn latest_snapshot(State(s): State<Shared>) -> Response {
     match s.store.latest_snapshot() {
         Ok(Some(v)) => Json(v).into_response(),
         Ok(None) => not_yet("no snapshot has been signed yet").into_response(),
-        Err(e) => Problem::internal("snapshot", e).into_response(),
+        Err(e) => Problem::storage("snapshot", e).into_response(),
     }
 }
 
@@ -168,7 +150,7 @@ pub async fn snapshot(
         .map_err(|_| Problem::bad_field("n", "snapshot number must be an unsigned integer"))?;
     s.store
         .snapshot(n)
-        .map_err(|e| Problem::internal("snapshot", e))?
+        .map_err(|e| Problem::storage("snapshot", e))?
         .map(Json)
         .ok_or_else(|| {
             Problem::new(
@@ -198,7 +180,7 @@ pub struct ProofAnswer {
 }
 
 /// Inclusion (revoked) or non-membership (not revoked) proof for a zeta (32 hex characters),
-/// against the latest signed snapshot.
+/// against the latest signed snapshot (also while the next one is being signed).
 #[utoipa::path(get, path = "/v1/revocations/{zeta}/proof", tag = "public",
     params(("zeta" = String, Path, description = "the zeta, 32 hex characters", pattern = "^[0-9a-fA-F]{32}$")),
     responses((status = 200, body = ProofAnswer), (status = 400, body = Problem), (status = 503, body = Problem)))]
@@ -208,9 +190,11 @@ pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Respons
             .into_response();
     };
     let zeta = Zeta(bytes);
-    let p = s.published.read().expect("publisher lock");
-    let Some(snap) = p.snapshot.as_ref().filter(|_| p.in_sync()) else {
-        return not_yet("a new snapshot is being signed; retry shortly").into_response();
+    // The served set is always exactly the latest signed snapshot's (the next one is built
+    // on a copy-on-write clone), so proofs are served while a new snapshot is signed.
+    let p = crate::publisher::read(&s.published);
+    let Some(snap) = p.snapshot.as_ref() else {
+        return not_yet("no snapshot has been signed yet").into_response();
     };
     let proof = p.set.prove(&zeta);
     Json(ProofAnswer {
