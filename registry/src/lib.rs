@@ -10,6 +10,8 @@
 pub mod api;
 pub mod cli;
 pub mod events;
+pub mod feed;
+pub mod issuance;
 pub mod keyfile;
 pub mod log;
 pub mod publisher;
