@@ -47,13 +47,12 @@ pub fn page(
     let mut body = b"{\"entries\":[".to_vec();
     let (mut count, mut entry_bytes, mut largest, mut cursor) = (0usize, 0usize, 0usize, after);
     'read: while count < limit {
-        let want = if largest == 0 {
-            FIRST_BATCH
-        } else {
-            max_bytes.saturating_sub(entry_bytes) / largest
-        }
-        .clamp(1, MAX_BATCH)
-        .min(limit - count);
+        let want = max_bytes
+            .saturating_sub(entry_bytes)
+            .checked_div(largest)
+            .unwrap_or(FIRST_BATCH)
+            .clamp(1, MAX_BATCH)
+            .min(limit - count);
         let mut batch = store.entries_after(cursor, want)?;
         let got = batch.len();
         if !private {

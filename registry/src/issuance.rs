@@ -399,7 +399,7 @@ impl Kept {
     /// Takes the prefix a cancelled job signed, if kept.
     fn take_partial(&mut self, key: &JobKey, now: Instant) -> Option<Vec<Vec<u8>>> {
         self.expire(now);
-        if !self.entries.get(key).is_some_and(|e| !e.complete) {
+        if self.entries.get(key).is_none_or(|e| e.complete) {
             return None;
         }
         let e = self.remove(key)?;

@@ -212,8 +212,9 @@ pub struct Issued {
 ///
 /// Signing stops soon after the request is abandoned (client gone or request timed out).
 /// With an `Idempotency-Key`, a retry gets the same counters; it joins the signing still
-/// under way, continues from what an abandoned attempt had signed, or, within 10 minutes of
-/// completion, receives the same certificates byte for byte without signing again.
+/// under way, continues from what an abandoned attempt had signed, or, up to 10 minutes
+/// after completion (while the registry's 256 MiB for kept certificates allows), receives
+/// the same certificates byte for byte without signing again.
 #[utoipa::path(post, path = "/admin/v1/members/{id}/certificates", tag = "admin", request_body = IssueRequest,
     params(("id" = u64, Path, description = "member id"),
         ("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
