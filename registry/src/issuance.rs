@@ -481,6 +481,82 @@ mod tests {
         Arc::new(vec![vec![7u8; len]; n])
     }
 
+    /// Polls `issuer`'s stats until `ok` (a hang after 60 s fails the test).
+    async fn until(issuer: &Issuer, ok: impl Fn(&IssuanceStats) -> bool) -> IssuanceStats {
+        for _ in 0..60_000 {
+            let stats = issuer.stats();
+            if ok(&stats) {
+                return stats;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("stats never satisfied the condition: {:?}", issuer.stats());
+    }
+
+    /// An attempt abandoned and retried after its job stopped resumes from the kept prefix;
+    /// one retried at once joins the job before it stops; either way no certificate is
+    /// signed twice and the final answer covers the right counters.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn abandoned_attempts_never_sign_a_certificate_twice() {
+        use dgsp_core::{Certificate, ParamSet};
+        use rand_chacha::rand_core::SeedableRng;
+        let params = ParamSet::Sha2_128f;
+        let manager = Arc::new(Manager::generate(
+            params,
+            &mut rand_chacha::ChaCha20Rng::seed_from_u64(1),
+        ));
+        let config = IssuanceConfig {
+            chunk: 4,
+            ..IssuanceConfig::default()
+        };
+        let issuer = Issuer::new(manager.clone(), config);
+        let pks: Vec<WotsPk> = (0..256u16)
+            .map(|k| WotsPk::from_slice(params, &[k.to_le_bytes(); 8].concat()).unwrap())
+            .collect();
+        let attempt = || {
+            let (issuer, wots_pks) = (issuer.clone(), pks.clone());
+            tokio::spawn(async move {
+                let job = Job {
+                    id: 3,
+                    first: 10,
+                    wots_pks,
+                    retryable: true,
+                };
+                issuer.certify(job).await
+            })
+        };
+
+        // Abandoned once signing is under way; the job stops and keeps its prefix.
+        let first = attempt();
+        until(&issuer, |s| s.certificates_signed > 0).await;
+        first.abort();
+        let stopped = until(&issuer, |s| s.jobs_running == 0).await;
+        assert_eq!(stopped.jobs_cancelled, 1);
+        assert!(stopped.kept_bytes > 0);
+
+        // The retry resumes; abandoned in turn and retried at once.
+        let second = attempt();
+        let resumed = until(&issuer, |s| {
+            s.certificates_signed > stopped.certificates_signed
+        })
+        .await;
+        assert_eq!(resumed.jobs_resumed, 1);
+        second.abort();
+        let certs = attempt().await.unwrap().unwrap();
+
+        let stats = issuer.stats();
+        assert_eq!(stats.certificates_signed, 256, "{stats:?}");
+        assert_eq!(stats.jobs_running, 0);
+        let zetas = manager.zetas(3, 10..266);
+        assert_eq!(certs.len(), 256);
+        for (cert, zeta) in certs.iter().zip(&zetas) {
+            assert_eq!(Certificate::from_bytes(cert).unwrap().zeta(), zeta);
+        }
+        // Served again from what is kept, the same bytes.
+        assert_eq!(attempt().await.unwrap().unwrap(), certs);
+        assert_eq!(issuer.stats().served_kept, 1);
+    }
+
     #[test]
     fn kept_entries_expire_after_the_retention() {
         let mut kept = Kept::new(Duration::from_secs(10), 1 << 20);
