@@ -10,7 +10,9 @@
 pub mod api;
 pub mod cli;
 pub mod events;
+pub mod feed;
 pub mod health;
+pub mod issuance;
 pub mod keyfile;
 pub mod log;
 pub mod publisher;

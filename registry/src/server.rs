@@ -74,6 +74,7 @@ pub async fn start(
     let state = Arc::new(AppState {
         store,
         writer,
+        issuer: crate::issuance::Issuer::new(manager.clone(), Default::default()),
         manager,
         admin_token: api::token_hash(&config.admin_token),
         auditor_token: config.auditor_token.as_deref().map(api::token_hash),

@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::problem::{b64, to_b64, Body, IdPath, Params, Problem};
 use super::{Admin, Shared};
 use crate::events::Event;
+use crate::issuance::Job;
 use crate::writer::{Command, Idempotency, Outcome};
 
 /// Most WOTS+ keys certified by one request.
@@ -208,6 +209,12 @@ pub struct Issued {
 }
 
 /// Issue certificates for a member's WOTS+ public keys.
+///
+/// Signing stops soon after the request is abandoned (client gone or request timed out).
+/// With an `Idempotency-Key`, a retry gets the same counters; it joins the signing still
+/// under way, continues from what an abandoned attempt had signed, or, up to 10 minutes
+/// after completion (while the registry's 256 MiB for kept certificates allows), receives
+/// the same certificates byte for byte without signing again.
 #[utoipa::path(post, path = "/admin/v1/members/{id}/certificates", tag = "admin", request_body = IssueRequest,
     params(("id" = u64, Path, description = "member id"),
         ("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
@@ -253,6 +260,7 @@ pub async fn issue(
         .at("cid_star"));
     }
     let idem = idempotency(&headers, &format!("issue/{id}"), &req)?;
+    let retryable = idem.is_some();
     let digests = pks
         .iter()
         .map(|pk| hex::encode(Sha3_256::digest(pk.as_bytes())))
@@ -271,14 +279,22 @@ pub async fn issue(
     let Outcome::Reserved { first, .. } = outcome else {
         return Err(Problem::internal("issue", "unexpected writer outcome"));
     };
-    let manager = s.manager.clone();
-    let certs = tokio::task::spawn_blocking(move || manager.certify(id, first, &pks))
+    // Signed by a job that stops if this request goes away, is shared with a concurrent
+    // retry and, with an idempotency key, kept for later ones (crate::issuance).
+    let certs = s
+        .issuer
+        .certify(Job {
+            id,
+            first,
+            wots_pks: pks,
+            retryable,
+        })
         .await
         .map_err(|e| Problem::internal("certificate signing", e))?;
     Ok(Json(Issued {
         id,
         first_counter: first,
-        certificates: certs.iter().map(|c| to_b64(&c.to_bytes())).collect(),
+        certificates: certs.iter().map(|c| to_b64(c)).collect(),
     }))
 }
 

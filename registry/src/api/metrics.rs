@@ -74,6 +74,60 @@ pub fn gauge(out: &mut String, name: &str, help: &str, v: impl std::fmt::Display
     ));
 }
 
+/// Writes one counter with its help and type lines.
+pub fn counter(out: &mut String, name: &str, help: &str, v: impl std::fmt::Display) {
+    out.push_str(&format!(
+        "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
+    ));
+}
+
+/// The certificate signing jobs (`crate::issuance`).
+fn render_issuance(s: &Shared, out: &mut String) {
+    let st = s.issuer.stats();
+    let p = "dgsp_registry_issuance";
+    counter(
+        out,
+        &format!("{p}_jobs_started_total"),
+        "Certificate signing jobs started.",
+        st.jobs_started,
+    );
+    counter(
+        out,
+        &format!("{p}_jobs_cancelled_total"),
+        "Signing jobs stopped early because no request waited for them any more.",
+        st.jobs_cancelled,
+    );
+    counter(
+        out,
+        &format!("{p}_jobs_resumed_total"),
+        "Signing jobs that continued from what a cancelled attempt had signed.",
+        st.jobs_resumed,
+    );
+    out.push_str(&format!(
+        "# HELP {p}_retries_served_total Issuance requests answered without a signing job of their own, by source.\n# TYPE {p}_retries_served_total counter\n\
+         {p}_retries_served_total{{source=\"in_flight\"}} {}\n{p}_retries_served_total{{source=\"kept\"}} {}\n",
+        st.served_in_flight, st.served_kept
+    ));
+    counter(
+        out,
+        &format!("{p}_certificates_signed_total"),
+        "Certificates signed (SPHINCS+ signatures).",
+        st.certificates_signed,
+    );
+    gauge(
+        out,
+        &format!("{p}_jobs_running"),
+        "Signing jobs under way.",
+        st.jobs_running,
+    );
+    gauge(
+        out,
+        &format!("{p}_kept_bytes"),
+        "Bytes of certificates kept for retries.",
+        st.kept_bytes,
+    );
+}
+
 /// Middleware: counts every request by method, matched route and status.
 pub async fn track(State(s): State<Shared>, req: Request, next: Next) -> Response {
     s.metrics.observe(req, next).await
@@ -108,6 +162,7 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
         "1 once the registry halted after a failure (writes refused until restarted).",
         u64::from(s.health.halted().is_some()),
     );
+    render_issuance(&s, &mut out);
     {
         let p = crate::publisher::read(&s.published);
         let number = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);

@@ -38,6 +38,8 @@ pub struct AppState {
     pub writer: Writer,
     /// the group manager (secret key)
     pub manager: Arc<Manager>,
+    /// certificate signing jobs (cancellable, shared by retries, kept for a while)
+    pub issuer: crate::issuance::Issuer,
     /// SHA3-256 of the admin token
     pub admin_token: [u8; 32],
     /// SHA3-256 of the auditor token, if one is configured

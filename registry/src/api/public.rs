@@ -1,7 +1,7 @@
 //! The public API: group information and the log feed.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use dgsp_core::Zeta;
@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::problem::{to_b64, Params, Problem};
 use super::{Auditor, Shared};
+use crate::feed;
 use crate::log::{unhex, Entry};
 
 /// Largest page of the feed.
@@ -53,7 +54,7 @@ pub struct Page {
     #[serde(default)]
     #[param(required = false)]
     pub after: u64,
-    /// Page size, 1 to 1000 (default 100).
+    /// Most entries, 1 to 1000 (default 100); fewer when the page reaches 16 MiB.
     #[param(minimum = 1, maximum = 1000, nullable = false)]
     pub limit: Option<usize>,
 }
@@ -70,6 +71,12 @@ pub struct Entries {
 
 /// The log feed. Private payloads appear only as salted commitments unless the request
 /// carries the auditor (or admin) token.
+///
+/// A page holds at most `limit` entries and at most 16 MiB (16777216 bytes) of serialized
+/// entries: it ends before the entry that would pass that bound, so it can hold fewer than
+/// `limit` entries although more follow. It always holds at least one entry when one exists
+/// after `after` (an entry larger than the bound comes alone). Continue from the last seq
+/// received until it reaches `head_seq`.
 #[utoipa::path(get, path = "/v1/log/entries", tag = "public", params(Page),
     responses((status = 200, body = Entries), (status = 400, body = Problem),
         (status = 401, description = "a bearer token that is neither the auditor nor the admin token (omit it for the public view)", body = Problem)))]
@@ -77,23 +84,19 @@ pub async fn entries(
     State(s): State<Shared>,
     Auditor(auditor): Auditor,
     Params(page): Params<Page>,
-) -> Result<Json<Entries>, Problem> {
+) -> Result<Response, Problem> {
     let limit = page.limit.unwrap_or(100);
     if limit == 0 || limit > MAX_PAGE {
         return Err(Problem::bad_field("limit", format!("1 to {MAX_PAGE}")));
     }
-    let mut entries = s
-        .store
-        .entries_after(page.after, limit)
-        .map_err(|e| Problem::storage("feed", e))?;
-    if !auditor {
-        // In place: `Entry::redacted` would deep-copy every entry of the page.
-        for e in &mut entries {
-            e.private = None;
-        }
-    }
-    let head_seq = s.store.head().map_err(|e| Problem::storage("head", e))?.seq;
-    Ok(Json(Entries { entries, head_seq }))
+    let store = s.store.clone();
+    let page = tokio::task::spawn_blocking(move || {
+        feed::page(&store, page.after, limit, feed::MAX_PAGE_BYTES, auditor)
+    })
+    .await
+    .map_err(|e| Problem::internal("feed", e))?
+    .map_err(|e| Problem::storage("feed", e))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], page.body).into_response())
 }
 
 /// The newest signed checkpoint: what a follower or verifier uses to judge freshness.
