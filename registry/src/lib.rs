@@ -13,6 +13,7 @@ pub mod events;
 pub mod keyfile;
 pub mod log;
 pub mod publisher;
+pub mod secret_file;
 pub mod server;
 pub mod store;
 pub mod views;
