@@ -394,7 +394,10 @@ mod tests {
                 "{mode:o}: {err:?}"
             );
             let text = err.to_string();
-            assert!(text.contains(&format!("chmod 600 {}", f.display())), "{text}");
+            assert!(
+                text.contains(&format!("chmod 600 {}", f.display())),
+                "{text}"
+            );
             assert!(text.contains(&format!("{mode:04o}")), "{text}");
         }
 
@@ -460,7 +463,13 @@ mod tests {
         let cred = file(dir.path(), "cred", 0o400, "token-from-systemd\n");
         if !set_acl(
             &cred,
-            &[(1, 4, any), (2, 4, me), (4, 0, any), (0x10, 4, any), (0x20, 0, any)],
+            &[
+                (1, 4, any),
+                (2, 4, me),
+                (4, 0, any),
+                (0x10, 4, any),
+                (0x20, 0, any),
+            ],
         ) {
             eprintln!("no POSIX ACLs on this file system: skipped");
             return;
@@ -482,7 +491,14 @@ mod tests {
         ));
         let err = read(&other).unwrap_err();
         assert!(
-            matches!(err, SecretFileError::TooOpen { mode: 0o440, acl: true, .. }),
+            matches!(
+                err,
+                SecretFileError::TooOpen {
+                    mode: 0o440,
+                    acl: true,
+                    ..
+                }
+            ),
             "{err:?}"
         );
         assert!(err.to_string().contains("with an ACL"), "{err}");
@@ -490,7 +506,13 @@ mod tests {
         let group = file(dir.path(), "group", 0o400, "x");
         assert!(set_acl(
             &group,
-            &[(1, 4, any), (4, 0, any), (8, 4, 4242), (0x10, 4, any), (0x20, 0, any)],
+            &[
+                (1, 4, any),
+                (4, 0, any),
+                (8, 4, 4242),
+                (0x10, 4, any),
+                (0x20, 0, any)
+            ],
         ));
         assert!(matches!(
             read(&group),
