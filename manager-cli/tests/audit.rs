@@ -465,6 +465,7 @@ fn file_args(path: &std::path::Path) -> AuditArgs {
         file: Some(path.to_owned()),
         registry: None,
         token: None,
+        token_file: None,
         group_key: None,
         http: HttpArgs {
             timeout_secs: 5,
@@ -526,6 +527,7 @@ async fn a_large_honest_log_reports_nothing() {
         file: None,
         registry: Some(r.url.clone()),
         token: Some(logs::AUDITOR.into()),
+        token_file: None,
         group_key: Some(hex::encode(r.manager.public_key().fingerprint())),
         http: HttpArgs {
             timeout_secs: 30,

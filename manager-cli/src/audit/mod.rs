@@ -160,7 +160,13 @@ async fn from_registry(
                     .into(),
             )
         })?;
-    let token = args.token.clone().or_else(|| config.auditor_token.clone());
+    let token = crate::tokens::Sources {
+        flag: ("--token", args.token.as_deref()),
+        env: "DGSP_AUDITOR_TOKEN",
+        file: args.token_file.as_deref(),
+        config: config.auditor_token.as_deref(),
+    }
+    .resolve(out)?;
     if token.is_none() {
         out.note(
             "no auditor token: the feed has no private parts, so commitments and member checks are skipped",
