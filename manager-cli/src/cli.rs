@@ -33,7 +33,8 @@ pub struct Cli {
 
     /// Config file (TOML: registry, gateway, admin_token, auditor_token, wallet).
     /// Defaults to $XDG_CONFIG_HOME/dgsp-manager/config.toml when that exists. A file
-    /// holding a token must not be readable by other users.
+    /// holding a token must be a regular file, not a symbolic link, that other users cannot
+    /// access (chmod 600).
     #[arg(long, global = true, env = "DGSP_MANAGER_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 

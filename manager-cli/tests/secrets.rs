@@ -94,7 +94,11 @@ async fn token_files_must_be_private_regular_files() {
     let url = ("DGSP_REGISTRY_URL", server.uri());
 
     write(&file, &format!("{TOKEN}\n"), 0o600);
-    let (code, json, stderr) = run(&[url.clone()], &show(&["--token-file".into(), p(&file)])).await;
+    let (code, json, stderr) = run(
+        std::slice::from_ref(&url),
+        &show(&["--token-file".into(), p(&file)]),
+    )
+    .await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(json["username"], "alice");
     assert!(warnings(&stderr).is_empty(), "{stderr}");
@@ -111,7 +115,11 @@ async fn token_files_must_be_private_regular_files() {
 
     for mode in [0o640, 0o644] {
         write(&file, TOKEN, mode);
-        let r = run(&[url.clone()], &show(&["--token-file".into(), p(&file)])).await;
+        let r = run(
+            std::slice::from_ref(&url),
+            &show(&["--token-file".into(), p(&file)]),
+        )
+        .await;
         assert!(r.2.contains(&format!("mode {mode:04o}")), "{}", r.2);
         refused(&server, r, "too_open", &file).await;
         let r = run(
@@ -124,13 +132,17 @@ async fn token_files_must_be_private_regular_files() {
     write(&file, TOKEN, 0o600);
     let link = dir.path().join("token-link");
     symlink(&file, &link).unwrap();
-    let r = run(&[url.clone()], &show(&["--token-file".into(), p(&link)])).await;
+    let r = run(
+        std::slice::from_ref(&url),
+        &show(&["--token-file".into(), p(&link)]),
+    )
+    .await;
     refused(&server, r, "symlink", &link).await;
 
     // The audit command's --token-file follows the same rules.
     write(&file, TOKEN, 0o644);
     let r = run(
-        &[url.clone()],
+        std::slice::from_ref(&url),
         &["audit", "--retries", "0", "--token-file", &p(&file)].map(String::from),
     )
     .await;
@@ -141,7 +153,11 @@ async fn token_files_must_be_private_regular_files() {
 async fn a_token_on_the_command_line_is_warned_about_and_the_environment_is_not() {
     let server = registry().await;
     let url = ("DGSP_REGISTRY_URL", server.uri());
-    let (code, json, stderr) = run(&[url.clone()], &show(&["--token".into(), TOKEN.into()])).await;
+    let (code, json, stderr) = run(
+        std::slice::from_ref(&url),
+        &show(&["--token".into(), TOKEN.into()]),
+    )
+    .await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(json["id"], 0);
     assert_eq!(warnings(&stderr), vec!["token_on_command_line"], "{stderr}");

@@ -686,6 +686,24 @@ fn damaged_missing_or_rolled_back_journals_refuse_to_sign() {
 fn the_wallet_files_must_be_private_regular_files() {
     let f = Fixture::new(41);
     f.keygen();
+    // Created 0600, atomically: no temporary file is left beside them.
+    let journal = PathBuf::from(format!("{}.used", f.wallet.display()));
+    for file in [&f.wallet, &journal] {
+        let meta = fs::symlink_metadata(file).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(
+            meta.permissions().mode() & 0o7777,
+            0o600,
+            "{}",
+            file.display()
+        );
+    }
+    let leftovers: Vec<_> = fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     let status = |pass_file: Option<&Path>| {
         let mut cmd = f.cmd(&["status"]);
         if let Some(p) = pass_file {
@@ -738,7 +756,6 @@ fn the_wallet_files_must_be_private_regular_files() {
     assert!(status(None).ok);
 
     // The use journal.
-    let journal = PathBuf::from(format!("{}.used", f.wallet.display()));
     for mode in [0o640, 0o644] {
         fs::set_permissions(&journal, fs::Permissions::from_mode(mode)).unwrap();
         refused(status(None), "too_open", &journal);

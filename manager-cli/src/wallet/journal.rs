@@ -96,7 +96,7 @@ pub struct Journal {
 pub fn create(path: &Path, journal_id: &[u8; 16]) -> Result<(), Error> {
     let head = header(journal_id);
     match secret_file::read(path) {
-        Err(e) if e.is_not_found() => crate::io::write_new(path, head.as_bytes(), 0o600),
+        Err(e) if e.is_not_found() => crate::io::write_new_atomic(path, head.as_bytes(), 0o600),
         Err(e) => Err(e.into()),
         Ok(old) if old.len() == head.len() && old.starts_with(TAG.as_bytes()) => {
             crate::io::write_atomic(path, head.as_bytes(), 0o600)
