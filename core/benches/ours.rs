@@ -7,7 +7,7 @@ use criterion::measurement::WallTime;
 use criterion::{black_box, BatchSize, BenchmarkGroup};
 use dgsp_core::{
     Certificate, CsrItem, InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, Opening, ParamSet,
-    Plm, Signature, SigningKey, WotsPk,
+    Plm, Signature, SigningKey, WotsPk, WotsSeed,
 };
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -23,7 +23,9 @@ pub struct Fixture {
     pub revoked: InMemoryRevokedList,
     pub member: MemberKey,
     pub stock_pks: Vec<WotsPk>,
-    stock_item: CsrItem,
+    /// seed of the stock item: `signing_key` rebuilds the item from it for each run
+    /// (`CsrItem` is not `Clone`; a bench may sign with one key many times, a wallet never)
+    stock_seed: WotsSeed,
     stock_cert: Certificate,
     pub sig: Signature,
     pub opening: Opening,
@@ -44,9 +46,10 @@ impl Fixture {
         let certs = manager
             .issue(&plm, id, member.cid_star(), &stock_pks[..2])
             .unwrap();
-        let stock_item = items[0].clone();
+        let mut items = items.into_iter();
+        let stock_seed = items.next().unwrap().wots_seed().clone();
         let key = member
-            .import(manager.public_key(), items[1].clone(), &certs[1])
+            .import(manager.public_key(), items.next().unwrap(), &certs[1])
             .unwrap();
         let sig = key.sign(MESSAGE);
         manager
@@ -65,7 +68,7 @@ impl Fixture {
             revoked,
             member,
             stock_pks: stock_pks[1..].to_vec(),
-            stock_item,
+            stock_seed,
             stock_cert: certs[0].clone(),
             sig,
             opening,
@@ -85,7 +88,7 @@ impl Fixture {
         self.member
             .import(
                 self.manager.public_key(),
-                self.stock_item.clone(),
+                CsrItem::from_seed(&self.member, self.stock_seed.clone()),
                 &self.stock_cert,
             )
             .unwrap()

@@ -4,39 +4,236 @@
 //! two digests with one WOTS+ key, deriving zetas for someone else's counters — breaks the
 //! scheme's guarantees; applications use [`Manager`](crate::Manager),
 //! [`MemberKey`](crate::MemberKey) and [`ManagerPublicKey`](crate::ManagerPublicKey) instead.
+//!
+//! # Lengths are checked, nothing panics
+//!
+//! Every function that takes values whose length depends on the parameter set (`N`-byte
+//! values such as [`Rho`] or [`SkSeed`], a WOTS+ signature of `len * N` bytes, a chain
+//! value) checks them against `params` first and returns a [`HazmatError`] instead of
+//! panicking or computing garbage. The typed values know their length, so a value made for
+//! another parameter set (say a 16-byte `rho` passed with `sha2-192f`) is refused too.
+//! [`labelled_hash`] accepts any input length, and [`zeta`] / [`open_zeta`] take values
+//! whose length is fixed by their types; they cannot fail.
+//!
+//! ```
+//! use dgsp_core::hazmat::{self, HazmatError};
+//! use dgsp_core::{ParamSet, Rho};
+//! let rho = Rho::from_slice(ParamSet::Sha2_128f, &[7; 16])?;
+//! // A 16-byte rho is not a sha2-192f rho: refused, not a panic.
+//! assert!(matches!(
+//!     hazmat::message_digest(ParamSet::Sha2_192f, &rho, b"hi"),
+//!     Err(HazmatError::WrongLength { field: "rho", expected: 24, found: 16, .. })
+//! ));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub use crate::address::{Adrs, DGSP_LAYER, WOTS_HASH, WOTS_PK, WOTS_PRF};
-pub use crate::derive::{cid, cid_star, message_digest, pi, rho, sk_seed, tau};
 pub use crate::hashes::Label;
-pub use crate::wots::{
-    digits as wots_digits, public_key as wots_public_key,
-    public_key_from_signature as wots_public_key_from_signature, sign as wots_sign,
-};
 
-use crate::params::ParamSet;
-use crate::values::{AesKey, Zeta};
+use crate::derive;
+use crate::params::{ParamSet, MAX_WOTS_LEN, WOTS_W};
+use crate::values::{
+    AesKey, Cid, CidStar, HashSecret, MessageDigest, Pi, Rho, SeedU, SkSeed, Tau, WotsPk, WotsSeed,
+    Zeta,
+};
+use crate::wots;
 use crate::zeta::ZetaCipher;
 use crate::MemberId;
 
-/// Advances `x` (N bytes) by `steps` steps of WOTS+ chain `chain` of the key with public
-/// seed `rho`, starting at position `start` (spec section 3, `chain(x, i, start, steps)`).
+/// Why a hazmat function refused its input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HazmatError {
+    /// An input does not have the length `params` requires.
+    #[error("wrong length for {field} under {params}: expected {expected} bytes, found {found}")]
+    WrongLength {
+        /// which input
+        field: &'static str,
+        /// the parameter set the call was made for
+        params: ParamSet,
+        /// the length it requires
+        expected: usize,
+        /// the length given
+        found: usize,
+    },
+    /// A WOTS+ chain index or chain position outside the parameter set's range.
+    #[error("{field} {found} is out of range under {params}: at most {max}")]
+    OutOfRange {
+        /// which input (`chain`, or `start + steps`)
+        field: &'static str,
+        /// the parameter set the call was made for
+        params: ParamSet,
+        /// the largest value allowed
+        max: u64,
+        /// the value given
+        found: u64,
+    },
+}
+
+/// Checks that `found` bytes is `expected` bytes for `field`.
+fn len(
+    params: ParamSet,
+    field: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<(), HazmatError> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(HazmatError::WrongLength {
+            field,
+            params,
+            expected,
+            found,
+        })
+    }
+}
+
+/// Checks that an `N`-byte value is `N` bytes for `params`.
+fn n(params: ParamSet, field: &'static str, value: &[u8]) -> Result<(), HazmatError> {
+    len(params, field, params.n(), value.len())
+}
+
+/// `cid = HL("cid", hash_secret || be64(id))`.
+pub fn cid(params: ParamSet, hash_secret: &HashSecret, id: MemberId) -> Result<Cid, HazmatError> {
+    n(params, "hash_secret", hash_secret.expose_secret())?;
+    Ok(derive::cid(params, hash_secret, id))
+}
+
+/// `cid* = HL("cid*", cid || be64(id))`.
+pub fn cid_star(params: ParamSet, cid: &Cid, id: MemberId) -> Result<CidStar, HazmatError> {
+    n(params, "cid", cid.as_bytes())?;
+    Ok(derive::cid_star(params, cid, id))
+}
+
+/// `rho = HL("rho", wots_seed)`.
+pub fn rho(params: ParamSet, wots_seed: &WotsSeed) -> Result<Rho, HazmatError> {
+    n(params, "wots_seed", wots_seed.expose_secret())?;
+    Ok(derive::rho(params, wots_seed))
+}
+
+/// `sk_seed = HL("wots-sk", seed_u || wots_seed)`.
+pub fn sk_seed(
+    params: ParamSet,
+    seed_u: &SeedU,
+    wots_seed: &WotsSeed,
+) -> Result<SkSeed, HazmatError> {
+    n(params, "seed_u", seed_u.expose_secret())?;
+    n(params, "wots_seed", wots_seed.expose_secret())?;
+    Ok(derive::sk_seed(params, seed_u, wots_seed))
+}
+
+/// `d = HL("msg", rho || message)` (the message may have any length).
+pub fn message_digest(
+    params: ParamSet,
+    rho: &Rho,
+    message: &[u8],
+) -> Result<MessageDigest, HazmatError> {
+    n(params, "rho", rho.as_bytes())?;
+    Ok(derive::message_digest(params, rho, message))
+}
+
+/// `pi = HL("pi", wots_pk || cid)`.
+pub fn pi(params: ParamSet, wots_pk: &WotsPk, cid: &Cid) -> Result<Pi, HazmatError> {
+    n(params, "wots_pk", wots_pk.as_bytes())?;
+    n(params, "cid", cid.as_bytes())?;
+    Ok(derive::pi(params, wots_pk, cid))
+}
+
+/// `tau = HL("tau", wots_pk || pi || be64(id))`.
+pub fn tau(params: ParamSet, wots_pk: &WotsPk, pi: &Pi, id: MemberId) -> Result<Tau, HazmatError> {
+    n(params, "wots_pk", wots_pk.as_bytes())?;
+    n(params, "pi", pi.as_bytes())?;
+    Ok(derive::tau(params, wots_pk, pi, id))
+}
+
+/// The `len` base-16 digits of digest `d` (message digits, then the three checksum digits),
+/// in the first `params.wots_len()` entries of the array (the rest are zero).
+pub fn wots_digits(params: ParamSet, d: &MessageDigest) -> Result<[u8; MAX_WOTS_LEN], HazmatError> {
+    n(params, "digest", d.as_bytes())?;
+    Ok(wots::digits(params, d))
+}
+
+/// The WOTS+ public key of the key `(rho, sk_seed)`.
+pub fn wots_public_key(
+    params: ParamSet,
+    rho: &Rho,
+    sk_seed: &SkSeed,
+) -> Result<WotsPk, HazmatError> {
+    n(params, "rho", rho.as_bytes())?;
+    n(params, "sk_seed", sk_seed.expose_secret())?;
+    Ok(wots::public_key(params, rho, sk_seed))
+}
+
+/// The WOTS+ signature of digest `d` (`len * N` bytes).
+pub fn wots_sign(
+    params: ParamSet,
+    rho: &Rho,
+    sk_seed: &SkSeed,
+    d: &MessageDigest,
+) -> Result<Vec<u8>, HazmatError> {
+    n(params, "rho", rho.as_bytes())?;
+    n(params, "sk_seed", sk_seed.expose_secret())?;
+    n(params, "digest", d.as_bytes())?;
+    Ok(wots::sign(params, rho, sk_seed, d))
+}
+
+/// Recomputes the WOTS+ public key from signature `sig` (`len * N` bytes) of digest `d`.
+pub fn wots_public_key_from_signature(
+    params: ParamSet,
+    rho: &Rho,
+    sig: &[u8],
+    d: &MessageDigest,
+) -> Result<WotsPk, HazmatError> {
+    n(params, "rho", rho.as_bytes())?;
+    n(params, "digest", d.as_bytes())?;
+    len(params, "wots_signature", params.wots_sig_len(), sig.len())?;
+    Ok(wots::public_key_from_signature(params, rho, sig, d))
+}
+
+/// Advances `x` (N bytes) by `steps` steps of WOTS+ chain `chain` (below `len`) of the key
+/// with public seed `rho`, starting at position `start`, with `start + steps <= w - 1`
+/// (spec section 3, `chain(x, i, start, steps)`).
 pub fn wots_chain(
     params: ParamSet,
-    rho: &crate::Rho,
+    rho: &Rho,
     x: &mut [u8],
     chain: u32,
     start: u32,
     steps: u32,
-) {
+) -> Result<(), HazmatError> {
+    n(params, "rho", rho.as_bytes())?;
+    n(params, "x", x)?;
+    let last_chain = params.wots_len() as u64 - 1;
+    if u64::from(chain) > last_chain {
+        return Err(HazmatError::OutOfRange {
+            field: "chain",
+            params,
+            max: last_chain,
+            found: chain.into(),
+        });
+    }
+    let end = u64::from(start) + u64::from(steps);
+    let top = WOTS_W as u64 - 1;
+    if end > top {
+        return Err(HazmatError::OutOfRange {
+            field: "start + steps",
+            params,
+            max: top,
+            found: end,
+        });
+    }
     crate::hashes::Th::new(params, rho.as_bytes()).chain(x, chain, start, steps);
+    Ok(())
 }
 
-/// `HL(label, input)`: the labelled hash of spec 2.1 (`N` bytes).
+/// `HL(label, input)`: the labelled hash of spec 2.1 (`N` bytes). Any input length.
 pub fn labelled_hash(params: ParamSet, label: Label, input: &[u8]) -> Vec<u8> {
     crate::hashes::labelled(params, label, &[input])[..params.n()].to_vec()
 }
 
-/// `zeta = AES_enc(aes_key, be64(id) || be64(counter))`.
+/// `zeta = AES_enc(aes_key, be64(id) || be64(counter))`. The key's length (16, 24 or 32
+/// bytes) picks AES-128, -192 or -256; every [`AesKey`] has one of them.
 pub fn zeta(aes_key: &AesKey, id: MemberId, counter: u64) -> Zeta {
     ZetaCipher::new(aes_key).zeta(id, counter)
 }
@@ -44,4 +241,18 @@ pub fn zeta(aes_key: &AesKey, id: MemberId, counter: u64) -> Zeta {
 /// Decrypts a zeta to `(id, counter)`.
 pub fn open_zeta(aes_key: &AesKey, zeta: &Zeta) -> (MemberId, u64) {
     ZetaCipher::new(aes_key).open(zeta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checks_accept_the_right_lengths() {
+        let p = ParamSet::Sha2_128f;
+        let rho = Rho::from_slice(p, &[1; 16]).unwrap();
+        let mut x = [0u8; 16];
+        wots_chain(p, &rho, &mut x, p.wots_len() as u32 - 1, 3, 12).unwrap();
+        assert_ne!(x, [0u8; 16]);
+    }
 }

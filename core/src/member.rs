@@ -20,7 +20,19 @@ const PARALLEL_CSR: usize = 4;
 
 /// One prepared WOTS+ key (one future signature) awaiting its certificate. Secret: keep
 /// the `wots_seed`, send only [`CsrItem::wots_pk`] to the manager.
-#[derive(Clone)]
+///
+/// A `CsrItem` is deliberately neither `Clone` nor `Copy`: [`MemberKey::import`] consumes
+/// it into a [`SigningKey`], and [`SigningKey::sign`] consumes that, so one item yields at
+/// most one signature through the types. (A wallet that stores the seed and rebuilds the
+/// item with [`CsrItem::from_seed`] takes that duty over: it must never rebuild an item
+/// whose key has signed.)
+///
+/// ```compile_fail,E0599
+/// fn import_twice(item: dgsp_core::CsrItem) -> (dgsp_core::CsrItem, dgsp_core::CsrItem) {
+///     // A second copy of the one-time key does not compile.
+///     (item.clone(), item)
+/// }
+/// ```
 pub struct CsrItem {
     params: ParamSet,
     wots_seed: WotsSeed,
@@ -30,7 +42,9 @@ pub struct CsrItem {
 }
 
 impl CsrItem {
-    /// Rebuilds an item from its seed (how a wallet stores it).
+    /// Rebuilds an item from its seed (how a wallet stores it). Each call yields a new
+    /// item for the same one-time key: the caller must rebuild only items whose key has not
+    /// signed yet.
     pub fn from_seed(member: &MemberKey, wots_seed: WotsSeed) -> Self {
         let params = member.params();
         let rho = derive::rho(params, &wots_seed);

@@ -2,7 +2,7 @@
 
 use crate::certificate::cert_message;
 use crate::derive;
-use crate::error::Error;
+use crate::error::{DecodeError, Error};
 use crate::keys::ManagerPublicKey;
 use crate::revoked::RevokedList;
 use crate::signature::Signature;
@@ -38,9 +38,40 @@ impl ManagerPublicKey {
         message: &[u8],
         sig: &Signature,
     ) -> Result<WotsPk, Error> {
-        let wots_pk = self.wots_key_of(message, sig)?;
+        self.check_params(sig)?;
+        self.verify_digest_ignoring_revocation(&sig.message_digest(message), sig)
+    }
+
+    /// [`verify_ignoring_revocation`](Self::verify_ignoring_revocation) from the message
+    /// digest `d = HL("msg", rho || message)` ([`Signature::message_digest`]) instead of the
+    /// message: the WOTS+ signature must be a signature of `d`, and the manager's SPHINCS+
+    /// signature must certify the WOTS+ key it implies. This is how an auditor checks a
+    /// signature recorded in the log, which carries `d` but not the message; it shows the
+    /// signature is valid for *some* message with digest `d` (finding another message with
+    /// that digest is a preimage attack on `HL`).
+    ///
+    /// Same answers as `verify_ignoring_revocation` for the same `d`; does not consult a
+    /// revoked list. [`Error::ParamMismatch`] if the signature belongs to another parameter
+    /// set, [`Error::Decode`] if `d` is not `N` bytes, [`Error::InvalidSignature`] if it
+    /// does not verify. Returns the recomputed WOTS+ public key.
+    pub fn verify_digest_ignoring_revocation(
+        &self,
+        d: &MessageDigest,
+        sig: &Signature,
+    ) -> Result<WotsPk, Error> {
+        self.check_params(sig)?;
+        let params = self.params();
+        if d.as_bytes().len() != params.n() {
+            return Err(DecodeError::WrongFieldLength {
+                field: "digest",
+                expected: params.n(),
+                found: d.as_bytes().len(),
+            }
+            .into());
+        }
+        let wots_pk = wots::public_key_from_signature(params, &sig.rho, &sig.wots_sig, d);
         let msg = cert_message(wots_pk.as_bytes(), &sig.zeta, sig.tau.as_bytes());
-        if spx::verify(self.params(), self.spx_bytes(), &msg, &sig.spx_sig) {
+        if spx::verify(params, self.spx_bytes(), &msg, &sig.spx_sig) {
             Ok(wots_pk)
         } else {
             Err(Error::InvalidSignature)
@@ -91,18 +122,6 @@ impl ManagerPublicKey {
         } else {
             Err(Error::WrongOpening)
         }
-    }
-
-    /// The WOTS+ public key a signature implies for `message` (verify's half).
-    fn wots_key_of(&self, message: &[u8], sig: &Signature) -> Result<WotsPk, Error> {
-        self.check_params(sig)?;
-        let d = sig.message_digest(message);
-        Ok(wots::public_key_from_signature(
-            self.params(),
-            &sig.rho,
-            &sig.wots_sig,
-            &d,
-        ))
     }
 
     fn check_params(&self, sig: &Signature) -> Result<(), Error> {

@@ -2,8 +2,9 @@
 
 use dgsp_core::hazmat;
 use dgsp_core::{
-    Certificate, CidStar, Error, InMemoryPlm, InMemoryRevokedList, Manager, ManagerPublicKey,
-    ManagerSecretKey, MemberKey, ParamSet, Plm, Signature, SigningKey, StoreError,
+    Certificate, CidStar, CsrItem, Error, InMemoryPlm, InMemoryRevokedList, Manager,
+    ManagerPublicKey, ManagerSecretKey, MemberKey, ParamSet, Plm, Signature, SigningKey,
+    StoreError,
 };
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -158,21 +159,21 @@ fn forgery_from_one_signature_is_rejected() {
         let (n, len, len1) = (params.n(), params.wots_len(), params.wots_len1());
         let blocks: Vec<&[u8]> = honest.wots_signature().chunks(n).collect();
         // Our checksum is real: its digits are not all zero and the three tail blocks differ.
-        let d = hazmat::message_digest(params, honest.rho(), b"honest message");
-        let digits = hazmat::wots_digits(params, &d);
+        let d = hazmat::message_digest(params, honest.rho(), b"honest message").unwrap();
+        let digits = hazmat::wots_digits(params, &d).unwrap();
         assert!(digits[len1..len].iter().any(|&x| x != 0));
         assert!(blocks[len - 1] != blocks[len - 2] || blocks[len - 2] != blocks[len - 3]);
 
         let target = b"transfer everything to mallory";
-        let d2 = hazmat::message_digest(params, honest.rho(), target);
-        let digits2 = hazmat::wots_digits(params, &d2);
+        let d2 = hazmat::message_digest(params, honest.rho(), target).unwrap();
+        let digits2 = hazmat::wots_digits(params, &d2).unwrap();
         for tail in 1..=3 {
             let start = blocks[len - tail];
             let mut forged_wots = Vec::with_capacity(len * n);
             for (i, &digit) in digits2[..len].iter().enumerate() {
                 let mut x = start.to_vec();
                 let steps = if i < len1 { u32::from(digit) } else { 0 };
-                hazmat::wots_chain(params, honest.rho(), &mut x, i as u32, 0, steps);
+                hazmat::wots_chain(params, honest.rho(), &mut x, i as u32, 0, steps).unwrap();
                 forged_wots.extend_from_slice(&x);
             }
             let mut forged = honest.to_bytes();
@@ -245,6 +246,60 @@ fn every_field_flipped_is_rejected() {
         Err(Error::InvalidSignature)
     ));
     pk.verify(b"m", &sig, &g.revoked).unwrap();
+}
+
+/// Verifying from the digest (what the log records) agrees with verifying from the message:
+/// the same WOTS+ key for a valid signature, a refusal for every flipped field, for another
+/// message's digest, for a digest of the wrong length and for another parameter set.
+#[test]
+fn verify_from_the_digest_agrees_with_verify_from_the_message() {
+    let params = ParamSet::Sha2_128f;
+    let mut g = Group::new(params);
+    let alice = g.member("alice");
+    let sig = g.keys(&alice, 1).remove(0).sign(b"m");
+    let pk = g.pk().clone();
+    let d = sig.message_digest(b"m");
+    assert_eq!(
+        pk.verify_digest_ignoring_revocation(&d, &sig).unwrap(),
+        pk.verify_ignoring_revocation(b"m", &sig).unwrap()
+    );
+    // Revocation is not its business (as for verify_ignoring_revocation).
+    g.manager.revoke(&g.plm, &g.revoked, alice.id()).unwrap();
+    pk.verify_digest_ignoring_revocation(&d, &sig).unwrap();
+
+    assert!(matches!(
+        pk.verify_digest_ignoring_revocation(&sig.message_digest(b"x"), &sig),
+        Err(Error::InvalidSignature)
+    ));
+    // A flipped bit in the manager's certificate signature: judge still passes (it only
+    // looks at the WOTS+ part and tau), verification from the digest does not.
+    let o = g.manager.open(b"m", &sig).unwrap();
+    let mut t = sig.to_bytes();
+    t[4 + params.wots_sig_len() + params.n() + 16 + 5] ^= 1;
+    let t = Signature::from_bytes(&t).unwrap();
+    pk.judge_digest(&d, &t, o.id, &o.pi).unwrap();
+    assert!(matches!(
+        pk.verify_digest_ignoring_revocation(&d, &t),
+        Err(Error::InvalidSignature)
+    ));
+    // A digest of another length: a decode error naming it, not a panic.
+    let long = dgsp_core::MessageDigest::from_slice(ParamSet::Sha2_192f, &[1; 24]).unwrap();
+    assert!(matches!(
+        pk.verify_digest_ignoring_revocation(&long, &sig),
+        Err(Error::Decode(dgsp_core::DecodeError::WrongFieldLength {
+            field: "digest",
+            expected: 16,
+            found: 24
+        }))
+    ));
+    // A signature of another parameter set.
+    let mut other = Group::new(ParamSet::Shake128f);
+    let bob = other.member("bob");
+    let other_sig = other.keys(&bob, 1).remove(0).sign(b"m");
+    assert!(matches!(
+        pk.verify_digest_ignoring_revocation(&other_sig.message_digest(b"m"), &other_sig),
+        Err(Error::ParamMismatch { .. })
+    ));
 }
 
 #[test]
@@ -370,9 +425,12 @@ fn import_refuses_a_certificate_that_does_not_cover_the_key() {
         .unwrap();
     let mut items = items.into_iter();
     let (first, second) = (items.next().unwrap(), items.next().unwrap());
+    // A refused import consumes the item (CsrItem is not Clone): each attempt rebuilds it
+    // from its stored seed, as a wallet does for a key that has not signed.
+    let first_again = || CsrItem::from_seed(&alice, first.wots_seed().clone());
     // The second key's certificate does not cover the first key.
     assert!(matches!(
-        alice.import(g.pk(), first.clone(), &certs[1]),
+        alice.import(g.pk(), first_again(), &certs[1]),
         Err(Error::InvalidCertificate)
     ));
     // A tampered pi changes tau: refused.
@@ -380,13 +438,13 @@ fn import_refuses_a_certificate_that_does_not_cover_the_key() {
     t[4 + 16] ^= 1;
     let t = Certificate::from_bytes(&t).unwrap();
     assert!(matches!(
-        alice.import(g.pk(), first.clone(), &t),
+        alice.import(g.pk(), first_again(), &t),
         Err(Error::InvalidCertificate)
     ));
     // Another group's key: refused.
     let other = Manager::generate(params, &mut g.rng);
     assert!(matches!(
-        alice.import(other.public_key(), first.clone(), &certs[0]),
+        alice.import(other.public_key(), first_again(), &certs[0]),
         Err(Error::InvalidCertificate)
     ));
     alice.import(g.pk(), first, &certs[0]).unwrap();

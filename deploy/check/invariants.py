@@ -49,6 +49,23 @@ def check_k8s(paths):
                 need(not ("value" in e and ("TOKEN" in e["name"] or "PASSPHRASE" in e["name"])
                           and not e["name"].endswith("_FILE")),
                      f"{cn}: secret {e['name']} given as a literal value")
+        # Secret files reach dgsp through a private copy: a Secret volume's files are
+        # symbolic links, and group-readable once fsGroup is set, both of which dgsp refuses.
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+        for v in volumes.values():
+            if "secret" in v:
+                need(v["secret"].get("defaultMode") == 0o400,
+                     f"{name}: secret volume {v['name']} has no defaultMode 0400")
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            mounts = [(m["mountPath"].rstrip("/") + "/", volumes.get(m["name"], {}))
+                      for m in c.get("volumeMounts", [])]
+            for e in c.get("env", []):
+                if not (e["name"].endswith("_FILE") and "value" in e
+                        and ("TOKEN" in e["name"] or "PASSPHRASE" in e["name"])):
+                    continue
+                vols = [v for path, v in mounts if e["value"].startswith(path)]
+                need(vols and vols[-1].get("emptyDir", {}).get("medium") == "Memory",
+                     f"{name}/{c['name']}: {e['name']} is not read from a private in-memory copy")
         if o["kind"] in ("Deployment", "StatefulSet"):
             for c in spec["containers"]:
                 cn = f"{name}/{c['name']}"

@@ -2,9 +2,16 @@
 # Creates deploy/compose/secrets/{admin-token,key-passphrase} with random values, once.
 # Existing files are kept: the key passphrase unlocks the manager key in the registry volume,
 # and losing it loses the group. Back both files up somewhere safe.
+#
+# dgsp refuses a secret file that its group or other users can read, and compose bind-mounts
+# secret files with the owner and mode they have on the host. The containers run as uid
+# 10001, so each file must end up owned by 10001 with mode 0400 (inside the 0700 secrets/
+# directory). That takes root: run this script with sudo, or run the commands it prints.
+# Afterwards the host user reads the files with sudo (e.g. sudo cat secrets/admin-token).
 set -eu
 cd "$(dirname "$0")"
 umask 077
+uid=10001
 mkdir -p secrets
 chmod 0700 secrets
 for name in admin-token key-passphrase; do
@@ -15,7 +22,22 @@ for name in admin-token key-passphrase; do
     head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$f"
     echo "created $f"
   fi
-  # The containers run as uid 10001 and compose bind-mounts secret files as they are:
-  # readable inside, while the 0700 directory keeps other host users out.
-  chmod 0644 "$f"
 done
+fix=""
+for name in admin-token key-passphrase; do
+  f="secrets/$name"
+  if [ "$(stat -c '%u %a' "$f")" != "$uid 400" ]; then
+    if [ "$(id -u)" = 0 ]; then
+      chown "$uid:$uid" "$f"
+      chmod 0400 "$f"
+    else
+      fix="$fix $f"
+    fi
+  fi
+done
+if [ -n "$fix" ]; then
+  echo "the containers (uid $uid) must own these files, mode 0400 (dgsp refuses secrets others can read); run:"
+  echo "  sudo chown $uid:$uid$fix && sudo chmod 0400$fix"
+  exit 1
+fi
+echo "secrets/ ready: owned by uid $uid, mode 0400"

@@ -33,7 +33,8 @@ pub struct Cli {
 
     /// Config file (TOML: registry, gateway, admin_token, auditor_token, wallet).
     /// Defaults to $XDG_CONFIG_HOME/dgsp-manager/config.toml when that exists. A file
-    /// holding a token must not be readable by other users.
+    /// holding a token must be a regular file, not a symbolic link, that other users cannot
+    /// access (chmod 600).
     #[arg(long, global = true, env = "DGSP_MANAGER_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -106,15 +107,16 @@ pub struct RegistryArgs {
     /// Registry base URL (http or https).
     #[arg(long, env = "DGSP_REGISTRY_URL", value_name = "URL")]
     pub registry: Option<String>,
-    /// Admin bearer token. Prefer the env variable or the config file over the command line,
-    /// which other users can see in the process list.
-    #[arg(
-        long,
-        env = "DGSP_ADMIN_TOKEN",
-        hide_env_values = true,
-        value_name = "TOKEN"
-    )]
+    /// Admin bearer token. Other users can see a command line in the process list and shell
+    /// history keeps it (a warning is printed): prefer $DGSP_ADMIN_TOKEN, --token-file or
+    /// the config file. Sources, first found wins: --token, $DGSP_ADMIN_TOKEN,
+    /// --token-file, the config file.
+    #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// File holding the admin token: a regular file, not a symbolic link, that other users
+    /// cannot access (chmod 600).
+    #[arg(long, env = "DGSP_ADMIN_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// timeout and retries
     #[command(flatten)]
     pub http: HttpArgs,
@@ -251,7 +253,8 @@ pub struct WalletArgs {
     #[arg(long, env = "DGSP_WALLET", value_name = "FILE")]
     pub wallet: Option<PathBuf>,
     /// Read the wallet passphrase from this file (first line) instead of
-    /// $DGSP_WALLET_PASSPHRASE or a prompt.
+    /// $DGSP_WALLET_PASSPHRASE or a prompt: a regular file, not a symbolic link, that other
+    /// users cannot access (chmod 600).
     #[arg(long, env = "DGSP_WALLET_PASSPHRASE_FILE", value_name = "FILE")]
     pub passphrase_file: Option<PathBuf>,
 }
@@ -390,14 +393,16 @@ pub struct AuditArgs {
     #[arg(long, env = "DGSP_REGISTRY_URL", value_name = "URL")]
     pub registry: Option<String>,
     /// auditor (or admin) token: without it private parts are missing and the checks that
-    /// need them are reported as skipped
-    #[arg(
-        long,
-        env = "DGSP_AUDITOR_TOKEN",
-        hide_env_values = true,
-        value_name = "TOKEN"
-    )]
+    /// need them are reported as skipped. On the command line other users can see it (a
+    /// warning is printed): prefer $DGSP_AUDITOR_TOKEN, --token-file or the config file.
+    /// Sources, first found wins: --token, $DGSP_AUDITOR_TOKEN, --token-file, the config
+    /// file's auditor_token
+    #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// file holding the auditor token: a regular file, not a symbolic link, that other users
+    /// cannot access (chmod 600)
+    #[arg(long, env = "DGSP_AUDITOR_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// pin the group: a key file or its 64-hex fingerprint (else entry 1 is trusted and its
     /// fingerprint printed)
     #[arg(long, value_name = "KEY")]

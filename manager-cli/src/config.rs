@@ -1,9 +1,10 @@
 //! The optional config file: defaults for the registry and gateway URLs, tokens and the
-//! wallet path. Command-line flags and env variables win over it.
+//! wallet path. Command-line flags and env variables win over it. A config file holding a
+//! token must be a private regular file (mode 0600, not a symbolic link).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use dgsp_registry::secret_file;
 use serde::Deserialize;
 
 use crate::error::Error;
@@ -16,7 +17,7 @@ pub struct Config {
     pub registry: Option<String>,
     /// gateway base URL
     pub gateway: Option<String>,
-    /// admin token (the file must then be private: mode 0600)
+    /// admin token (the file must then be private: mode 0600, not a symbolic link)
     pub admin_token: Option<String>,
     /// auditor token (same rule)
     pub auditor_token: Option<String>,
@@ -26,6 +27,10 @@ pub struct Config {
 
 impl Config {
     /// Loads `explicit`, else the default path if it exists, else empty settings.
+    ///
+    /// A config file that holds a token is a secret file: it is read through
+    /// [`secret_file`] and refused if it is a symbolic link, not a regular file, or
+    /// accessible to other users. One without a token may be any readable file.
     pub fn load(explicit: Option<&Path>) -> Result<Config, Error> {
         let path = match explicit {
             Some(p) => p.to_owned(),
@@ -34,33 +39,28 @@ impl Config {
                 _ => return Ok(Config::default()),
             },
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let config: Config =
-            toml::from_str(&text).map_err(|e| Error::input(&path, format!("config: {e}")))?;
-        if config.admin_token.is_some() || config.auditor_token.is_some() {
-            let mode = std::fs::metadata(&path)
-                .map_err(|source| Error::Io {
+        match secret_file::read(&path) {
+            Ok(bytes) => parse(&path, &bytes),
+            Err(refused) if refused.is_refusal() => {
+                let bytes = std::fs::read(&path).map_err(|source| Error::Io {
                     path: path.clone(),
                     source,
-                })?
-                .permissions()
-                .mode();
-            if mode & 0o077 != 0 {
-                return Err(Error::input(
-                    &path,
-                    format!(
-                        "holds a token but other users can read it (mode {:o}); run: chmod 600 {}",
-                        mode & 0o777,
-                        path.display()
-                    ),
-                ));
+                })?;
+                let config = parse(&path, &bytes)?;
+                if config.admin_token.is_some() || config.auditor_token.is_some() {
+                    return Err(refused.into());
+                }
+                Ok(config)
             }
+            Err(e) => Err(e.into()),
         }
-        Ok(config)
     }
+}
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<Config, Error> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| Error::input(path, "config: not UTF-8 text"))?;
+    toml::from_str(text).map_err(|e| Error::input(path, format!("config: {e}")))
 }
 
 /// `$XDG_CONFIG_HOME/dgsp-manager/config.toml` (or `~/.config/...`).

@@ -36,6 +36,10 @@ pub enum Error {
     /// A cryptographic check failed.
     #[error("{0}")]
     Crypto(#[from] dgsp_core::Error),
+    /// A secret file (token, passphrase, wallet, config holding a token) was refused: a
+    /// symbolic link, not a regular file, or accessible to other users.
+    #[error(transparent)]
+    Secret(#[from] dgsp_registry::secret_file::SecretFileError),
 }
 
 impl From<ClientError> for Error {
@@ -70,6 +74,7 @@ impl Error {
             Error::Client(c) => c.kind(),
             Error::Wallet(w) => w.kind(),
             Error::Crypto(_) => "crypto",
+            Error::Secret(e) => e.kind(),
         }
     }
 }

@@ -1,8 +1,9 @@
-//! File helpers: `-` for stdin, never overwriting what exists, atomic replacement.
+//! File helpers: `-` for stdin, never overwriting what exists, atomic creation and
+//! replacement.
 
 use std::fs;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use crate::error::Error;
@@ -71,6 +72,9 @@ impl AtomicFile {
             .mode(mode)
             .open(&tmp)
             .map_err(io_err(&tmp))?;
+        // Exactly `mode`, whatever the umask (set on the descriptor).
+        file.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(io_err(&tmp))?;
         Ok(AtomicFile {
             dest: path.to_owned(),
             tmp,
@@ -84,6 +88,37 @@ impl AtomicFile {
         file.sync_all().map_err(io_err(&self.tmp))?;
         drop(file);
         fs::rename(&self.tmp, &self.dest).map_err(io_err(&self.dest))?;
+        let dir = parent(&self.dest);
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err(dir))
+    }
+}
+
+impl AtomicFile {
+    /// Like [`AtomicFile::commit`], but never replaces anything: the file is hard-linked
+    /// into place, which fails if the destination exists (even as a dangling link); the
+    /// temporary name is removed either way.
+    pub fn commit_new(mut self) -> Result<(), Error> {
+        let file = self.file.take().expect("committed once");
+        let linked = file
+            .sync_all()
+            .map_err(io_err(&self.tmp))
+            .and_then(|()| {
+                fs::hard_link(&self.tmp, &self.dest).map_err(|source| match source.kind() {
+                    std::io::ErrorKind::AlreadyExists => Error::input(
+                        &self.dest,
+                        "already exists; remove it or choose another name (files are never overwritten)",
+                    ),
+                    _ => Error::Io {
+                        path: self.dest.clone(),
+                        source,
+                    },
+                })
+            });
+        drop(file);
+        let _ = fs::remove_file(&self.tmp);
+        linked?;
         let dir = parent(&self.dest);
         fs::File::open(dir)
             .and_then(|d| d.sync_all())
@@ -113,6 +148,14 @@ fn parent(path: &Path) -> &Path {
     path.parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
+}
+
+/// Creates `path` holding `bytes` with mode `mode`, atomically (readers and crashes see no
+/// file or the whole file) and never over an existing file: [`AtomicFile::commit_new`].
+pub fn write_new_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
+    let mut f = AtomicFile::create(path, mode)?;
+    f.write_all(bytes).map_err(io_err(path))?;
+    f.commit_new()
 }
 
 /// [`AtomicFile`] for a buffer already in memory.

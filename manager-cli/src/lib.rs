@@ -23,6 +23,7 @@ pub mod io;
 pub mod member;
 pub mod operator;
 pub mod output;
+pub mod tokens;
 pub mod verifier;
 pub mod wallet;
 

@@ -25,6 +25,7 @@ use crate::documents::{self, CertificatesFile, CsrFile, JoinFile};
 use crate::error::{exit, Error};
 use crate::io;
 use crate::output::Output;
+use crate::tokens;
 
 /// Runs an operator command.
 pub async fn run(cmd: OperatorCommand, out: Output, config: &Config) -> Result<i32, Error> {
@@ -39,25 +40,25 @@ pub async fn run(cmd: OperatorCommand, out: Output, config: &Config) -> Result<i
                 Some(f) => read_usernames(&f)?,
                 None => usernames,
             };
-            join(&admin(&registry, config)?, usernames, dest, out).await
+            join(&admin(&registry, config, out)?, usernames, dest, out).await
         }
         OperatorCommand::Issue {
             csr,
             out: dest,
             registry,
-        } => issue(&admin(&registry, config)?, &csr, &dest, out).await,
+        } => issue(&admin(&registry, config, out)?, &csr, &dest, out).await,
         OperatorCommand::Revoke {
             member,
             yes,
             registry,
-        } => revoke(&admin(&registry, config)?, &member, yes, out).await,
+        } => revoke(&admin(&registry, config, out)?, &member, yes, out).await,
         OperatorCommand::Open {
             message,
             signature,
             registry,
         } => {
             open(
-                &admin(&registry, config)?,
+                &admin(&registry, config, out)?,
                 &message,
                 &signature,
                 config,
@@ -66,12 +67,12 @@ pub async fn run(cmd: OperatorCommand, out: Output, config: &Config) -> Result<i
             .await
         }
         OperatorCommand::Member(OperatorMemberCommand::Show { member, registry }) => {
-            let info = find(&admin(&registry, config)?, &member).await?;
+            let info = find(&admin(&registry, config, out)?, &member).await?;
             out.emit(&info, || describe_member(&info));
             Ok(exit::OK)
         }
         OperatorCommand::Member(OperatorMemberCommand::List { active, registry }) => {
-            list(&admin(&registry, config)?, active, out).await
+            list(&admin(&registry, config, out)?, active, out).await
         }
         OperatorCommand::Log(LogCommand::Export {
             out: dest,
@@ -81,14 +82,14 @@ pub async fn run(cmd: OperatorCommand, out: Output, config: &Config) -> Result<i
             let client = if public {
                 connect(&registry, config, None)?
             } else {
-                let token = registry
-                    .token
-                    .clone()
-                    .or_else(|| config.auditor_token.clone())
-                    .or_else(|| config.admin_token.clone());
+                let config_token = config
+                    .auditor_token
+                    .as_deref()
+                    .or(config.admin_token.as_deref());
+                let token = admin_sources(&registry, config_token).resolve(out)?;
                 if token.is_none() {
                     return Err(Error::Config(
-                        "log export needs the auditor or admin token (--token, DGSP_ADMIN_TOKEN, or auditor_token in the config file); use --public for the public feed".into(),
+                        "log export needs the auditor or admin token (--token, DGSP_ADMIN_TOKEN, --token-file, or auditor_token in the config file); use --public for the public feed".into(),
                     ));
                 }
                 connect(&registry, config, token)?
@@ -101,15 +102,23 @@ pub async fn run(cmd: OperatorCommand, out: Output, config: &Config) -> Result<i
     }
 }
 
+/// Where the admin token may come from ([`tokens`]), `config_token` last.
+fn admin_sources<'a>(args: &'a RegistryArgs, config_token: Option<&'a str>) -> tokens::Sources<'a> {
+    tokens::Sources {
+        flag: ("--token", args.token.as_deref()),
+        env: "DGSP_ADMIN_TOKEN",
+        file: args.token_file.as_deref(),
+        config: config_token,
+    }
+}
+
 /// A client for the registry with the admin token.
-fn admin(args: &RegistryArgs, config: &Config) -> Result<Client, Error> {
-    let token = args
-        .token
-        .clone()
-        .or_else(|| config.admin_token.clone())
+fn admin(args: &RegistryArgs, config: &Config, out: Output) -> Result<Client, Error> {
+    let token = admin_sources(args, config.admin_token.as_deref())
+        .resolve(out)?
         .ok_or_else(|| {
             Error::Config(
-                "the admin token is needed: set DGSP_ADMIN_TOKEN, pass --token, or put admin_token in the config file".into(),
+                "the admin token is needed: set DGSP_ADMIN_TOKEN, pass --token-file (or --token), or put admin_token in the config file".into(),
             )
         })?;
     connect(args, config, Some(token))

@@ -36,6 +36,19 @@ impl Output {
         }
     }
 
+    /// A warning (stderr, also with `--json`, where it is one JSON line
+    /// `{"warning": {"kind", "message"}}`): something the user should change.
+    pub fn warn(&self, kind: &str, text: impl AsRef<str>) {
+        if self.json {
+            eprintln!(
+                "{}",
+                serde_json::json!({"warning": {"kind": kind, "message": text.as_ref()}})
+            );
+        } else {
+            eprintln!("warning: {}", text.as_ref());
+        }
+    }
+
     /// A progress bar over `len` steps; hidden with `--json` or when stderr is not a terminal.
     pub fn progress(&self, len: u64, what: &str) -> ProgressBar {
         let bar = ProgressBar::with_draw_target(Some(len), self.target());

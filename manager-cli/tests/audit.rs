@@ -11,8 +11,10 @@ use std::io::Write as _;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
 use dgsp_core::checkpoint::{origin_for, Checkpoint};
-use dgsp_core::{Manager, ParamSet, Zeta};
+use dgsp_core::{Manager, MessageDigest, ParamSet, Pi, Signature, Zeta};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_manager::audit::{self, Auditor, Report, Skipped, WarningKind};
 use dgsp_manager::cli::{AuditArgs, HttpArgs};
@@ -98,6 +100,89 @@ fn a_wrong_opening_is_found() {
     tamper::set_event(&mut entries, k, &blamed);
     tamper::reseal(&mut entries, k, &log.manager, ALL);
     assert_eq!(found(&entries), vec![("wrong_opening", k)]);
+}
+
+/// The opening event at `seq`, decoded.
+fn opening_at(entries: &mut [Entry], seq: u64) -> (Signature, Event) {
+    let ev = tamper::at(entries, seq).event().unwrap();
+    let Event::SignatureOpened { signature, .. } = &ev else {
+        panic!("an opening")
+    };
+    let sig = Signature::from_bytes(&B64.decode(signature).unwrap()).unwrap();
+    (sig, ev)
+}
+
+/// `ev` (an opening) with its signature and DGSP digest replaced.
+fn with_signature(ev: Event, sig: &Signature, digest: &MessageDigest) -> Event {
+    let Event::SignatureOpened {
+        message_digest,
+        id,
+        pi,
+        ..
+    } = ev
+    else {
+        panic!("an opening")
+    };
+    Event::SignatureOpened {
+        signature: B64.encode(sig.to_bytes()),
+        message_digest,
+        digest: Some(hex::encode(digest.as_bytes())),
+        id,
+        pi,
+    }
+}
+
+#[test]
+fn an_opened_signature_that_does_not_verify_is_found() {
+    let log = small();
+    let k = tamper::nth(&log.entries, "signature_opened", 1, |_| true);
+    let params = log.manager.params();
+
+    // The manager "opens" a signature whose certificate signature (SPHINCS+) is forged: the
+    // WOTS+ part, tau and the digest are the member's, so judge alone would pass.
+    let mut entries = log.entries.clone();
+    let (sig, ev) = opening_at(&mut entries, k);
+    let (digest, id, pi) = match &ev {
+        Event::SignatureOpened {
+            digest: Some(d),
+            id,
+            pi,
+            ..
+        } => (
+            MessageDigest::from_slice(params, &hex::decode(d).unwrap()).unwrap(),
+            *id,
+            Pi::from_slice(params, &hex::decode(pi).unwrap()).unwrap(),
+        ),
+        _ => panic!("a schema-2 opening"),
+    };
+    let mut bytes = sig.to_bytes();
+    bytes[4 + params.wots_sig_len() + params.n() + 16 + 100] ^= 0x20;
+    let forged = Signature::from_bytes(&bytes).unwrap();
+    let group = log.manager.public_key();
+    group.judge_digest(&digest, &forged, id, &pi).unwrap();
+    assert!(group
+        .verify_digest_ignoring_revocation(&digest, &forged)
+        .is_err());
+    tamper::set_event(&mut entries, k, &with_signature(ev, &forged, &digest));
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    let report = audit(&entries);
+    assert_eq!(
+        report.kinds(),
+        vec![("invalid_opened_signature", k)],
+        "{}",
+        report.render()
+    );
+    assert!(report.violations[0].detail.contains("does not verify"));
+    assert_eq!(report.stats.judged, 3);
+
+    // The logged digest swapped for another message's: the signature does not verify for
+    // it (and judge would fail too): one violation, the invalid signature.
+    let mut entries = log.entries.clone();
+    let (sig, ev) = opening_at(&mut entries, k);
+    let other = sig.message_digest(b"a message nobody signed");
+    tamper::set_event(&mut entries, k, &with_signature(ev, &sig, &other));
+    tamper::reseal(&mut entries, k, &log.manager, ALL);
+    assert_eq!(found(&entries), vec![("invalid_opened_signature", k)]);
 }
 
 #[test]
@@ -380,6 +465,7 @@ fn file_args(path: &std::path::Path) -> AuditArgs {
         file: Some(path.to_owned()),
         registry: None,
         token: None,
+        token_file: None,
         group_key: None,
         http: HttpArgs {
             timeout_secs: 5,
@@ -441,6 +527,7 @@ async fn a_large_honest_log_reports_nothing() {
         file: None,
         registry: Some(r.url.clone()),
         token: Some(logs::AUDITOR.into()),
+        token_file: None,
         group_key: Some(hex::encode(r.manager.public_key().fingerprint())),
         http: HttpArgs {
             timeout_secs: 30,

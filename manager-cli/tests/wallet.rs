@@ -678,3 +678,94 @@ fn damaged_missing_or_rolled_back_journals_refuse_to_sign() {
     assert_eq!((count(&c, "used"), count(&c, "certified_unused")), (4, 2));
     assert_distinct(&f.all_signatures());
 }
+
+/// The wallet, its use journal and a passphrase file are secret files: a group- or
+/// world-readable one, or a symbolic link (even to a private file), is refused with the
+/// path, the mode and the fix; private regular files are used.
+#[test]
+fn the_wallet_files_must_be_private_regular_files() {
+    let f = Fixture::new(41);
+    f.keygen();
+    // Created 0600, atomically: no temporary file is left beside them.
+    let journal = PathBuf::from(format!("{}.used", f.wallet.display()));
+    for file in [&f.wallet, &journal] {
+        let meta = fs::symlink_metadata(file).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(
+            meta.permissions().mode() & 0o7777,
+            0o600,
+            "{}",
+            file.display()
+        );
+    }
+    let leftovers: Vec<_> = fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let status = |pass_file: Option<&Path>| {
+        let mut cmd = f.cmd(&["status"]);
+        if let Some(p) = pass_file {
+            cmd.arg("--passphrase-file")
+                .arg(p)
+                .env_remove("DGSP_WALLET_PASSPHRASE");
+        }
+        Run::from(cmd.output().unwrap())
+    };
+    let refused = |run: Run, kind: &str, path: &Path| {
+        assert!(!run.ok);
+        assert_eq!(run.kind(), kind, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&path.display().to_string()),
+            "names the file: {}",
+            run.stderr
+        );
+        if kind == "too_open" {
+            assert!(run.stderr.contains("chmod 600"), "{}", run.stderr);
+        }
+    };
+    assert!(status(None).ok);
+
+    let pass = f.path("pass.txt");
+    fs::write(&pass, format!("{PASS}\n")).unwrap();
+    for mode in [0o640, 0o644] {
+        fs::set_permissions(&pass, fs::Permissions::from_mode(mode)).unwrap();
+        let run = status(Some(&pass));
+        assert!(
+            run.stderr.contains(&format!("mode {mode:04o}")),
+            "{}",
+            run.stderr
+        );
+        refused(run, "too_open", &pass);
+    }
+    fs::set_permissions(&pass, fs::Permissions::from_mode(0o600)).unwrap();
+    let run = status(Some(&pass));
+    assert!(run.ok, "{}", run.stderr);
+    let link = f.path("pass-link");
+    std::os::unix::fs::symlink(&pass, &link).unwrap();
+    refused(status(Some(&link)), "symlink", &link);
+
+    // The wallet file itself: a link to the (private) wallet is not followed.
+    let real = f.path("real-wallet.json");
+    fs::rename(&f.wallet, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &f.wallet).unwrap();
+    refused(status(None), "symlink", &f.wallet);
+    fs::remove_file(&f.wallet).unwrap();
+    fs::rename(&real, &f.wallet).unwrap();
+    assert!(status(None).ok);
+
+    // The use journal.
+    for mode in [0o640, 0o644] {
+        fs::set_permissions(&journal, fs::Permissions::from_mode(mode)).unwrap();
+        refused(status(None), "too_open", &journal);
+    }
+    fs::set_permissions(&journal, fs::Permissions::from_mode(0o600)).unwrap();
+    let real = f.path("real-journal");
+    fs::rename(&journal, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &journal).unwrap();
+    refused(status(None), "symlink", &journal);
+    fs::remove_file(&journal).unwrap();
+    fs::rename(&real, &journal).unwrap();
+    assert!(status(None).ok);
+}

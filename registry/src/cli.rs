@@ -1,4 +1,6 @@
-//! Command-line interface of `dgsp-registry` (clap, every secret from env or a file).
+//! Command-line interface of `dgsp-registry` (clap). Secrets come from the environment or
+//! from files read through [`secret_file`]; a token given on the command line is accepted
+//! with a warning.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -7,6 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use zeroize::Zeroizing;
 
 use dgsp_core::ParamSet;
+
+use crate::secret_file::{self, SecretFileError};
 
 /// The DGSP group manager's registry: an event-sourced log of joins, certificates,
 /// revocations and openings, served over HTTP.
@@ -47,15 +51,24 @@ pub enum Command {
         /// Manager key location and passphrase.
         #[command(flatten)]
         key: KeyArgs,
-        /// Admin API bearer token (at least 16 characters).
-        #[arg(long, env = "DGSP_ADMIN_TOKEN", hide_env_values = true)]
+        /// Admin API bearer token (at least 16 characters). Prefer the environment variable
+        /// DGSP_ADMIN_TOKEN or --admin-token-file: a token given here is visible to other
+        /// users in the process list and kept in shell history (a warning is logged).
+        #[arg(long, value_name = "TOKEN")]
         admin_token: Option<String>,
-        /// File holding the admin token (alternative to --admin-token).
-        #[arg(long, env = "DGSP_ADMIN_TOKEN_FILE")]
+        /// File holding the admin token (used when neither --admin-token nor
+        /// DGSP_ADMIN_TOKEN is set). A regular file, not a symbolic link, that other users
+        /// cannot access (chmod 600).
+        #[arg(long, env = "DGSP_ADMIN_TOKEN_FILE", value_name = "FILE")]
         admin_token_file: Option<PathBuf>,
-        /// Auditor token: reveals private log payloads in the feed.
-        #[arg(long, env = "DGSP_AUDITOR_TOKEN", hide_env_values = true)]
+        /// Auditor token (at least 16 characters): reveals private log payloads in the feed.
+        /// Prefer DGSP_AUDITOR_TOKEN or --auditor-token-file (see --admin-token).
+        #[arg(long, value_name = "TOKEN")]
         auditor_token: Option<String>,
+        /// File holding the auditor token (used when neither --auditor-token nor
+        /// DGSP_AUDITOR_TOKEN is set); same rules as --admin-token-file.
+        #[arg(long, env = "DGSP_AUDITOR_TOKEN_FILE", value_name = "FILE")]
+        auditor_token_file: Option<PathBuf>,
         /// Largest accepted request body, in bytes.
         #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = crate::api::DEFAULT_BODY_LIMIT)]
         max_body_bytes: usize,
@@ -97,10 +110,15 @@ pub struct KeyArgs {
     /// Encrypted manager key file (default DATA/manager.key).
     #[arg(long, env = "DGSP_KEY_FILE")]
     pub key_file: Option<PathBuf>,
-    /// File holding the key passphrase; or set DGSP_KEY_PASSPHRASE.
-    #[arg(long, env = "DGSP_KEY_PASSPHRASE_FILE")]
+    /// File holding the key passphrase (its text without the final line break); or set
+    /// DGSP_KEY_PASSPHRASE. A regular file, not a symbolic link, that other users cannot
+    /// access (chmod 600).
+    #[arg(long, env = "DGSP_KEY_PASSPHRASE_FILE", value_name = "FILE")]
     pub passphrase_file: Option<PathBuf>,
 }
+
+/// The environment variable holding the key passphrase (when no file is given).
+pub const PASSPHRASE_ENV: &str = "DGSP_KEY_PASSPHRASE";
 
 impl KeyArgs {
     /// The key file path.
@@ -108,19 +126,149 @@ impl KeyArgs {
         key_path(data, self.key_file.as_deref())
     }
 
-    /// The passphrase, from the file or `DGSP_KEY_PASSPHRASE`.
-    pub fn passphrase(&self) -> Result<Zeroizing<String>, String> {
+    /// The passphrase, from the file (checked by [`secret_file`]) or [`PASSPHRASE_ENV`].
+    pub fn passphrase(&self) -> Result<Zeroizing<String>, SecretError> {
         if let Some(f) = &self.passphrase_file {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let text = secret_file::read_text(f)?;
             return Ok(Zeroizing::new(
                 text.trim_end_matches(['\n', '\r']).to_owned(),
             ));
         }
-        std::env::var("DGSP_KEY_PASSPHRASE")
-            .map(Zeroizing::new)
-            .map_err(|_| {
-                "no key passphrase: set DGSP_KEY_PASSPHRASE or pass --passphrase-file".to_owned()
-            })
+        match std::env::var(PASSPHRASE_ENV) {
+            Ok(p) => Ok(Zeroizing::new(p)),
+            Err(std::env::VarError::NotUnicode(_)) => Err(SecretError::NotUnicode {
+                var: PASSPHRASE_ENV,
+            }),
+            Err(std::env::VarError::NotPresent) => Err(SecretError::Missing {
+                what: "key passphrase",
+                how: "set DGSP_KEY_PASSPHRASE or pass --passphrase-file (DGSP_KEY_PASSPHRASE_FILE)",
+            }),
+        }
+    }
+}
+
+/// Why a passphrase or token could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// Its file was refused or could not be read.
+    #[error(transparent)]
+    File(#[from] SecretFileError),
+    /// None was given.
+    #[error("no {what}: {how}")]
+    Missing {
+        /// which secret
+        what: &'static str,
+        /// where it may come from
+        how: &'static str,
+    },
+    /// Too short to resist guessing.
+    #[error("the {what} must be at least {min} characters (this one has {found})")]
+    TooShort {
+        /// which secret
+        what: &'static str,
+        /// the minimum
+        min: usize,
+        /// its length
+        found: usize,
+    },
+    /// The environment variable holding it is not UTF-8.
+    #[error("${var} is not valid UTF-8")]
+    NotUnicode {
+        /// the variable
+        var: &'static str,
+    },
+}
+
+/// The shortest admin or auditor token accepted.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// One of the registry's bearer tokens, and where it may come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Token {
+    /// `--admin-token`, `DGSP_ADMIN_TOKEN`, `--admin-token-file` / `DGSP_ADMIN_TOKEN_FILE`
+    Admin,
+    /// `--auditor-token`, `DGSP_AUDITOR_TOKEN`, `--auditor-token-file` /
+    /// `DGSP_AUDITOR_TOKEN_FILE`
+    Auditor,
+}
+
+impl Token {
+    /// Human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Token::Admin => "admin token",
+            Token::Auditor => "auditor token",
+        }
+    }
+
+    /// The environment variable holding the token itself.
+    pub fn env(self) -> &'static str {
+        match self {
+            Token::Admin => "DGSP_ADMIN_TOKEN",
+            Token::Auditor => "DGSP_AUDITOR_TOKEN",
+        }
+    }
+
+    /// The command-line flag holding the token itself.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Token::Admin => "--admin-token",
+            Token::Auditor => "--auditor-token",
+        }
+    }
+
+    /// The error for a required token that was not given.
+    pub fn missing(self) -> SecretError {
+        SecretError::Missing {
+            what: self.name(),
+            how: match self {
+                Token::Admin => {
+                    "set DGSP_ADMIN_TOKEN or pass --admin-token-file (DGSP_ADMIN_TOKEN_FILE)"
+                }
+                Token::Auditor => {
+                    "set DGSP_AUDITOR_TOKEN or pass --auditor-token-file (DGSP_AUDITOR_TOKEN_FILE)"
+                }
+            },
+        }
+    }
+
+    /// The token from the first of: `flag` (the command-line value: a warning is logged,
+    /// as other users can read it in the process list), the environment variable, `file`
+    /// (checked by [`secret_file`]; surrounding whitespace removed). `None` when none is
+    /// given; a token shorter than [`MIN_TOKEN_LEN`] is refused.
+    pub fn resolve(
+        self,
+        flag: Option<String>,
+        file: Option<&Path>,
+    ) -> Result<Option<Zeroizing<String>>, SecretError> {
+        let token = if let Some(t) = flag {
+            tracing::warn!(
+                "{} puts the {} on the command line, where other users can read it (ps, /proc) and shell history keeps it; use {} or {}-file instead",
+                self.flag(),
+                self.name(),
+                self.env(),
+                self.flag()
+            );
+            Zeroizing::new(t)
+        } else if let Some(t) = std::env::var_os(self.env()).filter(|v| !v.is_empty()) {
+            Zeroizing::new(
+                t.into_string()
+                    .map_err(|_| SecretError::NotUnicode { var: self.env() })?,
+            )
+        } else if let Some(f) = file {
+            secret_file::read_token(f)?
+        } else {
+            return Ok(None);
+        };
+        let found = token.chars().count();
+        if found < MIN_TOKEN_LEN {
+            return Err(SecretError::TooShort {
+                what: self.name(),
+                min: MIN_TOKEN_LEN,
+                found,
+            });
+        }
+        Ok(Some(token))
     }
 }
 

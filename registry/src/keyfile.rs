@@ -3,7 +3,9 @@
 //!
 //! The envelope's clear fields (format, parameter set, public key) are the AEAD's associated
 //! data, so they cannot be swapped without the decryption failing. Files are written with
-//! mode 0600 and refused when other users can read or write them.
+//! mode 0600, atomically (a temporary file in the same directory, synced, then linked into
+//! place only if nothing is there yet), and read through [`crate::secret_file`]: a symbolic
+//! link, a non-regular file or one other users can access is refused.
 //!
 //! The passphrase crypto itself ([`derive_key`], [`seal`], [`open`]) is public so other
 //! secret files (the member wallet of `dgsp-manager`) use the same construction.
@@ -12,6 +14,8 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use crate::secret_file::{self, SecretFileError};
 
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64::engine::general_purpose::STANDARD as B64;
@@ -38,14 +42,10 @@ pub enum KeyFileError {
         #[source]
         source: std::io::Error,
     },
-    /// Other users may read or write the file.
-    #[error("{path}: refusing a secret key file that other users can access (mode {mode:o}); run: chmod 600 {path}")]
-    TooOpen {
-        /// the file
-        path: PathBuf,
-        /// its permission bits
-        mode: u32,
-    },
+    /// The key file is refused (a symbolic link, not a regular file, readable by other
+    /// users) or cannot be read: see [`SecretFileError`].
+    #[error(transparent)]
+    Secret(#[from] SecretFileError),
     /// Not a key envelope of this format.
     #[error("{path}: not a DGSP manager key file: {reason}")]
     Malformed {
@@ -163,8 +163,9 @@ pub fn open(
         .map(Zeroizing::new)
 }
 
-/// Encrypts `sk` under `passphrase` and writes it to `path` (mode 0600, created new: an
-/// existing file is never overwritten).
+/// Encrypts `sk` under `passphrase` and writes it to `path`: mode 0600 whatever the umask,
+/// atomically (readers and crashes see no file or the whole file), and never over an
+/// existing file or link.
 pub fn write(
     path: &Path,
     sk: &ManagerSecretKey,
@@ -200,15 +201,43 @@ pub fn write(
     let ct = seal(&key, &nonce, &plaintext, &aad);
     env.ciphertext = B64.encode(ct);
     let json = serde_json::to_vec_pretty(&env).expect("envelope serializes");
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io)?;
-    f.write_all(&json).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    Ok(())
+    write_new_private(path, &json).map_err(io)
+}
+
+/// Creates `path` holding `bytes`, mode 0600, atomically and without replacing anything:
+/// the bytes go to a fresh temporary file beside it (created exclusively, mode 0600 set on
+/// the descriptor so the umask cannot widen or narrow it, synced), which is then hard-linked
+/// to `path` (failing if anything, even a dangling link, is there) and unlinked; the
+/// directory is synced last.
+fn write_new_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "a file already exists here; key files are never overwritten",
+        ));
+    }
+    let mut nonce = [0u8; 8];
+    OsRng.fill_bytes(&mut nonce);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.tmp-{}", hex::encode(nonce)));
+    let result = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::hard_link(&tmp, path)
+    })();
+    let _ = fs::remove_file(&tmp);
+    result?;
+    fs::File::open(dir)?.sync_all()
 }
 
 /// Reads the public key from a key file without the passphrase.
@@ -229,19 +258,7 @@ fn public_of(path: &Path, env: &Envelope) -> Result<ManagerPublicKey, KeyFileErr
 }
 
 fn read_envelope(path: &Path) -> Result<Envelope, KeyFileError> {
-    let io = |source| KeyFileError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let meta = fs::metadata(path).map_err(io)?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o007 != 0 {
-        return Err(KeyFileError::TooOpen {
-            path: path.to_owned(),
-            mode,
-        });
-    }
-    let text = fs::read(path).map_err(io)?;
+    let text = secret_file::read(path)?;
     let env: Envelope = serde_json::from_slice(&text).map_err(|e| KeyFileError::Malformed {
         path: path.to_owned(),
         reason: e.to_string(),
@@ -345,14 +362,58 @@ mod tests {
             Err(KeyFileError::Decrypt { .. })
         ));
 
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        for mode in [0o644, 0o640, 0o604] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let err = read(&path, PASS).unwrap_err();
+            assert!(
+                matches!(&err, KeyFileError::Secret(SecretFileError::TooOpen { mode: m, .. }) if *m == mode),
+                "{mode:o}: {err:?}"
+            );
+            assert!(err.to_string().contains("chmod 600"), "{err}");
+            assert!(matches!(
+                read_public(&path),
+                Err(KeyFileError::Secret(SecretFileError::TooOpen { .. }))
+            ));
+        }
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("link.key");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
         assert!(matches!(
-            read(&path, PASS),
-            Err(KeyFileError::TooOpen { mode: 0o644, .. })
+            read(&link, PASS),
+            Err(KeyFileError::Secret(SecretFileError::Symlink { .. }))
         ));
+    }
+
+    #[test]
+    fn writing_is_atomic_private_and_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let sk = key();
+        let path = dir.path().join("manager.key");
+        write(&path, &sk, PASS, FAST).unwrap();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+        // Only the key file: the temporary file is gone.
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("manager.key")]);
+
+        // A dangling link where the key would go is not followed nor replaced.
+        let target = dir.path().join("elsewhere");
+        let link = dir.path().join("linked.key");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(matches!(
-            read_public(&path),
-            Err(KeyFileError::TooOpen { .. })
+            write(&link, &sk, PASS, FAST),
+            Err(KeyFileError::Io { .. })
         ));
+        assert!(!target.exists());
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let names = fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(names, 2, "no temporary file left behind");
     }
 }

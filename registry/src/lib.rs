@@ -16,6 +16,7 @@ pub mod issuance;
 pub mod keyfile;
 pub mod log;
 pub mod publisher;
+pub mod secret_file;
 pub mod server;
 pub mod store;
 pub mod views;

@@ -29,18 +29,21 @@ fn main() -> ExitCode {
             admin_token,
             admin_token_file,
             auditor_token,
+            auditor_token_file,
             max_body_bytes,
             checkpoint_interval_secs,
-        } => serve(
-            &data,
-            listen,
-            &key,
-            admin_token,
-            admin_token_file,
-            auditor_token,
-            max_body_bytes,
-            std::time::Duration::from_secs(checkpoint_interval_secs),
-        ),
+        } => auditor_token_of(auditor_token, auditor_token_file).and_then(|auditor_token| {
+            serve(
+                &data,
+                listen,
+                &key,
+                admin_token,
+                admin_token_file,
+                auditor_token,
+                max_body_bytes,
+                std::time::Duration::from_secs(checkpoint_interval_secs),
+            )
+        }),
         Command::Rebuild { data } => rebuild(&data),
         Command::Openapi => {
             print!("{}", api::openapi::document());
@@ -77,7 +80,7 @@ fn init(
     data: &std::path::Path,
     key: &dgsp_registry::cli::KeyArgs,
 ) -> Fallible {
-    let passphrase = key.passphrase()?;
+    let passphrase = key.passphrase().map_err(|e| e.to_string())?;
     std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
     let store = open_store(data)?;
     if store.head().map_err(|e| e.to_string())?.seq > 0 {
@@ -109,7 +112,7 @@ fn load_manager(
     key: &dgsp_registry::cli::KeyArgs,
     store: &Store,
 ) -> Result<Manager, String> {
-    let passphrase = key.passphrase()?;
+    let passphrase = key.passphrase().map_err(|e| e.to_string())?;
     let sk = keyfile::read(&key.path(data), passphrase.as_bytes()).map_err(|e| e.to_string())?;
     let genesis = store.entry(1).map_err(|e| e.to_string())?.ok_or_else(|| {
         format!(
@@ -124,21 +127,26 @@ fn load_manager(
     }
 }
 
+/// The admin token (required): `--admin-token` (warned about), `DGSP_ADMIN_TOKEN`, or the
+/// secret file `--admin-token-file`; at least 16 characters.
 fn token(direct: Option<String>, file: Option<std::path::PathBuf>) -> Result<String, String> {
-    let t = match (direct, file) {
-        (Some(t), _) => t,
-        (None, Some(f)) => std::fs::read_to_string(&f)
-            .map_err(|e| format!("{}: {e}", f.display()))?
-            .trim()
-            .to_owned(),
-        (None, None) => {
-            return Err("no admin token: set DGSP_ADMIN_TOKEN or pass --admin-token-file".into())
-        }
-    };
-    if t.len() < 16 {
-        return Err("the admin token must be at least 16 characters".into());
+    let admin = cli::Token::Admin;
+    match admin.resolve(direct, file.as_deref()) {
+        Ok(Some(t)) => Ok(t.as_str().to_owned()),
+        Ok(None) => Err(admin.missing().to_string()),
+        Err(e) => Err(e.to_string()),
     }
-    Ok(t)
+}
+
+/// The auditor token (optional), from the same kinds of sources with the same rules.
+fn auditor_token_of(
+    direct: Option<String>,
+    file: Option<std::path::PathBuf>,
+) -> Result<Option<String>, String> {
+    cli::Token::Auditor
+        .resolve(direct, file.as_deref())
+        .map(|t| t.map(|t| t.as_str().to_owned()))
+        .map_err(|e| e.to_string())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -275,8 +275,8 @@ impl Auditor {
         }
     }
 
-    /// `signature_opened`: decoded and queued for judge; a version-1 opening (no digest)
-    /// cannot be judged and is warned about.
+    /// `signature_opened`: decoded and queued for verification and judge; a version-1
+    /// opening (no digest) can be neither and is warned about.
     fn opened(&mut self, seq: u64, ev: Event, out: &mut Findings, jobs: &mut Vec<Job>) {
         self.stats.openings += 1;
         let Event::SignatureOpened {
@@ -294,7 +294,7 @@ impl Auditor {
                 Some(seq),
                 WarningKind::UnjudgeableOpening,
                 format!(
-                    "the opening naming member {id} predates schema version 2: it records no DGSP digest, so it cannot be judged from the log"
+                    "the opening naming member {id} predates schema version 2: it records no DGSP digest, so neither the signature nor the opening can be checked from the log"
                 ),
             );
             return;
@@ -306,7 +306,7 @@ impl Auditor {
         match decode_opening(params, &signature, &digest, &pi) {
             Ok((signature, digest, pi)) => {
                 self.stats.judged += 1;
-                jobs.push(Job::Judge {
+                jobs.push(Job::Opening {
                     seq,
                     signature: Box::new(signature),
                     digest,

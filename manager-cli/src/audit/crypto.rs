@@ -1,4 +1,5 @@
-//! The expensive checks (SPHINCS+ verification of checkpoints and snapshots, judge), queued
+//! The expensive checks (SPHINCS+ verification of checkpoints, snapshots and opened
+//! signatures; judge), queued
 //! while the log is replayed and run in parallel in batches. Each depends only on its
 //! entry and the group key, never on the replayed state, so the order they run in does not
 //! matter; their violations are sorted into place by seq at the end.
@@ -27,8 +28,9 @@ pub(crate) enum Job {
         seq: u64,
         snapshot: Box<SignedSnapshot>,
     },
-    /// An opening must pass judge.
-    Judge {
+    /// An opened signature must verify under the group key (from its digest), and the
+    /// opening must pass judge.
+    Opening {
         seq: u64,
         signature: Box<Signature>,
         digest: MessageDigest,
@@ -73,22 +75,35 @@ impl Job {
                     format!("snapshot {}: {e}", snapshot.record.number),
                 )
             }),
-            Job::Judge {
+            Job::Opening {
                 seq,
                 signature,
                 digest,
                 id,
                 pi,
-            } => group
-                .judge_digest(digest, signature, *id, pi)
-                .err()
-                .and_then(|e| {
-                    found(
+            } => {
+                // An invalid signature is the one finding: judging what no member signed
+                // says nothing more (judge only looks at the WOTS+ part and tau).
+                if let Err(e) = group.verify_digest_ignoring_revocation(digest, signature) {
+                    return found(
                         *seq,
-                        ViolationKind::WrongOpening,
-                        format!("the opening names member {id}, judge says: {e}"),
-                    )
-                }),
+                        ViolationKind::InvalidOpenedSignature,
+                        format!(
+                            "the manager opened (to member {id}) a signature that does not verify under the group key for the logged digest: {e}"
+                        ),
+                    );
+                }
+                group
+                    .judge_digest(digest, signature, *id, pi)
+                    .err()
+                    .and_then(|e| {
+                        found(
+                            *seq,
+                            ViolationKind::WrongOpening,
+                            format!("the opening names member {id}, judge says: {e}"),
+                        )
+                    })
+            }
         }
     }
 }

@@ -21,7 +21,8 @@
 //! | `snapshot_succession` | a snapshot is not number previous + 1 (1 for the first) with `prev_hash` = the previous record's hash, or its `log_seq` is not before its own entry |
 //! | `snapshot_root` | a snapshot's root or count differs from the set of zetas revoked at entries `<= log_seq` (the gateway's rule) |
 //! | `snapshot_shrink` | a snapshot has fewer zetas than an earlier one, or a `log_seq` before the previous one's (its root is then not compared) |
-//! | `wrong_opening` | an opening (schema v2, with the DGSP digest) fails judge |
+//! | `invalid_opened_signature` | an opened signature (schema v2) does not verify under the group key for the digest the opening records (its judge is then not reported) |
+//! | `wrong_opening` | an opening (schema v2, with the DGSP digest) of a valid signature fails judge |
 //! | `issued_to_revoked` | certificates issued to a member after its `member_revoked` |
 //! | `unknown_member` | certificates issued to, or a revocation of, a member that never joined |
 //! | `counter_reused` | an issuance starts below the member's next unissued counter |
@@ -33,9 +34,12 @@
 //! | `duplicate_member` | a member id or username joins twice |
 //!
 //! The auditor cannot recompute zetas (they derive from the manager's secret), only count
-//! them. It judges openings from the logged digest only: the log does not hold the
-//! message, so whether the signature itself verifies (`verify_ignoring_revocation`) cannot
-//! be checked from the log (the registry only opens signatures that verify). A version-1
+//! them. The log does not hold an opened message, only its DGSP digest `d`; from it the
+//! auditor verifies the opened signature under the group key
+//! (`verify_digest_ignoring_revocation`: the WOTS+ signature of `d` and the manager's
+//! certificate over the key it implies), then judges the opening (`judge_digest`). This
+//! shows the signature is valid for some message with digest `d`; matching the message
+//! itself needs the message (the entry's `message_digest` is its SHA3-256). A version-1
 //! opening records no digest: it is reported as a warning (`unjudgeable_opening`), neither
 //! passed nor failed.
 //!
@@ -77,9 +81,9 @@
 //! # Cost
 //!
 //! Hashes and the member ledger are checked as entries arrive; SPHINCS+ verification of
-//! checkpoints and snapshots and judge are queued and run in parallel batches. Memory:
-//! the set of revoked zetas (about 80 bytes each), one hash per entry, one record per
-//! member.
+//! checkpoints, snapshots and opened signatures, and judge, are queued and run in parallel
+//! batches. Memory: the set of revoked zetas (about 80 bytes each), one hash per entry, one
+//! record per member.
 
 mod auditor;
 mod chain;
@@ -156,7 +160,13 @@ async fn from_registry(
                     .into(),
             )
         })?;
-    let token = args.token.clone().or_else(|| config.auditor_token.clone());
+    let token = crate::tokens::Sources {
+        flag: ("--token", args.token.as_deref()),
+        env: "DGSP_AUDITOR_TOKEN",
+        file: args.token_file.as_deref(),
+        config: config.auditor_token.as_deref(),
+    }
+    .resolve(out)?;
     if token.is_none() {
         out.note(
             "no auditor token: the feed has no private parts, so commitments and member checks are skipped",

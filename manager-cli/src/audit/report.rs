@@ -41,7 +41,8 @@ pub struct Stats {
     pub revoked_zetas: u64,
     /// `signature_opened` entries.
     pub openings: u64,
-    /// Openings judged (the others are warned about).
+    /// Openings checked: the opened signature verified from its digest and the opening
+    /// judged (the others, version-1 openings, are warned about).
     pub judged: u64,
     /// `snapshot_published` entries.
     pub snapshots: u64,

@@ -41,6 +41,10 @@ pub enum ViolationKind {
     SnapshotShrink,
     /// An opening does not pass judge: the manager named the wrong member.
     WrongOpening,
+    /// An opened signature does not verify under the group key for the digest the opening
+    /// records: the manager opened something no member signed (the registry only opens
+    /// signatures that verify), or the logged signature or digest was altered.
+    InvalidOpenedSignature,
     /// Certificates were issued to a member after its revocation.
     IssuedToRevoked,
     /// Certificates or a revocation name a member that never joined.
@@ -78,6 +82,7 @@ impl ViolationKind {
             ViolationKind::SnapshotRoot => "snapshot_root",
             ViolationKind::SnapshotShrink => "snapshot_shrink",
             ViolationKind::WrongOpening => "wrong_opening",
+            ViolationKind::InvalidOpenedSignature => "invalid_opened_signature",
             ViolationKind::IssuedToRevoked => "issued_to_revoked",
             ViolationKind::UnknownMember => "unknown_member",
             ViolationKind::CounterReused => "counter_reused",
@@ -112,8 +117,8 @@ pub struct Violation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningKind {
-    /// A schema-version-1 opening: it does not record the DGSP digest, so it cannot be
-    /// judged from the log (neither passed nor failed).
+    /// A schema-version-1 opening: it does not record the DGSP digest, so neither its
+    /// signature nor its opening can be checked from the log (neither passed nor failed).
     UnjudgeableOpening,
     /// Issuances that record no WOTS+ key digests (the core's own issuance path writes
     /// none), so the keys certified are not committed to in the log.

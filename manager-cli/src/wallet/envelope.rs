@@ -6,14 +6,13 @@
 //! manager key file, [`dgsp_registry::keyfile`]); two sub-keys are derived from its output
 //! with SHA3-256: one encrypts the payload, one authenticates the use journal.
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{MemberId, ParamSet};
 use dgsp_registry::keyfile::{self, KdfParams, NONCE_LEN, SALT_LEN};
+use dgsp_registry::secret_file;
 use rand_core::{OsRng, RngCore};
 use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};
@@ -131,41 +130,18 @@ fn malformed(path: &Path, reason: impl Into<String>) -> Error {
     .into()
 }
 
-/// Refuses a secret file that other users may read or write (any group or world bit).
-/// `missing` makes the error for a file that does not exist (each caller names it).
-pub fn check_private(
-    path: &Path,
-    missing: impl FnOnce(std::io::Error) -> Error,
-) -> Result<(), Error> {
-    let meta = fs::metadata(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => missing(source),
-        _ => Error::Io {
-            path: path.to_owned(),
-            source,
-        },
-    })?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(WalletError::TooOpen {
-            path: path.to_owned(),
-            mode,
-        }
-        .into());
-    }
-    Ok(())
-}
-
-/// Reads the clear envelope (checking the file is private and of this format).
+/// Reads the clear envelope. The file is read through [`secret_file`]: a symbolic link, a
+/// non-regular file or one other users can access is refused; it must be of this format.
 pub fn read(path: &Path) -> Result<Envelope, Error> {
-    check_private(path, |_| {
-        WalletError::NotFound {
-            path: path.to_owned(),
+    let bytes = secret_file::read(path).map_err(|e| -> Error {
+        if e.is_not_found() {
+            WalletError::NotFound {
+                path: path.to_owned(),
+            }
+            .into()
+        } else {
+            e.into()
         }
-        .into()
-    })?;
-    let bytes = fs::read(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
     })?;
     let env: Envelope = serde_json::from_slice(&bytes).map_err(|e| {
         let tag = serde_json::from_slice::<serde_json::Value>(&bytes)

@@ -19,14 +19,6 @@ pub enum WalletError {
         /// what it is
         what: &'static str,
     },
-    /// Other users may read or write a secret file.
-    #[error("{path}: refusing a secret file that other users can access (mode {mode:o}); run: chmod 600 {path}")]
-    TooOpen {
-        /// the file
-        path: PathBuf,
-        /// its permission bits
-        mode: u32,
-    },
     /// The passphrase does not open the wallet (or the file was modified).
     #[error("{path}: cannot decrypt the wallet: wrong passphrase or tampered file")]
     WrongPassphrase {
@@ -141,7 +133,6 @@ impl WalletError {
         match self {
             WalletError::NotFound { .. } => "wallet_not_found",
             WalletError::Exists { .. } => "wallet_exists",
-            WalletError::TooOpen { .. } => "too_open",
             WalletError::WrongPassphrase { .. } => "wrong_passphrase",
             WalletError::WeakPassphrase => "weak_passphrase",
             WalletError::PassphraseMismatch => "passphrase_mismatch",

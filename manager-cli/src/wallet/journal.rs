@@ -22,6 +22,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use dgsp_registry::secret_file;
 use sha3::{Digest, Sha3_256};
 
 use super::{crash, WalletError};
@@ -94,14 +95,9 @@ pub struct Journal {
 /// otherwise it belongs to another wallet and is refused.
 pub fn create(path: &Path, journal_id: &[u8; 16]) -> Result<(), Error> {
     let head = header(journal_id);
-    match fs::read(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            crate::io::write_new(path, head.as_bytes(), 0o600)
-        }
-        Err(source) => Err(Error::Io {
-            path: path.to_owned(),
-            source,
-        }),
+    match secret_file::read(path) {
+        Err(e) if e.is_not_found() => crate::io::write_new_atomic(path, head.as_bytes(), 0o600),
+        Err(e) => Err(e.into()),
         Ok(old) if old.len() == head.len() && old.starts_with(TAG.as_bytes()) => {
             crate::io::write_atomic(path, head.as_bytes(), 0o600)
         }
@@ -125,13 +121,16 @@ impl Journal {
             }
             .into()
         };
-        super::envelope::check_private(path, |_| {
-            WalletError::JournalMissing {
-                path: path.to_owned(),
+        let mut bytes = secret_file::read(path).map_err(|e| -> Error {
+            if e.is_not_found() {
+                WalletError::JournalMissing {
+                    path: path.to_owned(),
+                }
+                .into()
+            } else {
+                e.into()
             }
-            .into()
         })?;
-        let bytes = fs::read(path).map_err(io_err(path))?;
         let head = header(journal_id);
         if !bytes.starts_with(head.as_bytes()) {
             return Err(corrupt(
@@ -169,7 +168,8 @@ impl Journal {
             hint: slot_field(&bytes[prefix_len..]),
             len: bytes.len() - prefix_len,
         });
-        let mut prefix = bytes;
+        // The journal holds no secret: its bytes leave the zeroizing buffer as they are.
+        let mut prefix = std::mem::take(&mut *bytes);
         prefix.truncate(prefix_len);
         Ok(Journal {
             path: path.to_owned(),
@@ -215,10 +215,7 @@ impl Journal {
             .into());
         }
         let rec = record(key, &self.journal_id, slot);
-        let mut f = fs::OpenOptions::new()
-            .append(true)
-            .open(&self.path)
-            .map_err(io_err(&self.path))?;
+        let mut f = secret_file::open_with(fs::OpenOptions::new().append(true), &self.path)?;
         if crash::armed("torn-record") {
             let _ = f.write_all(&rec.as_bytes()[..RECORD_LEN / 2]);
             let _ = f.sync_all();

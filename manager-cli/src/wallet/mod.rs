@@ -225,7 +225,7 @@ impl Wallet {
         };
         journal::create(&paths.journal, &journal_id)?;
         let bytes = envelope::seal(&header, &keys, &payload.encode());
-        crate::io::write_new(&paths.wallet, &bytes, 0o600)?;
+        crate::io::write_new_atomic(&paths.wallet, &bytes, 0o600)?;
         sync_dir(&paths.wallet)?;
         Ok(Wallet {
             paths,

@@ -1,9 +1,11 @@
-//! Where the wallet passphrase comes from: `--passphrase-file` (first line), else
-//! `$DGSP_WALLET_PASSPHRASE`, else a prompt on the terminal. Held in zeroizing buffers.
+//! Where the wallet passphrase comes from: `--passphrase-file` (first line; a private
+//! regular file, not a symbolic link: [`secret_file`]), else `$DGSP_WALLET_PASSPHRASE`, else
+//! a prompt on the terminal. Held in zeroizing buffers.
 
 use std::path::Path;
 
 use dgsp_registry::keyfile::MIN_PASSPHRASE_LEN;
+use dgsp_registry::secret_file;
 use zeroize::Zeroizing;
 
 use super::WalletError;
@@ -16,14 +18,7 @@ pub const ENV: &str = "DGSP_WALLET_PASSPHRASE";
 /// length.
 pub fn read(file: Option<&Path>, new: bool) -> Result<Zeroizing<String>, Error> {
     let pass = if let Some(path) = file {
-        super::envelope::check_private(path, |source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?);
+        let text = secret_file::read_text(path)?;
         let line = text.lines().next().unwrap_or("");
         Zeroizing::new(line.to_owned())
     } else if let Some(value) = std::env::var_os(ENV) {
