@@ -62,6 +62,9 @@ pub enum StartError {
     /// The anchor does not match the replica or the registry.
     #[error("trust anchor: {0}")]
     Anchor(String),
+    /// Options that cannot work together.
+    #[error("configuration: {0}")]
+    Config(String),
     /// Anything else (threads, the listener).
     #[error("{0}")]
     Other(String),
@@ -80,6 +83,15 @@ pub struct Running {
 
 /// Opens the replica, pins the group, starts the follower and serves on `listener`.
 pub async fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
+    let pool = VerifyPool::new(config.workers, config.queue)
+        .map_err(|e| StartError::Other(e.to_string()))?;
+    if config.api.max_batch > pool.capacity() {
+        return Err(StartError::Config(format!(
+            "--max-batch {} is larger than the verification queue ({} slots, --queue): a full batch could never be accepted; lower --max-batch or raise --queue",
+            config.api.max_batch,
+            pool.capacity()
+        )));
+    }
     std::fs::create_dir_all(&config.data)
         .map_err(|e| StartError::Other(format!("{}: {e}", config.data.display())))?;
     let replica = Arc::new(Replica::open(&config.data.join("replica"))?);
@@ -108,8 +120,6 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         snapshot = view.snapshot.as_ref().map_or(0, |s| s.record.number),
         "replica loaded"
     );
-    let pool = VerifyPool::new(config.workers, config.queue)
-        .map_err(|e| StartError::Other(e.to_string()))?;
     let view = Arc::new(RwLock::new(Arc::new(view)));
     let status = Arc::new(Mutex::new(SyncStatus::default()));
     let follower = Follower::new(
