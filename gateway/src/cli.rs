@@ -53,7 +53,7 @@ pub struct ServeArgs {
     #[arg(long, env = "DGSP_GATEWAY_WORKERS", default_value_t = 0)]
     pub workers: usize,
     /// Verifications that may be queued or running at once before requests get 503
-    /// (0: 64 per worker).
+    /// (0: 64 per worker, and at least --max-batch); must be at least --max-batch.
     #[arg(long, env = "DGSP_GATEWAY_QUEUE", default_value_t = 0)]
     pub queue: usize,
     /// Most signatures in one batch request.

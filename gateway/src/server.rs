@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use crate::anchor::{Anchor, ResolveError};
 use crate::api::{self, ApiConfig, AppState, Shared};
 use crate::follower::{FollowConfig, Follower};
-use crate::pool::VerifyPool;
+use crate::pool::{resolve_workers, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
 use crate::replica::Replica;
 use crate::state::{SyncStatus, View};
 
@@ -31,7 +31,8 @@ pub struct Config {
     pub api: ApiConfig,
     /// Verification threads (0: one per core).
     pub workers: usize,
-    /// Verifications that may be queued or running at once (0: 64 per worker).
+    /// Verifications that may be queued or running at once (0: 64 per worker, and at least
+    /// `api.max_batch`); an explicit queue smaller than `api.max_batch` is refused.
     pub queue: usize,
     /// How many times to try reaching the registry to resolve a fingerprint anchor before
     /// giving up (0: forever).
@@ -83,15 +84,8 @@ pub struct Running {
 
 /// Opens the replica, pins the group, starts the follower and serves on `listener`.
 pub async fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
-    let pool = VerifyPool::new(config.workers, config.queue)
+    let pool = VerifyPool::new(config.workers, queue_for(&config)?)
         .map_err(|e| StartError::Other(e.to_string()))?;
-    if config.api.max_batch > pool.capacity() {
-        return Err(StartError::Config(format!(
-            "--max-batch {} is larger than the verification queue ({} slots, --queue): a full batch could never be accepted; lower --max-batch or raise --queue",
-            config.api.max_batch,
-            pool.capacity()
-        )));
-    }
     std::fs::create_dir_all(&config.data)
         .map_err(|e| StartError::Other(format!("{}: {e}", config.data.display())))?;
     let replica = Arc::new(Replica::open(&config.data.join("replica"))?);
@@ -159,6 +153,19 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         server,
         follower,
     })
+}
+
+/// The queue capacity: `--queue` when given, which must hold a full batch; otherwise
+/// [`DEFAULT_SLOTS_PER_WORKER`] per worker, and never less than one full batch.
+fn queue_for(config: &Config) -> Result<usize, StartError> {
+    let max_batch = config.api.max_batch;
+    match config.queue {
+        0 => Ok((DEFAULT_SLOTS_PER_WORKER * resolve_workers(config.workers)).max(max_batch)),
+        n if max_batch > n => Err(StartError::Config(format!(
+            "--max-batch {max_batch} is larger than --queue {n}: a full batch could never be accepted; lower --max-batch or raise --queue"
+        ))),
+        n => Ok(n),
+    }
 }
 
 async fn resolve(config: &Config) -> Result<dgsp_core::ManagerPublicKey, StartError> {

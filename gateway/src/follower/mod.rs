@@ -35,6 +35,7 @@ pub mod fetch;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dgsp_core::checkpoint::origin_for;
 use dgsp_registry::api::public::{CheckpointInfo, Entries};
 use dgsp_registry::log::{unhex32, Entry, Hash};
 use tokio::sync::watch;
@@ -236,6 +237,13 @@ impl Follower {
             return self.try_latest().await;
         }
         let view = current(&self.view);
+        let origin = origin_for(&view.group);
+        let served = info.note.lines().next().unwrap_or_default();
+        if served != origin {
+            return Err(Fault::WrongGroup(format!(
+                "the registry's checkpoint is for log {served:?}, this gateway is pinned to {origin:?}"
+            )));
+        }
         let v = view.clone();
         let note = info.note.clone();
         // A SPHINCS+ verification: off the async runtime.
