@@ -288,7 +288,8 @@ pub fn check_checkpoint_entry(e: &Entry, cp: &Checkpoint) -> Result<(), Fault> {
 /// note. Returns the verified note.
 pub fn check_checkpoint(view: &View, e: &Entry) -> Result<Verified, Fault> {
     let note = checkpoint_note(e)?;
-    let cp = check_note(view, note).map_err(|detail| Fault::BadCheckpoint { seq: e.seq, detail })?;
+    let cp =
+        check_note(view, note).map_err(|detail| Fault::BadCheckpoint { seq: e.seq, detail })?;
     check_checkpoint_entry(e, &cp)?;
     Ok(Verified {
         checkpoint: cp,

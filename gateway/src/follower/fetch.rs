@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dgsp_registry::api::public::{CheckpointInfo, Entries};
 
-use super::{FollowConfig, Fault};
+use super::{Fault, FollowConfig};
 
 /// Largest `/v1/checkpoint` answer read: a note with the largest SPHINCS+ signature in
 /// base64 is under 70 KiB, so this leaves room for witness cosignatures and nothing more.

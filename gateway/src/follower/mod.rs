@@ -163,9 +163,9 @@ impl Follower {
                         self.config.poll
                     }
                 }
-                Err(Fault::PageTooLarge { entries, .. }) if entries > 1 => {
-                    // Nothing of the page was read: ask for half as many entries, at once.
-                    self.set_page_limit(entries / 2);
+                Err(Fault::PageTooLarge { entries, .. }) if self.page_limit > 1 => {
+                    // Nothing of the page was kept: ask for half as many entries, at once.
+                    self.set_page_limit(self.page_limit / 2);
                     tracing::warn!(
                         entries,
                         now = self.page_limit,
@@ -210,10 +210,13 @@ impl Follower {
         if let Some(info) = info {
             self.on_registry_note(info).await?;
         }
-        let after = self.tip().0.saturating_sub(1);
+        let tip = self.tip().0;
+        // The page starts with the tip (already held, for the continuity check), then up to
+        // `page_limit` new entries.
+        let limit = (self.page_limit + usize::from(tip > 0)).min(self.config.page.max(2));
         let (page, bytes) = tokio::select! {
             _ = stop.changed() => return Ok(None),
-            r = fetch::fetch_page(&self.client, &self.config, after, self.page_limit) => r?,
+            r = fetch::fetch_page(&self.client, &self.config, tip.saturating_sub(1), limit) => r?,
         };
         self.process(page, bytes).await.map(Some)
     }
@@ -287,10 +290,14 @@ impl Follower {
                 new.checkpoint.size, view.applied.seq
             )));
         }
-        lock(&self.status).registry_checkpoint =
-            Some((new.checkpoint.size, new.time_unix_ms()));
-        self.latest = Some(new);
-        self.try_latest().await
+        let previous = self.latest.replace(new.clone());
+        if let Err(fault) = self.try_latest().await {
+            // A note refused when applied is not the registry's claim to hold on to.
+            self.latest = previous;
+            return Err(fault);
+        }
+        lock(&self.status).registry_checkpoint = Some((new.checkpoint.size, new.time_unix_ms()));
+        Ok(())
     }
 
     /// Applies `latest` if it covers the applied position or the last pending entry at its

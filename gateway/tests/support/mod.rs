@@ -2,6 +2,8 @@
 //! that join, get certificates and sign through its admin API, and gateways that follow it.
 #![allow(dead_code)]
 
+pub mod mock;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -317,6 +319,31 @@ impl Gateway {
         v
     }
 
+    /// The Prometheus text of /metrics.
+    pub async fn metrics(&self) -> String {
+        let r = self
+            .client
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    }
+
+    /// Verifies a batch of signatures of `message`.
+    pub async fn verify_batch(&self, message: &[u8], sigs: &[&Signature]) -> Value {
+        let items: Vec<Value> = sigs
+            .iter()
+            .map(|s| json!({"message": B64.encode(message), "signature": B64.encode(s.to_bytes())}))
+            .collect();
+        let (status, v) = self
+            .post("/v1/verify/batch", &json!({ "items": items }))
+            .await;
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
     /// The last applied seq, from /readyz.
     pub async fn applied(&self) -> u64 {
         self.get("/readyz").await.1["applied_seq"]
@@ -331,6 +358,16 @@ impl Gateway {
         })
         .await
     }
+}
+
+/// A metric's value in Prometheus text (the line `name value`), if present.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map(|v| match v.trim() {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap(),
+        })
 }
 
 /// Polls `check` every 20 ms until it yields a value (panics after 30 s, naming `what`).
