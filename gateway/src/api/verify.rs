@@ -246,9 +246,10 @@ pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> 
 }
 
 /// Verifies up to `max_batch` (default 256) signatures in parallel, all against the same
-/// view, whose freshness (with the signed note) is given once at the top level. Items that are not signature encodings get status `malformed`; a field that is
-/// not base64 fails the whole batch (400 naming `items[i].field`). The batch is refused whole
-/// (503) when the pool cannot take all of its items.
+/// view, whose freshness (with the signed note) is given once at the top level. Items that
+/// are not signature encodings get status `malformed`; a field that is not base64 fails the
+/// whole batch (400 naming `items[i].field`). The batch is refused whole (503) when the pool
+/// cannot take all of its items.
 #[utoipa::path(post, path = "/v1/verify/batch", tag = "verify", request_body = BatchRequest,
     responses(
         (status = 200, body = BatchAnswer),
