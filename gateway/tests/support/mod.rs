@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod mock;
+pub mod proxy;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -44,6 +45,18 @@ pub async fn registry() -> Registry {
 
 /// Starts a registry for a new group of `params`.
 pub async fn registry_with(params: ParamSet) -> Registry {
+    start_registry(params, None).await
+}
+
+/// Starts a registry for a new sha2-128f group that signs a checkpoint at least every
+/// `interval`, even when nothing is written.
+pub async fn registry_with_cadence(interval: Duration) -> Registry {
+    start_registry(ParamSet::Sha2_128f, Some(interval)).await
+}
+
+async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry {
+    // Until the registry signs at a cadence, `cadence` has nothing to set.
+    let _ = cadence;
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let manager = Arc::new(Manager::generate(params, &mut OsRng));
