@@ -319,3 +319,65 @@ pub fn check_order(new: &Checkpoint, held: &Checkpoint) -> Result<(), Fault> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cp(size: u64, time: Option<u64>) -> Checkpoint {
+        Checkpoint {
+            origin: "dgsp/00".into(),
+            size,
+            head: [size as u8; 32],
+            time_unix_ms: time,
+            snapshot: None,
+        }
+    }
+
+    #[test]
+    fn later_checkpoints_never_cover_less_and_equal_times_are_one_checkpoint() {
+        let held = cp(10, Some(1_000));
+        for (new, ok) in [
+            (cp(10, Some(1_000)), true),
+            (cp(12, Some(1_001)), true),
+            (cp(10, Some(1_001)), true),
+            (cp(8, Some(999)), true),
+            (cp(10, Some(999)), true),
+            (cp(9, Some(1_001)), false),
+            (cp(11, Some(999)), false),
+            (cp(11, Some(1_000)), false),
+            (cp(3, None), true),
+        ] {
+            let got = check_order(&new, &held);
+            assert_eq!(got.is_ok(), ok, "{new:?}: {got:?}");
+            if let Err(f) = got {
+                assert_eq!(f.kind(), "replayed_checkpoint");
+            }
+        }
+        assert!(check_order(&cp(1, Some(5)), &cp(9, None)).is_ok());
+    }
+
+    #[test]
+    fn a_timed_checkpoint_names_the_latest_snapshot_holding_every_revocation() {
+        let m = dgsp_core::Manager::generate(dgsp_core::ParamSet::Sha2_128f, &mut rand_core::OsRng);
+        let fp = m.public_key().fingerprint();
+        let set = dgsp_core::revocation::RevocationSet::from_zetas(std::iter::empty());
+        let first = dgsp_core::revocation::SnapshotRecord::genesis(fp, 3, 0, set.root(), 1);
+        let s1 = m.sign_snapshot(&first);
+        let s2 = m.sign_snapshot(&first.next(5, 0, set.root(), 2));
+        let named = |s: &SignedSnapshot| Checkpoint {
+            snapshot: Some(dgsp_core::checkpoint::SnapshotRef::of(&s.record)),
+            ..cp(6, Some(10))
+        };
+        assert!(check_covers(&named(&s2), Some(&s2), None).is_ok());
+        assert!(check_covers(&cp(6, Some(10)), None, None).is_ok());
+        let older = check_covers(&named(&s1), Some(&s2), None).unwrap_err();
+        assert!(older.contains("names snapshot 1"), "{older}");
+        assert!(check_covers(&cp(6, Some(10)), Some(&s2), None).is_err());
+        assert!(check_covers(&named(&s2), None, None).is_err());
+        let missing = check_covers(&named(&s2), Some(&s2), Some(6)).unwrap_err();
+        assert!(missing.contains("entry 6"), "{missing}");
+        // Legacy notes say nothing about snapshots.
+        assert!(check_covers(&cp(6, None), Some(&s2), Some(6)).is_ok());
+    }
+}
