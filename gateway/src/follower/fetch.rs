@@ -3,13 +3,26 @@
 
 use std::time::Duration;
 
-use dgsp_registry::api::public::{CheckpointInfo, Entries};
+use dgsp_registry::api::public::Entries;
 
 use super::{Fault, FollowConfig};
 
 /// Largest `/v1/checkpoint` answer read: a note with the largest SPHINCS+ signature in
 /// base64 is under 70 KiB, so this leaves room for witness cosignatures and nothing more.
 pub const MAX_CHECKPOINT_BYTES: usize = 1 << 20;
+
+/// What the registry serves at `GET /v1/checkpoint`: the newest signed note and what it
+/// covers (other fields, such as the time it also states outside the note, are ignored:
+/// only what the signature covers counts).
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct CheckpointInfo {
+    /// Entries covered.
+    pub size: u64,
+    /// Hash of entry `size` (hex).
+    pub head: String,
+    /// The signed note.
+    pub note: String,
+}
 
 /// The HTTP client used for the registry.
 pub fn client(timeout: Duration) -> Result<reqwest::Client, Fault> {

@@ -36,12 +36,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dgsp_core::checkpoint::origin_for;
-use dgsp_registry::api::public::{CheckpointInfo, Entries};
+use dgsp_registry::api::public::Entries;
 use dgsp_registry::log::{unhex32, Entry, Hash};
 use tokio::sync::watch;
 
 pub use fault::Fault;
-pub use fetch::client;
+pub use fetch::{client, CheckpointInfo};
 
 use crate::replica::Replica;
 use crate::state::{current, lock, now_ms, replace, SharedStatus, SharedView, Verified, View};

@@ -23,6 +23,8 @@ pub struct Note {
     pub size: u64,
     /// Hash of entry `size` (hex).
     pub head: String,
+    /// When it was signed (Unix ms), as the note says.
+    pub time_unix_ms: u64,
     /// The signed note.
     pub note: String,
 }
@@ -64,6 +66,7 @@ impl Log {
         Note {
             size,
             head: hex::encode(head),
+            time_unix_ms: time,
             note,
         }
     }
