@@ -6,6 +6,10 @@
 //! for long: within `--max-staleness-secs` plus one cadence and one poll it answers `stale`
 //! (`valid: false`) and `/readyz` fails, because nothing the proxy serves carries a newer
 //! signed time. Before signed time, it answered `valid: true, stale: false` forever.
+//!
+//! Until the registry's own cadence is on main, `support::registry_with_cadence` puts a front
+//! before the registry that signs its cadence notes as the contract says
+//! (`support/cadence.rs`); afterwards it sets the registry's interval instead.
 
 mod support;
 
@@ -37,7 +41,7 @@ async fn frozen_gateway_goes_stale(replay: bool) {
     let mut alice = reg.member("alice", 2).await;
     let mut bob = reg.member("bob", 2).await;
     let settled = reg.settled().await;
-    let proxy = Proxy::start(&reg.url).await;
+    let proxy = Proxy::start(&reg.feed_url).await;
     let direct = reg.follower(bounded).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = gateway_config(

@@ -56,7 +56,7 @@ async fn the_cli_refuses_a_frozen_gateway_by_the_age_of_its_signed_checkpoint() 
     let mut bob = reg.member("bob", 1).await;
     let settled = reg.settled().await;
     let group = reg.manager.public_key().clone();
-    let proxy = Proxy::start(&reg.url).await;
+    let proxy = Proxy::start(&reg.feed_url).await;
     let direct = reg
         .follower(|c| c.api.max_staleness = Duration::from_secs(3))
         .await;

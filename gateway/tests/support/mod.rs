@@ -2,6 +2,7 @@
 //! that join, get certificates and sign through its admin API, and gateways that follow it.
 #![allow(dead_code)]
 
+pub mod cadence;
 pub mod mock;
 pub mod proxy;
 
@@ -28,6 +29,8 @@ pub const ADMIN: &str = "admin-token-for-gateway-tests";
 pub struct Registry {
     /// Base URL.
     pub url: String,
+    /// Where gateways follow it (the same, or a front that signs its cadence checkpoints).
+    pub feed_url: String,
     /// HTTP client.
     pub client: reqwest::Client,
     /// Its database (read-only use in tests).
@@ -35,6 +38,7 @@ pub struct Registry {
     /// The group manager.
     pub manager: Arc<Manager>,
     running: server::Running,
+    _cadence: Option<cadence::CadenceFront>,
     _dir: tempfile::TempDir,
 }
 
@@ -55,8 +59,6 @@ pub async fn registry_with_cadence(interval: Duration) -> Registry {
 }
 
 async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry {
-    // Until the registry signs at a cadence, `cadence` has nothing to set.
-    let _ = cadence;
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let manager = Arc::new(Manager::generate(params, &mut OsRng));
@@ -70,12 +72,24 @@ async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await
         .unwrap();
+    let url = running.url();
+    // Until the registry signs at a cadence itself, a front plays that part.
+    let front = match cadence {
+        Some(interval) => {
+            Some(cadence::CadenceFront::start(&url, store.clone(), manager.clone(), interval).await)
+        }
+        None => None,
+    };
     Registry {
-        url: running.url(),
+        feed_url: front
+            .as_ref()
+            .map_or_else(|| url.clone(), |f| f.url.clone()),
+        url,
         client: reqwest::Client::new(),
         store,
         manager,
         running,
+        _cadence: front,
         _dir: dir,
     }
 }
@@ -101,6 +115,7 @@ impl Member {
 impl Registry {
     /// Stops like `serve` does, so RocksDB closes before the process exits.
     pub async fn shutdown(self) {
+        drop(self._cadence);
         self.running.shutdown().await.unwrap();
     }
 
@@ -189,7 +204,7 @@ impl Registry {
     pub async fn follower(&self, tweak: impl FnOnce(&mut gw::Config)) -> Gateway {
         let dir = tempfile::tempdir().unwrap();
         let mut config = gateway_config(
-            &self.url,
+            &self.feed_url,
             Anchor::Key(Box::new(self.manager.public_key().clone())),
             dir.path(),
         );
