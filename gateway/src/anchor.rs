@@ -64,11 +64,7 @@ impl Anchor {
             Anchor::Fingerprint(fp) => {
                 let client = crate::follower::client(config.timeout)
                     .map_err(|e| ResolveError::Unavailable(e.to_string()))?;
-                let one = FollowConfig {
-                    page: 1,
-                    ..config.clone()
-                };
-                let page = fetch(&client, &one, 0)
+                let (page, _) = fetch::fetch_page(&client, config, 0, 1)
                     .await
                     .map_err(|e| ResolveError::Unavailable(e.to_string()))?;
                 let first = page.entries.first().ok_or_else(|| {

@@ -53,7 +53,7 @@ pub struct ServeArgs {
     #[arg(long, env = "DGSP_GATEWAY_WORKERS", default_value_t = 0)]
     pub workers: usize,
     /// Verifications that may be queued or running at once before requests get 503
-    /// (0: 64 per worker).
+    /// (0: 64 per worker, and at least --max-batch); must be at least --max-batch.
     #[arg(long, env = "DGSP_GATEWAY_QUEUE", default_value_t = 0)]
     pub queue: usize,
     /// Most signatures in one batch request.
@@ -62,10 +62,14 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = DEFAULT_BODY_LIMIT)]
     pub max_body_bytes: usize,
-    /// Answers are marked stale, and /readyz fails, when the gateway has not confirmed its
-    /// state with the registry for this many seconds.
+    /// A state whose newest signed checkpoint (by the registry's signed time) is older than
+    /// this many seconds is stale: verify answers `stale` with no verdict and /readyz fails.
     #[arg(long, env = "DGSP_GATEWAY_MAX_STALENESS_SECS", default_value_t = 60)]
     pub max_staleness_secs: u64,
+    /// Give verdicts from a stale state anyway, marked `stale: true` with a detail saying so
+    /// (for operators who prefer availability; /readyz still fails).
+    #[arg(long, env = "DGSP_GATEWAY_SERVE_STALE", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    pub serve_stale: bool,
     /// Pause between feed polls once caught up, in milliseconds.
     #[arg(long, env = "DGSP_GATEWAY_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
@@ -86,6 +90,15 @@ impl ServeArgs {
         if self.max_batch == 0 {
             return Err("--max-batch must be at least 1".into());
         }
+        if self.queue != 0 && self.max_batch > self.queue {
+            return Err(format!(
+                "--max-batch {} is larger than --queue {}: a full batch could never be accepted; lower --max-batch or raise --queue",
+                self.max_batch, self.queue
+            ));
+        }
+        if self.max_staleness_secs == 0 {
+            return Err("--max-staleness-secs must be at least 1".into());
+        }
         let anchor = Anchor::parse(&self.group_key)?;
         let mut c = Config::new(&self.registry, anchor, self.data.clone());
         c.workers = self.workers;
@@ -94,6 +107,7 @@ impl ServeArgs {
             body_limit: self.max_body_bytes,
             max_batch: self.max_batch,
             max_staleness: Duration::from_secs(self.max_staleness_secs),
+            serve_stale: self.serve_stale,
         };
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));

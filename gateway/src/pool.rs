@@ -10,6 +10,15 @@ use tokio::sync::{oneshot, Semaphore};
 /// Queue slots per worker when no capacity is configured.
 pub const DEFAULT_SLOTS_PER_WORKER: usize = 64;
 
+/// The worker count `workers` stands for (0: one per core).
+pub fn resolve_workers(workers: usize) -> usize {
+    if workers == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        workers
+    }
+}
+
 /// Why a job did not produce a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
@@ -32,11 +41,7 @@ impl VerifyPool {
     /// `workers` threads (0: one per core) and room for `capacity` queued or running jobs
     /// (0: [`DEFAULT_SLOTS_PER_WORKER`] per worker).
     pub fn new(workers: usize, capacity: usize) -> std::io::Result<Self> {
-        let workers = if workers == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            workers
-        };
+        let workers = resolve_workers(workers);
         let threads = rayon::ThreadPoolBuilder::new()
             .num_threads(workers)
             .thread_name(|i| format!("dgsp-verify-{i}"))

@@ -6,14 +6,16 @@
 //! |-------------|---------------------|-----------------------------------------------|
 //! | `meta`      | `group`             | the pinned group public key encoding          |
 //! | `meta`      | `applied`           | `be64 seq ‖ hash (32) ‖ be64 time_ms`         |
-//! | `meta`      | `checkpoint`        | the signed note of the checkpoint that covers `applied` (its size and head are `applied`) |
+//! | `meta`      | `checkpoint`        | the newest signed note that covers `applied` exactly (its size and head are `applied`); its signed time is the gateway's freshness |
 //! | `hashes`    | `be64 seq`          | the entry's hash (fork detection)             |
 //! | `zetas`     | zeta (16 bytes)     | `be64 seq` of the revocation entry            |
 //! | `snapshots` | `be64 number`       | the signed snapshot, in the registry's JSON form |
 //!
 //! Everything one checkpoint makes applicable is written in one synced `WriteBatch`
-//! ([`Replica::commit`]), so after a crash the replica is exactly some verified prefix of the
-//! log and the follower resumes from it.
+//! ([`Replica::commit`]), the checkpoint note included, so after a crash the replica is
+//! exactly some verified prefix of the log, as fresh as the note that covers it, and the
+//! follower resumes from it. A newer note covering the same position replaces the stored one
+//! on its own ([`Replica::confirm`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -214,6 +216,16 @@ impl Replica {
         let mut w = WriteOptions::default();
         w.set_sync(true);
         self.db.write_opt(b, &w)?;
+        Ok(())
+    }
+
+    /// Stores a newer signed note covering the position already applied (nothing else
+    /// changes), synced.
+    pub fn confirm(&self, note: &str) -> Result<(), ReplicaError> {
+        let mut w = WriteOptions::default();
+        w.set_sync(true);
+        self.db
+            .put_cf_opt(self.cf("meta"), b"checkpoint", note.as_bytes(), &w)?;
         Ok(())
     }
 }

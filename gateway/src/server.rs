@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use crate::anchor::{Anchor, ResolveError};
 use crate::api::{self, ApiConfig, AppState, Shared};
 use crate::follower::{FollowConfig, Follower};
-use crate::pool::VerifyPool;
+use crate::pool::{resolve_workers, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
 use crate::replica::Replica;
 use crate::state::{SyncStatus, View};
 
@@ -31,7 +31,8 @@ pub struct Config {
     pub api: ApiConfig,
     /// Verification threads (0: one per core).
     pub workers: usize,
-    /// Verifications that may be queued or running at once (0: 64 per worker).
+    /// Verifications that may be queued or running at once (0: 64 per worker, and at least
+    /// `api.max_batch`); an explicit queue smaller than `api.max_batch` is refused.
     pub queue: usize,
     /// How many times to try reaching the registry to resolve a fingerprint anchor before
     /// giving up (0: forever).
@@ -62,6 +63,9 @@ pub enum StartError {
     /// The anchor does not match the replica or the registry.
     #[error("trust anchor: {0}")]
     Anchor(String),
+    /// Options that cannot work together.
+    #[error("configuration: {0}")]
+    Config(String),
     /// Anything else (threads, the listener).
     #[error("{0}")]
     Other(String),
@@ -80,6 +84,8 @@ pub struct Running {
 
 /// Opens the replica, pins the group, starts the follower and serves on `listener`.
 pub async fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
+    let pool = VerifyPool::new(config.workers, queue_for(&config)?)
+        .map_err(|e| StartError::Other(e.to_string()))?;
     std::fs::create_dir_all(&config.data)
         .map_err(|e| StartError::Other(format!("{}: {e}", config.data.display())))?;
     let replica = Arc::new(Replica::open(&config.data.join("replica"))?);
@@ -108,8 +114,6 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         snapshot = view.snapshot.as_ref().map_or(0, |s| s.record.number),
         "replica loaded"
     );
-    let pool = VerifyPool::new(config.workers, config.queue)
-        .map_err(|e| StartError::Other(e.to_string()))?;
     let view = Arc::new(RwLock::new(Arc::new(view)));
     let status = Arc::new(Mutex::new(SyncStatus::default()));
     let follower = Follower::new(
@@ -149,6 +153,19 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         server,
         follower,
     })
+}
+
+/// The queue capacity: `--queue` when given, which must hold a full batch; otherwise
+/// [`DEFAULT_SLOTS_PER_WORKER`] per worker, and never less than one full batch.
+fn queue_for(config: &Config) -> Result<usize, StartError> {
+    let max_batch = config.api.max_batch;
+    match config.queue {
+        0 => Ok((DEFAULT_SLOTS_PER_WORKER * resolve_workers(config.workers)).max(max_batch)),
+        n if max_batch > n => Err(StartError::Config(format!(
+            "--max-batch {max_batch} is larger than --queue {n}: a full batch could never be accepted; lower --max-batch or raise --queue"
+        ))),
+        n => Ok(n),
+    }
 }
 
 async fn resolve(config: &Config) -> Result<dgsp_core::ManagerPublicKey, StartError> {

@@ -1,15 +1,37 @@
 //! What the gateway serves: an immutable verified [`View`], swapped whole when a new range
-//! is applied, and the [`SyncStatus`] of the follower (lag, faults) for readiness and metrics.
+//! is applied or a newer signed checkpoint confirms it, and the [`SyncStatus`] of the
+//! follower (lag, faults) for readiness and metrics.
+//!
+//! Freshness is a property of the view, not of the follower's polling: a view is as fresh as
+//! the signed time of the checkpoint that covers it ([`Verified`]). Nothing else (when the
+//! gateway last reached the registry, what a page claimed) moves it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
+use dgsp_core::checkpoint::Checkpoint;
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
 
 use crate::replica::{Applied, Loaded};
 
 pub use dgsp_registry::log::now_ms;
+
+/// A checkpoint note that verified under the pinned key, with what it says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// The checkpoint the note signs.
+    pub checkpoint: Checkpoint,
+    /// The whole signed note, as the registry served it.
+    pub note: String,
+}
+
+impl Verified {
+    /// The signed time, if the note has one (legacy notes do not).
+    pub fn time_unix_ms(&self) -> Option<u64> {
+        self.checkpoint.time_unix_ms
+    }
+}
 
 /// A verified state of the group: every part of it is covered by a checkpoint signed by the
 /// pinned key, and `set` is exactly the zetas of `snapshot`, whose root and count it matches.
@@ -19,9 +41,10 @@ pub struct View {
     pub group: Arc<ManagerPublicKey>,
     /// Last applied entry.
     pub applied: Applied,
-    /// The signed note of the checkpoint that covers `applied` (its size and head are
-    /// `applied.seq` and `applied.hash`).
-    pub checkpoint: Option<String>,
+    /// The newest verified checkpoint that covers `applied` exactly (its size and head are
+    /// `applied.seq` and `applied.hash`). When it carries a signed time, the view is fresh
+    /// as of that time; the follower never replaces it with an older one.
+    pub checkpoint: Option<Arc<Verified>>,
     /// The latest verified snapshot.
     pub snapshot: Option<Arc<SignedSnapshot>>,
     /// The zetas of `snapshot`.
@@ -33,7 +56,8 @@ pub struct View {
 
 impl View {
     /// The view a replica resumes with: the set is rebuilt from the stored zetas up to the
-    /// latest snapshot's `log_seq` and must match that snapshot's root and count.
+    /// latest snapshot's `log_seq` and must match that snapshot's root and count; the stored
+    /// checkpoint note must verify under the group key and cover the applied position.
     pub fn resume(group: ManagerPublicKey, loaded: Loaded) -> Result<View, String> {
         let cut = loaded.snapshot.as_ref().map_or(0, |s| s.record.log_seq);
         let (covered, later): (Vec<_>, Vec<_>) = loaded
@@ -51,10 +75,25 @@ impl View {
                 ));
             }
         }
+        let checkpoint = match loaded.checkpoint {
+            None => None,
+            Some(note) => {
+                let checkpoint = group
+                    .verify_checkpoint(&note)
+                    .map_err(|e| format!("the stored checkpoint note: {e}"))?;
+                if checkpoint.size != loaded.applied.seq || checkpoint.head != loaded.applied.hash {
+                    return Err(format!(
+                        "the stored checkpoint covers entry {}, the replica has applied {}",
+                        checkpoint.size, loaded.applied.seq
+                    ));
+                }
+                Some(Arc::new(Verified { checkpoint, note }))
+            }
+        };
         Ok(View {
             group: Arc::new(group),
             applied: loaded.applied,
-            checkpoint: loaded.checkpoint,
+            checkpoint,
             snapshot: loaded.snapshot.map(Arc::new),
             set: Arc::new(set),
             unsnapshotted: Arc::new(later.into_iter().collect()),
@@ -65,22 +104,56 @@ impl View {
     pub fn is_revoked(&self, zeta: &Zeta) -> bool {
         self.set.contains(zeta) || self.unsnapshotted.contains_key(zeta)
     }
+
+    /// The checkpoint that makes this view fresh: the covering one, when it is timed.
+    pub fn fresh(&self) -> Option<&Verified> {
+        self.checkpoint
+            .as_deref()
+            .filter(|v| v.time_unix_ms().is_some())
+    }
+
+    /// Milliseconds since the signed time of [`View::fresh`] (`None`: no timed checkpoint,
+    /// which counts as stale).
+    pub fn age_ms(&self, now_unix_ms: u64) -> Option<u64> {
+        self.fresh()?.checkpoint.age_ms(now_unix_ms)
+    }
+
+    /// Whether the view is older than `max_staleness_ms` by signed time (or has no signed
+    /// time at all).
+    pub fn is_stale(&self, now_unix_ms: u64, max_staleness_ms: u64) -> bool {
+        self.age_ms(now_unix_ms)
+            .is_none_or(|age| age > max_staleness_ms)
+    }
 }
 
 /// The current view, replaced atomically.
 pub type SharedView = Arc<RwLock<Arc<View>>>;
 
-/// Reads the current view (a cheap `Arc` clone).
+/// Reads the current view (a cheap `Arc` clone). A poisoned lock is recovered: the view is
+/// only ever replaced whole, so whatever it holds is a complete view.
 pub fn current(view: &SharedView) -> Arc<View> {
-    view.read().expect("view lock").clone()
+    view.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// Replaces the current view (recovering a poisoned lock, as [`current`] does).
+pub fn replace(view: &SharedView, next: View) {
+    *view.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+}
+
+/// Locks `m`, recovering it if a thread panicked while holding it: the data behind the
+/// gateway's mutexes are counters and reports, each field consistent on its own, so a
+/// request after such a panic is still answered instead of panicking in turn.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A fault the follower found in the registry's feed or on its way here.
 #[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct FaultReport {
-    /// Stable kind: `unreachable`, `http_status`, `malformed_page`, `chain`, `fork`,
-    /// `rollback`, `wrong_group`, `bad_checkpoint`, `bad_snapshot`, `snapshot_mismatch`,
-    /// `storage`.
+    /// Stable kind: `unreachable`, `http_status`, `malformed_page`, `page_too_large`,
+    /// `pending_limit`, `chain`, `fork`, `rollback`, `wrong_group`, `malformed_entry`,
+    /// `bad_checkpoint`, `replayed_checkpoint`, `withheld`, `bad_snapshot`,
+    /// `snapshot_mismatch`, `storage`.
     pub kind: String,
     /// What was wrong.
     pub detail: String,
@@ -91,7 +164,8 @@ pub struct FaultReport {
     pub since_unix_ms: u64,
 }
 
-/// The follower's progress, for readiness, metrics and freshness notes in answers.
+/// The follower's progress, for readiness and metrics. None of it decides freshness (that is
+/// the signed time of the view's checkpoint); it tells operators how far behind they are.
 #[derive(Default)]
 pub struct SyncStatus {
     /// The registry's head as of the last good page.
@@ -101,11 +175,18 @@ pub struct SyncStatus {
     /// Entries fetched and chain-checked but not yet covered by a checkpoint (excluding the
     /// registry's own trailing checkpoint entries).
     pub pending_substantive: u64,
+    /// Bytes of feed held pending.
+    pub pending_bytes: u64,
     /// Registry time of the oldest such entry (Unix ms).
     pub oldest_pending_ms: Option<u64>,
-    /// When the gateway last confirmed it holds everything the registry had checkpointed
-    /// (Unix ms).
-    pub synced_unix_ms: Option<u64>,
+    /// When the follower last fetched the registry's whole feed without a fault (Unix ms);
+    /// reported as lag while the registry cannot be reached, never used for freshness.
+    pub last_sync_unix_ms: Option<u64>,
+    /// The newest checkpoint the registry served at `/v1/checkpoint` that verified:
+    /// `(size, signed time)`.
+    pub registry_checkpoint: Option<(u64, Option<u64>)>,
+    /// Entries per feed page now (halved after pages refused for size).
+    pub page_limit: usize,
     /// The fault in force, if the last poll failed.
     pub fault: Option<FaultReport>,
     /// Faults seen since start, by kind.
@@ -127,7 +208,7 @@ impl SyncStatus {
     pub fn lag_seconds(&self, now_ms: u64) -> f64 {
         let since = self
             .oldest_pending_ms
-            .or(self.fault.as_ref().and(self.synced_unix_ms));
+            .or(self.fault.as_ref().and(self.last_sync_unix_ms));
         since.map_or(0.0, |t| now_ms.saturating_sub(t) as f64 / 1e3)
     }
 

@@ -34,6 +34,18 @@ async fn offline(gw: &Gateway, group: &ManagerPublicKey, answer: &Value) -> Memb
     )
     .unwrap();
     let shown = verify_revocation(group, &snap, &zeta, &proof).expect("the proof verifies offline");
+    // The signed checkpoint in the answer names exactly this snapshot.
+    let note = answer["freshness"]["checkpoint"]["note"]
+        .as_str()
+        .expect("a checkpoint note");
+    let cp = group
+        .verify_checkpoint(note)
+        .expect("the note verifies offline");
+    assert!(cp.snapshot.expect("a snapshot").names(&snap.record));
+    assert_eq!(
+        answer["freshness"]["checkpoint"]["time_unix_ms"],
+        cp.time_unix_ms.unwrap()
+    );
     let kind = rev["proof"]["kind"].as_str().unwrap();
     assert_eq!(
         kind,

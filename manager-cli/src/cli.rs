@@ -331,10 +331,20 @@ pub struct VerifyArgs {
     /// the signature file (base64 text or raw encoding)
     #[arg(long, value_name = "FILE")]
     pub signature: PathBuf,
-    /// also check the gateway's revocation proof offline against its signed snapshot and
-    /// this group key (file or 64-hex fingerprint), so the gateway need not be trusted
-    #[arg(long, value_name = "KEY")]
+    /// trust nothing the gateway says that can be checked, given this group key file: verify
+    /// the signature here, the answer's signed checkpoint (group key, origin, --max-age), the
+    /// snapshot it names (fetched by number: signature, number and record hash) and the
+    /// revocation proof against it for the signature's own zeta; any failure is a negative
+    /// verdict (exit 3) naming the check
+    #[arg(long, value_name = "FILE")]
     pub group_key: Option<String>,
+    /// with --group-key: the oldest acceptable checkpoint, in seconds (at least 1)
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_age: u64,
+    /// with --group-key: the lowest acceptable snapshot number (e.g. one you know includes a
+    /// revocation)
+    #[arg(long, value_name = "N", requires = "group_key")]
+    pub min_snapshot: Option<u64>,
     /// shared options
     #[command(flatten)]
     pub gateway: GatewayArgs,

@@ -4,8 +4,9 @@
 //! - **operators** drive the registry's admin API ([`operator`]);
 //! - **members** keep an encrypted wallet of one-time certificates and sign ([`member`],
 //!   [`wallet`]);
-//! - **verifiers** ask a gateway, judge openings and check revocation proofs offline
-//!   ([`verifier`]);
+//! - **verifiers** ask a gateway, check its evidence (signed checkpoint, snapshot, proof)
+//!   themselves, judge openings and check revocation proofs offline ([`verifier`],
+//!   [`evidence`]);
 //! - **auditors** replay the whole log and check the manager's conduct ([`audit`]).
 //!
 //! The HTTP client ([`client`]) retries what is safe to retry and turns problem+json answers
@@ -19,6 +20,7 @@ pub mod client;
 pub mod config;
 pub mod documents;
 pub mod error;
+pub mod evidence;
 pub mod io;
 pub mod member;
 pub mod operator;

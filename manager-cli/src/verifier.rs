@@ -1,21 +1,22 @@
-//! What anyone can check: `verify` (through a gateway, optionally re-checking its revocation
-//! proof offline), `judge` (through a gateway or locally) and `check-proof` (offline).
+//! What anyone can check: `verify` (through a gateway; with `--group-key`, checking all of
+//! its evidence itself: [`crate::evidence`]), `judge` (through a gateway or locally) and
+//! `check-proof` (offline).
 //!
 //! Exit codes: 0 when the signature is valid / the opening is right / the proof verifies;
-//! 3 for a negative verdict (invalid, revoked, wrong opening); 1 when nothing could be
-//! decided (unreachable gateway, bad input).
+//! 3 for a negative verdict (invalid, revoked, stale, any failed check, wrong opening); 1
+//! when nothing could be decided (unreachable gateway, bad input).
 
 use std::path::Path;
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof, SignedSnapshot};
-use dgsp_core::{ManagerPublicKey, Pi, Zeta};
+use dgsp_core::{ManagerPublicKey, Pi, Signature};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::api::model::{JudgeAnswer, Status, VerifyAnswer};
 use dgsp_gateway::api::revocations::parse_zeta;
 use dgsp_registry::publisher::snapshot_from_json;
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cli::{CheckProofArgs, GatewayArgs, JudgeArgs, VerifyArgs};
@@ -23,6 +24,7 @@ use crate::client::Client;
 use crate::config::Config;
 use crate::documents;
 use crate::error::{exit, Error};
+use crate::evidence::{self, Checks, Policy};
 use crate::io;
 use crate::output::Output;
 
@@ -51,121 +53,138 @@ fn read_group_key(path: &Path) -> Result<ManagerPublicKey, Error> {
     }
 }
 
-/// What `verify --group-key` found when re-checking the gateway's proof.
-#[derive(Debug, Serialize)]
-struct OfflineCheck {
-    /// the proof verified against the signed snapshot and the group key
-    verified: bool,
-    /// what it proves
-    revoked: bool,
-    /// the snapshot number it was checked against
-    snapshot: u64,
-}
-
-/// `verify`: asks the gateway; with `--group-key`, also checks its revocation proof offline.
+/// `verify`: asks the gateway. With `--group-key`, trusts nothing it can check itself (see
+/// [`evidence`]): the verdict is positive only when every check holds.
 pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i32, Error> {
+    let group = args
+        .group_key
+        .as_ref()
+        .map(|key| read_group_key(Path::new(key)))
+        .transpose()?;
     let client = gateway(&args.gateway, config)?;
     let message = io::read_input(&args.message)?;
     let sig = documents::read_signature(&args.signature)?;
     let body = json!({"message": B64.encode(&message), "signature": B64.encode(sig.to_bytes())});
     let answer: VerifyAnswer = client.post_json("/v1/verify", &body).await?;
-    let offline = match &args.group_key {
-        Some(key) => Some(check_offline(&client, key, sig.zeta(), &answer).await?),
+    let checks = match &group {
+        Some(group) => {
+            let policy = Policy {
+                max_age: Duration::from_secs(args.max_age),
+                min_snapshot: args.min_snapshot,
+                now_unix_ms: dgsp_registry::log::now_ms(),
+            };
+            Some(check_all(&client, group, &message, &sig, &answer, &policy).await)
+        }
         None => None,
     };
-    let valid = answer.valid && offline.as_ref().is_none_or(|o| !o.revoked);
-    #[derive(Serialize)]
-    struct Report<'a> {
-        valid: bool,
-        #[serde(flatten)]
-        answer: &'a VerifyAnswer,
-        offline_check: Option<OfflineCheck>,
-    }
-    let report = Report {
-        valid,
-        answer: &answer,
-        offline_check: offline,
+    let valid = match &checks {
+        Some(c) => c.all_passed(),
+        None => answer.valid && !answer.freshness.stale,
     };
-    out.emit(&report, || {
-        let mut s = match answer.status {
-            Status::Ok => "valid: signed by a current member of the group".to_owned(),
-            Status::Revoked => "REVOKED: signed by a member whose certificates are revoked".to_owned(),
-            other => format!(
-                "NOT VALID ({}){}",
-                serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-                answer.detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default()
-            ),
-        };
-        if let Some(rev) = &answer.revocation {
-            if let Some(snap) = &rev.snapshot {
-                s.push_str(&format!(
-                    "\nrevocation snapshot {} ({} revoked, log entry {})",
-                    snap.number, snap.count, snap.seq
-                ));
-            }
+    // The gateway's answer, with the verdict of this command as `valid` (the gateway's own
+    // is kept as `gateway_valid`) and, with --group-key, every check.
+    let mut report = serde_json::to_value(&answer).unwrap_or_default();
+    report["gateway_valid"] = json!(answer.valid);
+    report["valid"] = json!(valid);
+    if let Some(c) = &checks {
+        report["checks"] = json!(c);
+        if let Some(f) = c.first_failure() {
+            report["failed_check"] = json!(f.check);
         }
-        if let Some(o) = &report.offline_check {
-            s.push_str(&format!(
-                "\nproof checked offline against snapshot {} and the group key: {}",
-                o.snapshot,
-                if o.revoked { "revoked" } else { "not revoked" }
-            ));
-        }
-        if answer.freshness.stale {
-            s.push_str("\nwarning: the gateway's state is stale (it has not heard from the registry lately)");
-        }
-        s
-    });
+    }
+    out.emit(&report, || human(&answer, checks.as_ref(), valid));
     Ok(if valid { exit::OK } else { exit::REJECTED })
 }
 
-/// Fetches the snapshot the gateway's answer names and checks its proof offline.
-async fn check_offline(
+/// Runs every [`evidence`] check, fetching the snapshot the answer's checkpoint names.
+async fn check_all(
     client: &Client,
-    key: &str,
-    zeta: &Zeta,
+    group: &ManagerPublicKey,
+    message: &[u8],
+    sig: &Signature,
     answer: &VerifyAnswer,
-) -> Result<OfflineCheck, Error> {
-    let group = read_group_key(Path::new(key))?;
-    let Some(rev) = &answer.revocation else {
-        return Err(Error::arg(
-            "--group-key",
-            "the gateway gave no revocation proof for this signature (it is not valid in the first place)",
-        ));
+    policy: &Policy,
+) -> Checks {
+    let mut checks = Checks::default();
+    let cp = evidence::check_answer(group, message, sig, answer, policy, &mut checks);
+    if let Some(cp) = cp {
+        let fetched = match cp.snapshot {
+            Some(named) => {
+                let path = format!("/v1/revocations/snapshots/{}", named.number);
+                client
+                    .get_json::<Value>(&path, &[])
+                    .await
+                    .map_err(|e| format!("snapshot {}: {e}", named.number))
+                    .and_then(|v| {
+                        snapshot_from_json(&v).ok_or_else(|| {
+                            format!("snapshot {} is not a signed snapshot", named.number)
+                        })
+                    })
+            }
+            None => Err("the checkpoint names no snapshot".into()),
+        };
+        evidence::check_snapshot(group, sig, answer, &cp, fetched, policy, &mut checks);
+    }
+    checks
+}
+
+/// The text report of `verify`.
+fn human(answer: &VerifyAnswer, checks: Option<&Checks>, valid: bool) -> String {
+    let mut s = if valid {
+        "valid: signed by a current member of the group".to_owned()
+    } else {
+        match answer.status {
+            Status::Revoked => {
+                "REVOKED: signed by a member whose certificates are revoked".to_owned()
+            }
+            other => format!(
+                "NOT VALID ({}){}",
+                other.label(),
+                answer
+                    .detail
+                    .as_ref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            ),
+        }
     };
-    let (Some(snap_ref), Some(proof)) = (&rev.snapshot, &rev.proof) else {
-        return Err(Error::arg(
-            "--group-key",
-            "the gateway has no signed snapshot covering this answer yet; retry in a few seconds",
-        ));
-    };
-    let snapshot: Value = client
-        .get_json(
-            &format!("/v1/revocations/snapshots/{}", snap_ref.number),
-            &[],
-        )
-        .await?;
-    let snapshot =
-        snapshot_from_json(&snapshot).ok_or_else(|| crate::client::ClientError::Malformed {
-            url: client.base().to_owned(),
-            reason: format!("snapshot {} is not a signed snapshot", snap_ref.number),
-        })?;
-    let proof =
-        decode_proof(&proof.encoded).ok_or_else(|| crate::client::ClientError::Malformed {
-            url: client.base().to_owned(),
-            reason: "the revocation proof does not decode".into(),
-        })?;
-    let shown = verify_revocation(&group, &snapshot, zeta, &proof).map_err(|e| {
-        Error::arg(
-            "revocation proof",
-            format!("the gateway's proof does NOT verify against its signed snapshot: {e}"),
-        )
-    })?;
-    Ok(OfflineCheck {
-        verified: true,
-        revoked: shown == Membership::Revoked,
-        snapshot: snapshot.record.number,
-    })
+    if let Some(rev) = &answer.revocation {
+        if let Some(snap) = &rev.snapshot {
+            s.push_str(&format!(
+                "\nrevocation snapshot {} ({} revoked, log entry {})",
+                snap.number, snap.count, snap.seq
+            ));
+        }
+    }
+    match checks {
+        Some(checks) => {
+            if let Some(f) = checks.first_failure() {
+                s.push_str(&format!(
+                    "\nNEGATIVE: check {} failed: {}",
+                    f.check, f.detail
+                ));
+            } else {
+                s.push_str("\nproof checked offline against the signed snapshot the signed checkpoint names, and the group key: not revoked");
+            }
+            for c in &checks.0 {
+                s.push_str(&format!(
+                    "\n  [{}] {}: {}",
+                    if c.passed { "pass" } else { "FAIL" },
+                    c.check,
+                    c.detail
+                ));
+            }
+        }
+        None => {
+            if answer.freshness.stale {
+                s.push_str("\nNOT VALID: the gateway's state is stale (its newest signed checkpoint is older than its bound)");
+            }
+            s.push_str(
+                "\n(the gateway was trusted; pass --group-key to check its evidence yourself)",
+            );
+        }
+    }
+    s
 }
 
 /// A revocation proof from its base64 form (as the gateway serves it).

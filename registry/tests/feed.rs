@@ -56,6 +56,7 @@ async fn pages_stop_at_16_mib_and_paging_covers_the_whole_log() {
         admin_token: ADMIN.into(),
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
+        publisher: Default::default(),
     };
     let running = server::start(store.clone(), manager, listener, config)
         .await
@@ -162,8 +163,12 @@ fn a_page_is_exactly_what_fits_and_never_empty() {
     let store = Store::open(dir.path()).unwrap();
     let manager = Manager::generate(ParamSet::Sha2_128f, &mut ChaCha20Rng::seed_from_u64(8));
     store.create_group(manager.public_key(), 1).unwrap();
-    let (writer, thread) =
-        dgsp_registry::writer::Writer::start(Arc::new(store), Arc::new(manager)).unwrap();
+    let (writer, thread) = dgsp_registry::writer::Writer::start(
+        Arc::new(store),
+        Arc::new(manager),
+        Default::default(),
+    )
+    .unwrap();
     let usernames = (0..100).map(|i| format!("user-{i}")).collect();
     writer
         .submit_blocking(Command::Join { usernames }, None)

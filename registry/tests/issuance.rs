@@ -43,6 +43,7 @@ async fn start() -> Registry {
         admin_token: ADMIN.into(),
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
+        publisher: Default::default(),
     };
     let running = server::start(store, manager.clone(), listener, config)
         .await
@@ -170,7 +171,11 @@ impl Registry {
             let cert = Certificate::from_bytes(&B64.decode(cert).unwrap()).unwrap();
             assert_eq!(cert.zeta(), &zeta);
             csr.member
-                .import(self.manager.public_key(), item.clone(), &cert)
+                .import(
+                    self.manager.public_key(),
+                    CsrItem::from_seed(&csr.member, item.wots_seed().clone()),
+                    &cert,
+                )
                 .unwrap();
         }
     }

@@ -10,9 +10,9 @@ use dgsp_registry::api::metrics::gauge;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::model::{freshness, SnapshotRef, Status};
+use super::model::{Freshness, SnapshotRef, Status};
 use super::Shared;
-use crate::state::{current, now_ms, FaultReport};
+use crate::state::{current, lock, now_ms, FaultReport};
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "alive", body = String)))]
@@ -27,16 +27,35 @@ pub struct Readiness {
     /// not stale.
     pub ready: bool,
     /// `ok`, `degraded` (serving the last verified state while the feed is faulty),
-    /// `stale` (not confirmed within the bound) or `no_snapshot`.
+    /// `stale` (the newest signed checkpoint is older than the bound, or there is none) or
+    /// `no_snapshot`.
     pub status: String,
+    /// Whether the state is stale: its newest signed checkpoint is older than the bound, or
+    /// there is none with a time.
+    pub stale: bool,
     /// Last applied entry.
     pub applied_seq: u64,
+    /// Seconds since the signed time of the checkpoint in service (absent before the first
+    /// timed checkpoint). Staleness is decided by this, never by when the registry answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_age_seconds: Option<f64>,
+    /// The bound (`--max-staleness-secs`).
+    pub max_staleness_seconds: f64,
+    /// The registry's newest signed checkpoint as last verified: entries it covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_checkpoint_size: Option<u64>,
     /// The registry's head as last seen.
     pub registry_head_seq: u64,
     /// Entries behind.
     pub lag_entries: u64,
-    /// Seconds behind.
+    /// Seconds behind (operators' view: the oldest entry seen but not applied, or the time
+    /// since the last complete fetch while the registry is faulty).
     pub lag_seconds: f64,
+    /// When the follower last fetched the whole feed without a fault (Unix ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_sync_unix_ms: Option<u64>,
+    /// Entries asked for per feed page (halved after pages refused for size).
+    pub page_limit: usize,
     /// The snapshot in service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotRef>,
@@ -45,9 +64,9 @@ pub struct Readiness {
     pub fault: Option<FaultReport>,
 }
 
-/// Readiness: 200 while a verified snapshot is in service and the state is fresh (a feed
-/// fault alone keeps the gateway ready, serving its last verified state, and is reported as
-/// `degraded`); 503 before the first snapshot or when stale.
+/// Readiness: 200 while a verified snapshot is in service and the state is fresh by signed
+/// time (a feed fault alone keeps the gateway ready, serving its last verified state, and is
+/// reported as `degraded`); 503 before the first snapshot or when stale.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
 pub async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
@@ -63,8 +82,10 @@ pub async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
 /// The readiness report.
 pub fn readiness(s: &Shared) -> Readiness {
     let view = current(&s.view);
-    let st = s.status.lock().expect("status lock");
-    let stale = freshness(&view, st.synced_unix_ms, s.config.max_staleness).stale;
+    let now = now_ms();
+    let fresh = Freshness::of(&view, now, s.config.max_staleness);
+    let stale = fresh.stale;
+    let st = lock(&s.status);
     let snapshot = view.snapshot.as_deref().map(SnapshotRef::of);
     let status = if snapshot.is_none() {
         "no_snapshot"
@@ -78,10 +99,16 @@ pub fn readiness(s: &Shared) -> Readiness {
     Readiness {
         ready: snapshot.is_some() && !stale,
         status: status.into(),
+        stale,
         applied_seq: view.applied.seq,
+        checkpoint_age_seconds: fresh.age_ms.map(|a| a as f64 / 1e3),
+        max_staleness_seconds: s.config.max_staleness.as_secs_f64(),
+        registry_checkpoint_size: st.registry_checkpoint.map(|(size, _)| size),
         registry_head_seq: st.registry_head,
         lag_entries: st.lag_entries(view.applied.seq),
-        lag_seconds: st.lag_seconds(now_ms()),
+        lag_seconds: st.lag_seconds(now),
+        last_sync_unix_ms: st.last_sync_unix_ms,
+        page_limit: st.page_limit,
         snapshot,
         fault: st.fault.clone(),
     }
@@ -119,6 +146,12 @@ pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
     );
     counter(
         &mut out,
+        "dgsp_gateway_stale_answers_total",
+        "Verify answers given from a stale state (status stale, or served stale).",
+        s.counters.stale.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut out,
         "dgsp_gateway_shed_total",
         "Requests refused with 503 because the verification queue was full.",
         s.counters.shed.load(Ordering::Relaxed),
@@ -141,6 +174,26 @@ pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
         "dgsp_gateway_ready",
         "1 when ready.",
         u64::from(r.ready),
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_stale",
+        "1 while the newest signed checkpoint is older than the bound (or there is none).",
+        u64::from(r.stale),
+    );
+    // No timed checkpoint yet: +Inf, so an alert on the age fires.
+    gauge(
+        &mut out,
+        "dgsp_gateway_checkpoint_age_seconds",
+        "Seconds since the signed time of the checkpoint in service.",
+        r.checkpoint_age_seconds
+            .map_or_else(|| "+Inf".to_owned(), |a| a.to_string()),
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_max_staleness_seconds",
+        "The staleness bound.",
+        r.max_staleness_seconds,
     );
     gauge(
         &mut out,
@@ -185,7 +238,19 @@ pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
         "1 while the registry feed is faulty (the last verified state is served).",
         u64::from(r.fault.is_some()),
     );
-    let st = s.status.lock().expect("status lock");
+    gauge(
+        &mut out,
+        "dgsp_gateway_pending_bytes",
+        "Bytes of feed fetched and waiting for a checkpoint.",
+        lock(&s.status).pending_bytes,
+    );
+    gauge(
+        &mut out,
+        "dgsp_gateway_page_limit",
+        "Entries asked for per feed page.",
+        r.page_limit,
+    );
+    let st = lock(&s.status);
     out.push_str("# HELP dgsp_gateway_feed_faults_total Feed faults by kind.\n# TYPE dgsp_gateway_feed_faults_total counter\n");
     let mut kinds: Vec<_> = st.faults_total.iter().collect();
     kinds.sort();

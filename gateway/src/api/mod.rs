@@ -1,10 +1,12 @@
 //! The gateway's public HTTP API (axum): verify, batch verify, judge, the group, snapshots and
 //! revocation proofs, health, readiness, Prometheus metrics and the OpenAPI document.
 //!
-//! Every answer about a signature names the signed snapshot it was checked against and
-//! carries the revocation proof, so a caller need not trust the gateway: it can check the
-//! snapshot's signature and the proof offline (`dgsp_core::revocation::verify_revocation`,
-//! docs/revocation-proofs.md). Errors are `application/problem+json`.
+//! Every answer about a signature names the signed snapshot it was checked against, carries
+//! the revocation proof and the signed checkpoint note the state is fresh as of (which names
+//! that snapshot), so a caller need not trust the gateway: it can check the note's signature
+//! and age, the snapshot's signature and the proof offline
+//! (`dgsp_core::revocation::verify_revocation`, docs/revocation-proofs.md, docs/gateway.md).
+//! Errors are `application/problem+json`.
 
 pub mod health;
 pub mod model;
@@ -40,9 +42,11 @@ pub struct ApiConfig {
     pub body_limit: usize,
     /// Most items in one batch verify.
     pub max_batch: usize,
-    /// Answers are marked stale when the gateway has not confirmed its state with the
-    /// registry for this long.
+    /// A state whose newest signed checkpoint is older than this is stale: verify answers
+    /// `stale` and `/readyz` fails.
     pub max_staleness: Duration,
+    /// Give verdicts from a stale state anyway, marked `stale: true` (`--serve-stale`).
+    pub serve_stale: bool,
 }
 
 impl Default for ApiConfig {
@@ -51,6 +55,7 @@ impl Default for ApiConfig {
             body_limit: DEFAULT_BODY_LIMIT,
             max_batch: DEFAULT_MAX_BATCH,
             max_staleness: Duration::from_secs(60),
+            serve_stale: false,
         }
     }
 }
@@ -58,8 +63,11 @@ impl Default for ApiConfig {
 /// Request counters (Prometheus).
 #[derive(Default)]
 pub struct Counters {
-    /// Verify results by status: ok, revoked, invalid_signature, wrong_group, malformed.
-    pub verify: [AtomicU64; 5],
+    /// Verify results by status: ok, revoked, invalid_signature, wrong_group, malformed,
+    /// stale.
+    pub verify: [AtomicU64; 6],
+    /// Verify answers given from a stale state (status `stale`, or served stale).
+    pub stale: AtomicU64,
     /// Judge requests answered.
     pub judge: AtomicU64,
     /// Requests refused because the pool was full.

@@ -6,7 +6,7 @@ use dgsp_registry::api::problem::to_b64;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::state::{now_ms, View};
+use crate::state::View;
 
 /// A signature to verify.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -60,6 +60,9 @@ pub enum Status {
     WrongGroup,
     /// Not a signature encoding (batch items only; a single verify answers 422).
     Malformed,
+    /// The gateway's newest signed checkpoint is older than its `--max-staleness-secs`:
+    /// revocations since then may be missing, so it gives no verdict (`valid` is false).
+    Stale,
 }
 
 impl Status {
@@ -76,16 +79,18 @@ impl Status {
             Status::InvalidSignature => "invalid_signature",
             Status::WrongGroup => "wrong_group",
             Status::Malformed => "malformed",
+            Status::Stale => "stale",
         }
     }
 
     /// Every status, in counter order.
-    pub const ALL: [Status; 5] = [
+    pub const ALL: [Status; 6] = [
         Status::Ok,
         Status::Revoked,
         Status::InvalidSignature,
         Status::WrongGroup,
         Status::Malformed,
+        Status::Stale,
     ];
 }
 
@@ -150,18 +155,74 @@ impl ProofRef {
     }
 }
 
-/// How current the gateway's state is.
+/// The signed checkpoint an answer's state is fresh as of: the newest checkpoint the
+/// gateway has verified and applied, which covers exactly its applied entries.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CheckpointEvidence {
+    /// Log entries it covers (`applied_seq`).
+    pub size: u64,
+    /// When the registry signed it (Unix ms): the state is the registry's as of then.
+    pub time_unix_ms: u64,
+    /// The revocation snapshot it names (the one the answer's proof is against); absent
+    /// before the first snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_number: Option<u64>,
+    /// The whole signed note (docs/checkpoints.md): verify it under the group key to check
+    /// `time_unix_ms` and the snapshot (number and record hash) yourself. Omitted in the
+    /// items of a batch answer, whose top-level `freshness` carries it once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// How current the state an answer was checked against is, by the registry's signed time.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Freshness {
     /// Last log entry applied (covered by a verified checkpoint).
     pub applied_seq: u64,
-    /// When the gateway last confirmed it holds everything the registry checkpointed (Unix
-    /// ms); absent if never.
+    /// The checkpoint the state is fresh as of; absent before the first checkpoint with a
+    /// signed time.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub synced_unix_ms: Option<u64>,
-    /// True when that confirmation is older than the configured bound (`--max-staleness`):
-    /// revocations since then may be missing.
+    pub checkpoint: Option<CheckpointEvidence>,
+    /// Milliseconds between the checkpoint's signed time and this answer (absent with
+    /// `checkpoint`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_ms: Option<u64>,
+    /// The gateway's bound (`--max-staleness-secs`), in milliseconds.
+    pub max_staleness_ms: u64,
+    /// True when `age_ms` exceeds the bound or there is no timed checkpoint: revocations
+    /// signed since may be missing.
     pub stale: bool,
+}
+
+impl Freshness {
+    /// The freshness of `view` at `now_unix_ms` against the bound, with the signed note.
+    pub fn of(view: &View, now_unix_ms: u64, max_staleness: std::time::Duration) -> Self {
+        let max_staleness_ms = u64::try_from(max_staleness.as_millis()).unwrap_or(u64::MAX);
+        let fresh = view.fresh();
+        Freshness {
+            applied_seq: view.applied.seq,
+            checkpoint: fresh.and_then(|v| {
+                Some(CheckpointEvidence {
+                    size: v.checkpoint.size,
+                    time_unix_ms: v.checkpoint.time_unix_ms?,
+                    snapshot_number: v.checkpoint.snapshot.map(|s| s.number),
+                    note: Some(v.note.clone()),
+                })
+            }),
+            age_ms: view.age_ms(now_unix_ms),
+            max_staleness_ms,
+            stale: view.is_stale(now_unix_ms, max_staleness_ms),
+        }
+    }
+
+    /// The same without the note (the items of a batch answer).
+    pub fn without_note(&self) -> Self {
+        let mut f = self.clone();
+        if let Some(c) = &mut f.checkpoint {
+            c.note = None;
+        }
+        f
+    }
 }
 
 /// The revocation state of one zeta in a view.
@@ -225,8 +286,10 @@ pub struct VerifyAnswer {
 /// Batch answers, in request order.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct BatchAnswer {
-    /// One answer per item.
+    /// One answer per item (their `freshness` omits the note).
     pub results: Vec<VerifyAnswer>,
+    /// How current the state every item was checked against is, with the signed note.
+    pub freshness: Freshness,
     /// Items per status.
     pub ok: usize,
     /// Items not `ok`.
@@ -247,19 +310,4 @@ pub struct JudgeAnswer {
     /// Why it is not correct, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-}
-
-/// The freshness of `view` given the follower's last sync and the bound.
-pub fn freshness(
-    view: &View,
-    synced_unix_ms: Option<u64>,
-    max_staleness: std::time::Duration,
-) -> Freshness {
-    let stale = synced_unix_ms
-        .is_none_or(|t| now_ms().saturating_sub(t) > max_staleness.as_millis() as u64);
-    Freshness {
-        applied_seq: view.applied.seq,
-        synced_unix_ms,
-        stale,
-    }
 }

@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::model::{freshness, Freshness, Revocation};
+use super::model::{Freshness, Revocation};
 use super::Shared;
-use crate::state::current;
+use crate::state::{current, now_ms};
 
 /// The pinned group and how far this gateway has followed its log.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -27,7 +27,8 @@ pub struct GroupAnswer {
     pub public_key: String,
     /// SHA3-256 of the public key encoding (hex).
     pub fingerprint: String,
-    /// The latest verified checkpoint note (absent before the first).
+    /// The newest verified checkpoint note covering the applied entries (absent before the
+    /// first).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
     /// How current this gateway is.
@@ -38,13 +39,12 @@ pub struct GroupAnswer {
 #[utoipa::path(get, path = "/v1/group", tag = "revocations", responses((status = 200, body = GroupAnswer)))]
 pub async fn group(State(s): State<Shared>) -> Json<GroupAnswer> {
     let view = current(&s.view);
-    let synced = s.status.lock().expect("status lock").synced_unix_ms;
     Json(GroupAnswer {
         params: view.group.params().name().to_owned(),
         public_key: to_b64(&view.group.to_bytes()),
         fingerprint: hex::encode(view.group.fingerprint()),
-        checkpoint: view.checkpoint.clone(),
-        freshness: freshness(&view, synced, s.config.max_staleness),
+        checkpoint: view.checkpoint.as_ref().map(|c| c.note.clone()),
+        freshness: Freshness::of(&view, now_ms(), s.config.max_staleness),
     })
 }
 
@@ -109,7 +109,7 @@ pub struct ProofAnswer {
     /// Revocation state, snapshot and proof.
     #[serde(flatten)]
     pub revocation: Revocation,
-    /// How current the state is.
+    /// How current the state is, with the signed checkpoint note.
     pub freshness: Freshness,
 }
 
@@ -146,11 +146,10 @@ pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Respons
     if view.snapshot.is_none() {
         return no_snapshot();
     }
-    let synced = s.status.lock().expect("status lock").synced_unix_ms;
     Json(ProofAnswer {
         zeta: to_b64(zeta.as_bytes()),
         revocation: Revocation::of(&view, &zeta),
-        freshness: freshness(&view, synced, s.config.max_staleness),
+        freshness: Freshness::of(&view, now_ms(), s.config.max_staleness),
     })
     .into_response()
 }

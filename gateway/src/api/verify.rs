@@ -1,8 +1,10 @@
 //! `POST /v1/verify`, `/v1/verify/batch` and `/v1/judge`.
 //!
 //! Order of checks, per signature: decode (cheap), parameter set against the group (cheap),
-//! revocation against the view (cheap, and first as the scheme specifies), and only then the
-//! WOTS+ and SPHINCS+ work, on the bounded pool.
+//! freshness (a view older than `--max-staleness-secs` by signed time gives no verdict:
+//! `stale`, unless the operator serves stale answers), revocation against the view (cheap,
+//! and first as the scheme specifies), and only then the WOTS+ and SPHINCS+ work, on the
+//! bounded pool.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,12 +17,12 @@ use dgsp_core::{Error as CoreError, ManagerPublicKey, Pi, Signature};
 use dgsp_registry::api::problem::{b64, to_b64, Body, Problem};
 
 use super::model::{
-    freshness, BatchAnswer, BatchRequest, Freshness, JudgeAnswer, JudgeRequest, Revocation, Status,
+    BatchAnswer, BatchRequest, Freshness, JudgeAnswer, JudgeRequest, Revocation, Status,
     VerifyAnswer, VerifyRequest,
 };
 use super::Shared;
 use crate::pool::PoolError;
-use crate::state::{current, View};
+use crate::state::{current, now_ms, View};
 
 /// A decoded verify item, or why it could not be.
 enum Item {
@@ -52,11 +54,22 @@ enum Plan {
 
 /// The freshness every answer of one request shares.
 fn request_freshness(s: &Shared, view: &View) -> Freshness {
-    let synced = s.status.lock().expect("status lock").synced_unix_ms;
-    freshness(view, synced, s.config.max_staleness)
+    Freshness::of(view, now_ms(), s.config.max_staleness)
 }
 
-fn plan(view: &View, fresh: &Freshness, item: Item) -> Plan {
+/// Why a stale answer is stale, in words.
+fn stale_detail(fresh: &Freshness) -> String {
+    match fresh.age_ms {
+        Some(age) => format!(
+            "the gateway's newest signed checkpoint is {:.1} s old, more than its {:.1} s bound: revocations since may be missing",
+            age as f64 / 1e3,
+            fresh.max_staleness_ms as f64 / 1e3
+        ),
+        None => "the gateway has no signed checkpoint with a time yet: it cannot show how current its revocation state is".into(),
+    }
+}
+
+fn plan(view: &View, fresh: &Freshness, serve_stale: bool, item: Item) -> Plan {
     let group_params = view.group.params();
     let mut answer = VerifyAnswer {
         valid: false,
@@ -89,6 +102,11 @@ fn plan(view: &View, fresh: &Freshness, item: Item) -> Plan {
     let revocation = Revocation::of(view, &zeta);
     let revoked = revocation.revoked;
     answer.revocation = Some(revocation);
+    if fresh.stale && !serve_stale {
+        answer.status = Status::Stale;
+        answer.detail = Some(stale_detail(fresh));
+        return Plan::Done(answer);
+    }
     if revoked {
         answer.status = Status::Revoked;
         answer.detail = Some("the signature's certificate is revoked".into());
@@ -168,14 +186,28 @@ async fn run(
     for (slot, a) in slots.into_iter().zip(done) {
         out[slot] = Some(a);
     }
-    let answers: Vec<VerifyAnswer> = out.into_iter().flatten().collect();
-    for a in &answers {
+    let mut answers: Vec<VerifyAnswer> = out.into_iter().flatten().collect();
+    for a in &mut answers {
         s.counters.verify[a.status.index()].fetch_add(1, Ordering::Relaxed);
+        if a.freshness.stale {
+            s.counters.stale.fetch_add(1, Ordering::Relaxed);
+            if a.status != Status::Stale {
+                // Served stale (--serve-stale): the verdict, marked as such.
+                let note = format!("served stale: {}", stale_detail(&a.freshness));
+                a.detail = Some(match a.detail.take() {
+                    Some(d) => format!("{d}; {note}"),
+                    None => note,
+                });
+            }
+        }
     }
     Ok(answers)
 }
 
 /// Verifies one group signature against the pinned group and the latest verified snapshot.
+/// The answer carries the signed checkpoint the state is fresh as of (`freshness.checkpoint`,
+/// with its note) and, when that is older than the gateway's bound, status `stale` and no
+/// verdict (unless the gateway serves stale answers: then the verdict with `stale: true`).
 /// A body whose `signature` is base64 but not a signature encoding is answered 422.
 #[utoipa::path(post, path = "/v1/verify", tag = "verify", request_body = VerifyRequest,
     responses(
@@ -201,7 +233,12 @@ pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> 
         Err(p) => return p.into_response(),
     };
     let view = current(&s.view);
-    let p = plan(&view, &request_freshness(&s, &view), item);
+    let p = plan(
+        &view,
+        &request_freshness(&s, &view),
+        s.config.serve_stale,
+        item,
+    );
     match run(&s, &view, vec![p]).await {
         Ok(mut answers) => Json(answers.pop().expect("one answer")).into_response(),
         Err(r) => r,
@@ -209,9 +246,10 @@ pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> 
 }
 
 /// Verifies up to `max_batch` (default 256) signatures in parallel, all against the same
-/// view. Items that are not signature encodings get status `malformed`; a field that is
-/// not base64 fails the whole batch (400 naming `items[i].field`). The batch is refused whole
-/// (503) when the pool cannot take all of its items.
+/// view, whose freshness (with the signed note) is given once at the top level. Items that
+/// are not signature encodings get status `malformed`; a field that is not base64 fails the
+/// whole batch (400 naming `items[i].field`). The batch is refused whole (503) when the pool
+/// cannot take all of its items.
 #[utoipa::path(post, path = "/v1/verify/batch", tag = "verify", request_body = BatchRequest,
     responses(
         (status = 200, body = BatchAnswer),
@@ -226,11 +264,12 @@ pub async fn verify_batch(State(s): State<Shared>, Body(req): Body<BatchRequest>
             .into_response();
     }
     let view = current(&s.view);
-    let fresh = request_freshness(&s, &view);
+    let freshness = request_freshness(&s, &view);
+    let fresh = freshness.without_note();
     let mut plans = Vec::with_capacity(req.items.len());
     for (i, it) in req.items.iter().enumerate() {
         match decode_item(|| format!("items[{i}]."), it) {
-            Ok(item) => plans.push(plan(&view, &fresh, item)),
+            Ok(item) => plans.push(plan(&view, &fresh, s.config.serve_stale, item)),
             Err(p) => return p.into_response(),
         }
     }
@@ -241,6 +280,7 @@ pub async fn verify_batch(State(s): State<Shared>, Body(req): Body<BatchRequest>
             let not_ok = results.len() - ok;
             Json(BatchAnswer {
                 results,
+                freshness,
                 ok,
                 not_ok,
             })

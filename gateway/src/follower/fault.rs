@@ -13,6 +13,18 @@ pub enum Fault {
     /// A page that is not the feed's JSON (truncated, wrong shape).
     #[error("malformed feed page: {0}")]
     MalformedPage(String),
+    /// A feed page (or checkpoint answer) larger than the gateway reads. The follower halves
+    /// its page size and asks again; this is a fault only once a one-entry page is too large.
+    #[error("the registry's answer for {entries} entries is larger than {max_bytes} bytes")]
+    PageTooLarge {
+        /// entries asked for
+        entries: usize,
+        /// the limit
+        max_bytes: usize,
+    },
+    /// More fetched data than the gateway holds while waiting for a checkpoint to cover it.
+    #[error("no signed checkpoint covers the {0} held pending")]
+    PendingLimit(String),
     /// An entry does not chain to its predecessor.
     #[error("entry {seq} breaks the hash chain: {detail}")]
     Chain {
@@ -58,6 +70,19 @@ pub enum Fault {
         /// why
         detail: String,
     },
+    /// A validly signed checkpoint older (by signed time) than one the gateway already
+    /// holds, or one that contradicts it: the registry, or something in between, is
+    /// replaying old state. Nothing moves back.
+    #[error("replayed checkpoint refused: {0}")]
+    ReplayedCheckpoint(String),
+    /// The registry's signed checkpoint covers entries its feed does not serve.
+    #[error("the registry signed a checkpoint of {size} entries but its feed ends at {head}")]
+    Withheld {
+        /// entries the signed checkpoint covers
+        size: u64,
+        /// the head the feed reports
+        head: u64,
+    },
     /// A snapshot whose signature, group or succession does not hold.
     #[error("snapshot at entry {seq} refused: {detail}")]
     BadSnapshot {
@@ -86,12 +111,16 @@ impl Fault {
             Fault::Unreachable(_) => "unreachable",
             Fault::HttpStatus(_) => "http_status",
             Fault::MalformedPage(_) => "malformed_page",
+            Fault::PageTooLarge { .. } => "page_too_large",
+            Fault::PendingLimit(_) => "pending_limit",
             Fault::Chain { .. } => "chain",
             Fault::Fork { .. } => "fork",
             Fault::Rollback { .. } => "rollback",
             Fault::WrongGroup(_) => "wrong_group",
             Fault::MalformedEntry { .. } => "malformed_entry",
             Fault::BadCheckpoint { .. } => "bad_checkpoint",
+            Fault::ReplayedCheckpoint(_) => "replayed_checkpoint",
+            Fault::Withheld { .. } => "withheld",
             Fault::BadSnapshot { .. } => "bad_snapshot",
             Fault::SnapshotMismatch { .. } => "snapshot_mismatch",
             Fault::Storage(_) => "storage",
@@ -108,6 +137,7 @@ impl Fault {
             | Fault::BadSnapshot { seq, .. }
             | Fault::SnapshotMismatch { seq, .. } => Some(*seq),
             Fault::Rollback { applied, .. } => Some(*applied),
+            Fault::Withheld { head, .. } => Some(head.saturating_add(1)),
             _ => None,
         }
     }

@@ -1,18 +1,37 @@
-//! Following the registry's public feed: fetch, chain-check, hold, and apply only what a
-//! checkpoint signed by the pinned key covers.
+//! Following the registry: its newest signed checkpoint, then its public feed; fetch,
+//! chain-check, hold, and apply only what a checkpoint signed by the pinned key covers.
 //!
-//! Each poll asks for the page that starts at the gateway's own tip (the last entry it holds),
-//! so the first entry served must be one it already has, with the same hash: a registry that
-//! rewrote history (a fork) or lost it (a rollback) is caught before anything new is read.
-//! New entries must chain; they wait in a pending list until a `checkpoint` entry arrives whose
-//! note verifies and whose head is the hash of the pending entry at its size. That range is
-//! then checked as a whole ([`apply::apply_range`]: group, revocations, snapshot signatures,
-//! succession and roots), written to the replica in one batch and swapped in as the new view.
-//! Any fault discards the pending list, keeps the last view in service, is reported in
-//! `/readyz` and metrics, and the poll is retried with backoff from the last applied entry.
+//! Each poll first reads `GET /v1/checkpoint`, the registry's newest signed note (it signs
+//! one at a fixed cadence even when nothing is written, with the signing time inside). The
+//! note must verify under the pinned key, name this group's log, and agree with every timed
+//! checkpoint already held: a later signed time never covers fewer entries, and one older
+//! than the newest held is refused (`replayed_checkpoint`). It is held as the registry's
+//! claim ([`Follower::latest`]) until the entries it covers are applied.
+//!
+//! Then the poll asks for the feed page that starts at the gateway's own tip (the last entry
+//! it holds), so the first entry served must be one it already has, with the same hash: a
+//! registry that rewrote history (a fork) or lost it (a rollback) is caught before anything
+//! new is read. A feed whose head is below the size of the signed note it just served is
+//! withholding entries (`withheld`). New entries must chain; they wait in a pending list,
+//! bounded in entries and bytes, until a checkpoint covers them: a `checkpoint` entry in the
+//! feed, or the note from `/v1/checkpoint` once the feed has served its last entry. That
+//! range is then checked as a whole ([`apply::apply_range`]: group, revocations, snapshot
+//! signatures, succession, roots, and that a timed checkpoint names the latest snapshot
+//! holding every revocation), written to the replica in one batch with the note, and swapped
+//! in as the new view. A newer note covering exactly the applied position replaces the
+//! view's note, which is how the view stays fresh while nothing is written.
+//!
+//! The view is fresh as of its note's signed time and nothing else: a registry (or a proxy)
+//! that stops serving new entries or new notes cannot keep a gateway fresh, whatever it
+//! answers. Any fault discards the pending list, keeps the last view in service, is reported
+//! in `/readyz` and metrics, and the poll is retried with backoff from the last applied entry.
+//! A page refused for size halves the page size (down to one entry) instead of asking for
+//! the same page again; successful pages grow it back.
 
 pub mod apply;
+mod checkpoints;
 mod fault;
+pub mod fetch;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,17 +41,22 @@ use dgsp_registry::log::{Entry, Hash};
 use tokio::sync::watch;
 
 pub use fault::Fault;
+pub use fetch::{client, CheckpointInfo};
 
 use crate::replica::Replica;
-use crate::state::{current, now_ms, SharedStatus, SharedView};
+use crate::state::{current, lock, now_ms, replace, SharedStatus, SharedView, Verified, View};
 
 /// Most entries held pending before the registry must have checkpointed them: the registry
 /// checkpoints after every publishing step (a few hundred entries under heavy load), so a feed
 /// that goes this long without one is refused rather than buffered without bound.
 pub const MAX_PENDING: usize = 200_000;
 
+/// Most bytes of feed held pending (the same rule by size: a registry that serves huge
+/// entries without checkpointing them cannot make the gateway buffer without bound).
+pub const MAX_PENDING_BYTES: usize = 512 << 20;
+
 /// Largest feed page read (1000 entries of the largest parameter set are well under this); a
-/// registry sending more is refused instead of exhausting memory.
+/// larger page makes the follower ask for fewer entries.
 pub const MAX_PAGE_BYTES: usize = 128 << 20;
 
 /// How the follower talks to the registry.
@@ -48,10 +72,17 @@ pub struct FollowConfig {
     pub max_backoff: Duration,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// Largest feed page read, in bytes.
+    pub max_page_bytes: usize,
+    /// Most entries held pending.
+    pub max_pending: usize,
+    /// Most bytes of feed held pending.
+    pub max_pending_bytes: usize,
 }
 
 impl FollowConfig {
-    /// Defaults for `registry`: pages of 1000, 500 ms polls, 10 s timeouts, backoff to 10 s.
+    /// Defaults for `registry`: pages of 1000, 500 ms polls, 10 s timeouts, backoff to 10 s,
+    /// and the `MAX_*` bounds.
     pub fn new(registry: impl Into<String>) -> Self {
         FollowConfig {
             registry: registry.into().trim_end_matches('/').to_owned(),
@@ -59,8 +90,18 @@ impl FollowConfig {
             poll: Duration::from_millis(500),
             max_backoff: Duration::from_secs(10),
             timeout: Duration::from_secs(10),
+            max_page_bytes: MAX_PAGE_BYTES,
+            max_pending: MAX_PENDING,
+            max_pending_bytes: MAX_PENDING_BYTES,
         }
     }
+}
+
+/// A fetched, chain-checked entry waiting for a checkpoint, with its share of the page's
+/// bytes.
+struct Held {
+    entry: Entry,
+    bytes: usize,
 }
 
 /// The follower task.
@@ -70,7 +111,13 @@ pub struct Follower {
     replica: Arc<Replica>,
     view: SharedView,
     status: SharedStatus,
-    pending: Vec<Entry>,
+    pending: Vec<Held>,
+    pending_bytes: usize,
+    /// Entries asked for per page now.
+    page_limit: usize,
+    /// The newest note from `/v1/checkpoint` that verified; it may cover entries not yet
+    /// applied.
+    latest: Option<Arc<Verified>>,
 }
 
 impl Follower {
@@ -81,6 +128,8 @@ impl Follower {
         view: SharedView,
         status: SharedStatus,
     ) -> Result<Self, Fault> {
+        let page_limit = config.page.max(1);
+        lock(&status).page_limit = page_limit;
         Ok(Follower {
             client: client(config.timeout)?,
             config,
@@ -88,6 +137,9 @@ impl Follower {
             view,
             status,
             pending: Vec::new(),
+            pending_bytes: 0,
+            page_limit,
+            latest: None,
         })
     }
 
@@ -96,33 +148,40 @@ impl Follower {
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let mut failures = 0u32;
         loop {
-            let after = self.tip().0.saturating_sub(1);
-            let fetched = tokio::select! {
-                _ = stop.changed() => return,
-                r = fetch(&self.client, &self.config, after) => r,
-            };
-            let outcome = match fetched {
-                Ok(page) => self.process(page).await,
-                Err(f) => Err(f),
+            let outcome = match self.poll(&mut stop).await {
+                Ok(None) => return,
+                Ok(Some(more)) => Ok(more),
+                Err(fault) => Err(fault),
             };
             let pause = match outcome {
                 Ok(more) => {
                     failures = 0;
+                    self.set_page_limit(self.page_limit.saturating_mul(2));
                     if more {
                         Duration::ZERO
                     } else {
                         self.config.poll
                     }
                 }
+                Err(Fault::PageTooLarge { entries, .. }) if self.page_limit > 1 => {
+                    // Nothing of the page was kept: ask for half as many entries, at once.
+                    self.set_page_limit(self.page_limit / 2);
+                    tracing::warn!(
+                        entries,
+                        now = self.page_limit,
+                        "feed page too large; asking for fewer entries"
+                    );
+                    Duration::ZERO
+                }
                 Err(fault) => {
                     failures = failures.saturating_add(1);
                     tracing::warn!(kind = fault.kind(), error = %fault, "registry feed refused; serving the last verified state");
                     self.pending.clear();
-                    self.status.lock().expect("status lock").record_fault(
-                        fault.kind(),
-                        fault.to_string(),
-                        fault.seq(),
-                    );
+                    self.pending_bytes = 0;
+                    let mut st = lock(&self.status);
+                    st.pending_bytes = 0;
+                    st.record_fault(fault.kind(), fault.to_string(), fault.seq());
+                    drop(st);
                     let exp = self.config.poll.saturating_mul(1 << failures.min(8));
                     exp.min(self.config.max_backoff)
                 }
@@ -136,10 +195,36 @@ impl Follower {
         }
     }
 
+    fn set_page_limit(&mut self, n: usize) {
+        self.page_limit = n.clamp(1, self.config.page.max(1));
+        lock(&self.status).page_limit = self.page_limit;
+    }
+
+    /// One poll: the newest signed note, then one feed page. `Ok(None)` when stopped,
+    /// otherwise whether the registry has more to fetch at once.
+    async fn poll(&mut self, stop: &mut watch::Receiver<bool>) -> Result<Option<bool>, Fault> {
+        let info = tokio::select! {
+            _ = stop.changed() => return Ok(None),
+            r = fetch::fetch_checkpoint(&self.client, &self.config) => r?,
+        };
+        if let Some(info) = info {
+            self.on_registry_note(info).await?;
+        }
+        let tip = self.tip().0;
+        // The page starts with the tip (already held, for the continuity check), then up to
+        // `page_limit` new entries.
+        let limit = (self.page_limit + usize::from(tip > 0)).min(self.config.page.max(2));
+        let (page, bytes) = tokio::select! {
+            _ = stop.changed() => return Ok(None),
+            r = fetch::fetch_page(&self.client, &self.config, tip.saturating_sub(1), limit) => r?,
+        };
+        self.process(page, bytes).await.map(Some)
+    }
+
     /// The last entry held: pending, else applied.
     fn tip(&self) -> (u64, Hash) {
         match self.pending.last() {
-            Some(e) => (e.seq, e.hash_bytes().unwrap_or_default()),
+            Some(h) => (h.entry.seq, h.entry.hash_bytes().unwrap_or_default()),
             None => {
                 let v = current(&self.view);
                 (v.applied.seq, v.applied.hash)
@@ -147,9 +232,9 @@ impl Follower {
         }
     }
 
-    /// Checks and holds one page; applies what checkpoints in it cover. Returns whether the
+    /// Checks and holds one page; applies what checkpoints cover. Returns whether the
     /// registry has more to fetch.
-    async fn process(&mut self, page: Entries) -> Result<bool, Fault> {
+    async fn process(&mut self, page: Entries, page_bytes: usize) -> Result<bool, Fault> {
         let (tip_seq, tip_hash) = self.tip();
         if page.head_seq < tip_seq {
             return Err(Fault::Rollback {
@@ -157,6 +242,15 @@ impl Follower {
                 applied: tip_seq,
             });
         }
+        if let Some(l) = &self.latest {
+            if l.checkpoint.size > page.head_seq {
+                return Err(Fault::Withheld {
+                    size: l.checkpoint.size,
+                    head: page.head_seq,
+                });
+            }
+        }
+        let share = page_bytes / page.entries.len().max(1);
         let mut entries = page.entries.into_iter();
         if tip_seq > 0 {
             let first = entries.next().ok_or_else(|| {
@@ -195,70 +289,101 @@ impl Follower {
             }
             prev_seq = e.seq;
             prev_hash = e.hash_bytes().unwrap_or_default();
-            let is_checkpoint = e.kind == "checkpoint";
-            if self.pending.len() >= MAX_PENDING {
-                return Err(Fault::BadCheckpoint {
-                    seq: e.seq,
-                    detail: format!("no signed checkpoint in the last {MAX_PENDING} entries"),
-                });
+            self.hold(e, share)?;
+            let last = &self.pending[self.pending.len() - 1].entry;
+            if last.kind == "checkpoint" {
+                let seq = last.seq;
+                let checked = self.check_log_checkpoint().await?;
+                self.on_log_checkpoint(checked, seq).await?;
             }
-            self.pending.push(e);
-            if is_checkpoint {
-                self.on_checkpoint().await?;
+            if self
+                .latest
+                .as_ref()
+                .is_some_and(|l| l.checkpoint.size == prev_seq)
+            {
+                self.try_latest().await?;
             }
         }
-        let mut st = self.status.lock().expect("status lock");
+        let mut st = lock(&self.status);
         st.registry_head = page.head_seq;
         st.fetched = prev_seq;
         let substantive: Vec<&Entry> = self
             .pending
             .iter()
+            .map(|h| &h.entry)
             .filter(|e| e.kind != "checkpoint")
             .collect();
         st.pending_substantive = substantive.len() as u64;
         st.oldest_pending_ms = substantive.first().map(|e| e.time_ms);
+        st.pending_bytes = self.pending_bytes as u64;
         st.fault = None;
         let more = prev_seq < page.head_seq;
         if !more {
-            st.synced_unix_ms = Some(now_ms());
+            st.last_sync_unix_ms = Some(now_ms());
         }
         Ok(more)
     }
 
-    /// The last pending entry is a checkpoint: verify it and apply what it covers.
-    async fn on_checkpoint(&mut self) -> Result<(), Fault> {
+    /// Holds a chain-checked entry, within the bounds.
+    fn hold(&mut self, entry: Entry, bytes: usize) -> Result<(), Fault> {
+        if self.pending.len() >= self.config.max_pending {
+            return Err(Fault::PendingLimit(format!(
+                "{} entries up to entry {}",
+                self.config.max_pending, entry.seq
+            )));
+        }
+        if self.pending_bytes.saturating_add(bytes) > self.config.max_pending_bytes {
+            return Err(Fault::PendingLimit(format!(
+                "{} bytes of feed up to entry {} (at most {})",
+                self.pending_bytes.saturating_add(bytes),
+                entry.seq,
+                self.config.max_pending_bytes
+            )));
+        }
+        self.pending_bytes += bytes;
+        self.pending.push(Held { entry, bytes });
+        Ok(())
+    }
+
+    /// Applies what a verified checkpoint covers. One of the size already applied must name
+    /// the entry applied there (and, when newer, becomes the view's note); a larger one
+    /// applies the pending entries up to its size as one range. Faults about the checkpoint
+    /// are reported at `at`.
+    async fn cover(&mut self, checkpoint: Arc<Verified>, at: u64) -> Result<(), Fault> {
         let view = current(&self.view);
-        let cp_entry = self.pending.last().expect("just pushed").clone();
-        let cp_seq = cp_entry.seq;
-        // A SPHINCS+ verification: off the async runtime.
-        let v = view.clone();
-        let (cp, note) =
-            tokio::task::spawn_blocking(move || apply::check_checkpoint(&v, &cp_entry))
-                .await
-                .map_err(|e| Fault::Storage(format!("checkpoint task: {e}")))??;
+        let cp = &checkpoint.checkpoint;
         if cp.size <= view.applied.seq {
-            // Old news: it must name the entry already applied at its size.
+            // Old news, or a newer note of the same state: it must name the entry applied.
             let ours = match cp.size {
                 0 => None,
+                n if n == view.applied.seq => Some(view.applied.hash),
                 n => self
                     .replica
                     .hash_at(n)
                     .map_err(|e| Fault::Storage(e.to_string()))?,
             };
-            return match ours {
-                Some(h) if h != cp.head => Err(Fault::Fork {
+            if ours.is_some_and(|h| h != cp.head) {
+                return Err(Fault::Fork {
                     seq: cp.size,
                     detail: "a signed checkpoint names a different entry than the one applied here"
                         .into(),
-                }),
-                _ => Ok(()),
-            };
+                });
+            }
+            let newer = cp.time_unix_ms
+                > view
+                    .checkpoint
+                    .as_ref()
+                    .and_then(|c| c.checkpoint.time_unix_ms);
+            if cp.size == view.applied.seq && newer {
+                self.confirm(&view, checkpoint, at).await?;
+            }
+            return Ok(());
         }
         // The pending entries start right after `applied`, so the covered ones are a prefix.
         let covered = (cp.size - view.applied.seq) as usize;
         match self.pending.get(covered - 1) {
-            Some(last) if last.seq == cp.size => {
-                if last.hash_bytes().ok() != Some(cp.head) {
+            Some(last) if last.entry.seq == cp.size => {
+                if last.entry.hash_bytes().ok() != Some(cp.head) {
                     return Err(Fault::Fork {
                         seq: cp.size,
                         detail: "the signed checkpoint's head differs from the feed's entry".into(),
@@ -267,16 +392,23 @@ impl Follower {
             }
             _ => {
                 return Err(Fault::BadCheckpoint {
-                    seq: cp_seq,
+                    seq: at,
                     detail: format!("it covers entry {} which the feed did not serve", cp.size),
                 })
             }
         }
         // Taken out, not copied: on a fault the caller drops everything pending anyway.
-        let entries: Vec<Entry> = self.pending.drain(..covered).collect();
+        let entries: Vec<Entry> = self
+            .pending
+            .drain(..covered)
+            .map(|h| {
+                self.pending_bytes -= h.bytes;
+                h.entry
+            })
+            .collect();
         let replica = self.replica.clone();
         let (next, revocations, snapshots) = tokio::task::spawn_blocking(move || {
-            let (update, next) = apply::apply_range(&view, &entries, note)?;
+            let (update, next) = apply::apply_range(&view, &entries, checkpoint, at)?;
             replica
                 .commit(&update)
                 .map_err(|e| Fault::Storage(e.to_string()))?;
@@ -285,53 +417,38 @@ impl Follower {
         .await
         .map_err(|e| Fault::Storage(format!("apply task: {e}")))??;
         let seq = next.applied.seq;
-        *self.view.write().expect("view lock") = Arc::new(next);
-        self.status.lock().expect("status lock").ranges_applied += 1;
+        replace(&self.view, next);
+        let mut st = lock(&self.status);
+        st.ranges_applied += 1;
+        st.pending_bytes = self.pending_bytes as u64;
+        drop(st);
         tracing::info!(seq, revocations, snapshots, "applied a checkpointed range");
         Ok(())
     }
-}
 
-/// The HTTP client used for the registry.
-pub fn client(timeout: Duration) -> Result<reqwest::Client, Fault> {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout.min(Duration::from_secs(5)))
-        .user_agent(concat!("dgsp-gateway/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| Fault::Unreachable(e.to_string()))
-}
-
-/// Fetches the feed page after `after`.
-pub async fn fetch(
-    client: &reqwest::Client,
-    config: &FollowConfig,
-    after: u64,
-) -> Result<Entries, Fault> {
-    let url = format!("{}/v1/log/entries", config.registry);
-    let resp = client
-        .get(&url)
-        .query(&[("after", after), ("limit", config.page as u64)])
-        .send()
-        .await
-        .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
-    let status = resp.status();
-    if !status.is_success() {
-        return Err(Fault::HttpStatus(status.as_u16()));
+    /// A newer signed note of exactly the applied state: checked like any covering
+    /// checkpoint, stored, and made the view's note (the view is fresh as of its time).
+    async fn confirm(
+        &mut self,
+        view: &View,
+        checkpoint: Arc<Verified>,
+        at: u64,
+    ) -> Result<(), Fault> {
+        apply::check_covers(
+            &checkpoint.checkpoint,
+            view.snapshot.as_deref(),
+            view.unsnapshotted.values().min().copied(),
+        )
+        .map_err(|detail| Fault::BadCheckpoint { seq: at, detail })?;
+        let replica = self.replica.clone();
+        let note = checkpoint.note.clone();
+        tokio::task::spawn_blocking(move || replica.confirm(&note))
+            .await
+            .map_err(|e| Fault::Storage(format!("confirm task: {e}")))?
+            .map_err(|e| Fault::Storage(e.to_string()))?;
+        let mut next = view.clone();
+        next.checkpoint = Some(checkpoint);
+        replace(&self.view, next);
+        Ok(())
     }
-    let mut resp = resp;
-    let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| Fault::MalformedPage(format!("reading the body: {e}")))?
-    {
-        if body.len() + chunk.len() > MAX_PAGE_BYTES {
-            return Err(Fault::MalformedPage(format!(
-                "a page larger than {MAX_PAGE_BYTES} bytes"
-            )));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    serde_json::from_slice(&body).map_err(|e| Fault::MalformedPage(e.to_string()))
 }

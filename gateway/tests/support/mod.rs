@@ -2,6 +2,9 @@
 //! that join, get certificates and sign through its admin API, and gateways that follow it.
 #![allow(dead_code)]
 
+pub mod mock;
+pub mod proxy;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +28,8 @@ pub const ADMIN: &str = "admin-token-for-gateway-tests";
 pub struct Registry {
     /// Base URL.
     pub url: String,
+    /// Where gateways follow it (the registry itself).
+    pub feed_url: String,
     /// HTTP client.
     pub client: reqwest::Client,
     /// Its database (read-only use in tests).
@@ -42,6 +47,16 @@ pub async fn registry() -> Registry {
 
 /// Starts a registry for a new group of `params`.
 pub async fn registry_with(params: ParamSet) -> Registry {
+    start_registry(params, None).await
+}
+
+/// Starts a registry for a new sha2-128f group that signs a checkpoint at least every
+/// `interval`, even when nothing is written.
+pub async fn registry_with_cadence(interval: Duration) -> Registry {
+    start_registry(ParamSet::Sha2_128f, Some(interval)).await
+}
+
+async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let manager = Arc::new(Manager::generate(params, &mut OsRng));
@@ -51,13 +66,21 @@ pub async fn registry_with(params: ParamSet) -> Registry {
         admin_token: ADMIN.into(),
         auditor_token: None,
         body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
-        publisher: Default::default(),
+        publisher: cadence
+            .map(
+                |checkpoint_interval| dgsp_registry::publisher::PublisherConfig {
+                    checkpoint_interval,
+                },
+            )
+            .unwrap_or_default(),
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await
         .unwrap();
+    let url = running.url();
     Registry {
-        url: running.url(),
+        feed_url: url.clone(),
+        url,
         client: reqwest::Client::new(),
         store,
         manager,
@@ -175,7 +198,7 @@ impl Registry {
     pub async fn follower(&self, tweak: impl FnOnce(&mut gw::Config)) -> Gateway {
         let dir = tempfile::tempdir().unwrap();
         let mut config = gateway_config(
-            &self.url,
+            &self.feed_url,
             Anchor::Key(Box::new(self.manager.public_key().clone())),
             dir.path(),
         );
@@ -318,6 +341,31 @@ impl Gateway {
         v
     }
 
+    /// The Prometheus text of /metrics.
+    pub async fn metrics(&self) -> String {
+        let r = self
+            .client
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    }
+
+    /// Verifies a batch of signatures of `message`.
+    pub async fn verify_batch(&self, message: &[u8], sigs: &[&Signature]) -> Value {
+        let items: Vec<Value> = sigs
+            .iter()
+            .map(|s| json!({"message": B64.encode(message), "signature": B64.encode(s.to_bytes())}))
+            .collect();
+        let (status, v) = self
+            .post("/v1/verify/batch", &json!({ "items": items }))
+            .await;
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
     /// The last applied seq, from /readyz.
     pub async fn applied(&self) -> u64 {
         self.get("/readyz").await.1["applied_seq"]
@@ -332,6 +380,16 @@ impl Gateway {
         })
         .await
     }
+}
+
+/// A metric's value in Prometheus text (the line `name value`), if present.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map(|v| match v.trim() {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap(),
+        })
 }
 
 /// Polls `check` every 20 ms until it yields a value (panics after 30 s, naming `what`).

@@ -51,3 +51,18 @@ pub async fn expect(env: &[(&str, String)], code: i32, args: &[&str]) -> Value {
 pub fn p(path: &Path) -> String {
     path.display().to_string()
 }
+
+/// Whether a `verify --group-key --json` report is negative because the revocation proof,
+/// checked by the CLI itself, shows the signature's zeta revoked.
+pub fn shows_revoked(report: &Value) -> bool {
+    report["valid"] == false
+        && report["checks"].as_array().is_some_and(|checks| {
+            checks.iter().any(|c| {
+                c["check"] == "revocation_proof"
+                    && c["passed"] == false
+                    && c["detail"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("IS revoked"))
+            })
+        })
+}

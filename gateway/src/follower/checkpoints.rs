@@ -1,0 +1,146 @@
+//! Signed checkpoints as they reach the follower: the registry's newest note from
+//! `/v1/checkpoint` (verified unless identical to the last, checked against every timed
+//! checkpoint held, held as the registry's claim and applied once the feed has served what it
+//! covers) and `checkpoint` entries of the feed (verified, checked the same way). Both end in
+//! [`Follower::cover`].
+
+use std::sync::Arc;
+
+use dgsp_core::checkpoint::origin_for;
+use dgsp_registry::log::unhex32;
+
+use super::{apply, CheckpointInfo, Fault, Follower};
+use crate::state::{current, lock, Verified};
+
+impl Follower {
+    /// The registry's newest note: verified (unless it is the note verified last time),
+    /// checked against every timed checkpoint held, then held as `latest`; applied at once
+    /// when it covers the applied position or entries already pending.
+    pub(super) async fn on_registry_note(&mut self, info: CheckpointInfo) -> Result<(), Fault> {
+        if self.latest.as_ref().is_some_and(|l| l.note == info.note) {
+            return self.try_latest().await;
+        }
+        let view = current(&self.view);
+        let origin = origin_for(&view.group);
+        let served = info.note.lines().next().unwrap_or_default();
+        if served != origin {
+            return Err(Fault::WrongGroup(format!(
+                "the registry's checkpoint is for log {served:?}, this gateway is pinned to {origin:?}"
+            )));
+        }
+        let v = view.clone();
+        let note = info.note.clone();
+        // A SPHINCS+ verification: off the async runtime.
+        let checked = tokio::task::spawn_blocking(move || apply::check_note(&v, &note))
+            .await
+            .map_err(|e| Fault::Storage(format!("checkpoint task: {e}")))?;
+        let bad = |detail: String| Fault::BadCheckpoint {
+            seq: info.size,
+            detail: format!("the registry's current checkpoint: {detail}"),
+        };
+        let cp = checked.map_err(bad)?;
+        if cp.size != info.size || unhex32(&info.head) != Some(cp.head) {
+            return Err(bad(
+                "the answer's size or head differs from its signed note".into(),
+            ));
+        }
+        let new = Arc::new(Verified {
+            checkpoint: cp,
+            note: info.note,
+        });
+        let held = [view.checkpoint.as_deref(), self.latest.as_deref()];
+        for h in held.into_iter().flatten() {
+            let (new_t, held_t) = (new.time_unix_ms(), h.time_unix_ms());
+            match (new_t, held_t) {
+                (None, Some(_)) => {
+                    return Err(Fault::ReplayedCheckpoint(
+                        "the registry serves an untimed checkpoint after timed ones".into(),
+                    ))
+                }
+                (Some(n), Some(t)) if n < t => {
+                    return Err(Fault::ReplayedCheckpoint(format!(
+                        "the registry serves a checkpoint signed at {n}, older than one signed at {t} already verified"
+                    )))
+                }
+                _ => apply::check_order(&new.checkpoint, &h.checkpoint)?,
+            }
+        }
+        if new.checkpoint.size < view.applied.seq {
+            return Err(Fault::ReplayedCheckpoint(format!(
+                "the registry's current checkpoint covers {} entries, {} are applied here",
+                new.checkpoint.size, view.applied.seq
+            )));
+        }
+        let previous = self.latest.replace(new.clone());
+        if let Err(fault) = self.try_latest().await {
+            // A note refused when applied is not the registry's claim to hold on to.
+            self.latest = previous;
+            return Err(fault);
+        }
+        lock(&self.status).registry_checkpoint = Some((new.checkpoint.size, new.time_unix_ms()));
+        Ok(())
+    }
+
+    /// Applies `latest` if it covers the applied position or the last pending entry at its
+    /// size has been fetched.
+    pub(super) async fn try_latest(&mut self) -> Result<(), Fault> {
+        let Some(latest) = self.latest.clone() else {
+            return Ok(());
+        };
+        let size = latest.checkpoint.size;
+        let applied = current(&self.view).applied.seq;
+        let pending_has = self.pending.last().is_some_and(|h| h.entry.seq >= size);
+        if size == applied
+            && current(&self.view)
+                .checkpoint
+                .as_ref()
+                .is_some_and(|c| c.note == latest.note)
+        {
+            return Ok(());
+        }
+        if size == applied || (size > applied && pending_has) {
+            self.cover(latest, size).await?;
+        }
+        Ok(())
+    }
+
+    /// Verifies the checkpoint entry just held (the note verified last is not verified
+    /// again).
+    pub(super) async fn check_log_checkpoint(&self) -> Result<Verified, Fault> {
+        let e = &self.pending[self.pending.len() - 1].entry;
+        let note = apply::checkpoint_note(e)?;
+        if let Some(l) = self.latest.as_ref().filter(|l| l.note == note) {
+            apply::check_checkpoint_entry(e, &l.checkpoint)?;
+            return Ok((**l).clone());
+        }
+        let view = current(&self.view);
+        let e = e.clone();
+        // A SPHINCS+ verification: off the async runtime.
+        tokio::task::spawn_blocking(move || apply::check_checkpoint(&view, &e))
+            .await
+            .map_err(|e| Fault::Storage(format!("checkpoint task: {e}")))?
+    }
+
+    /// A `checkpoint` entry at `seq`: it must agree with the timed checkpoints held; then it
+    /// covers what it covers.
+    pub(super) async fn on_log_checkpoint(
+        &mut self,
+        checked: Verified,
+        seq: u64,
+    ) -> Result<(), Fault> {
+        let view = current(&self.view);
+        let advances = checked.checkpoint.size > view.applied.seq;
+        if advances && checked.time_unix_ms().is_none() && view.fresh().is_some() {
+            return Err(Fault::ReplayedCheckpoint(format!(
+                "the untimed checkpoint at entry {seq} follows timed ones"
+            )));
+        }
+        for h in [view.checkpoint.as_deref(), self.latest.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            apply::check_order(&checked.checkpoint, &h.checkpoint)?;
+        }
+        self.cover(Arc::new(checked), seq).await
+    }
+}

@@ -1,0 +1,112 @@
+//! The registry's two public reads the follower uses, each with a bound on what it reads:
+//! `GET /v1/checkpoint` (the newest signed note) and `GET /v1/log/entries` (a feed page).
+
+use std::time::Duration;
+
+use dgsp_registry::api::public::Entries;
+
+use super::{Fault, FollowConfig};
+
+/// Largest `/v1/checkpoint` answer read: a note with the largest SPHINCS+ signature in
+/// base64 is under 70 KiB, so this leaves room for witness cosignatures and nothing more.
+pub const MAX_CHECKPOINT_BYTES: usize = 1 << 20;
+
+/// What the registry serves at `GET /v1/checkpoint`: the newest signed note and what it
+/// covers (other fields, such as the time it also states outside the note, are ignored:
+/// only what the signature covers counts).
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct CheckpointInfo {
+    /// Entries covered.
+    pub size: u64,
+    /// Hash of entry `size` (hex).
+    pub head: String,
+    /// The signed note.
+    pub note: String,
+}
+
+/// The HTTP client used for the registry.
+pub fn client(timeout: Duration) -> Result<reqwest::Client, Fault> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .user_agent(concat!("dgsp-gateway/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Fault::Unreachable(e.to_string()))
+}
+
+/// A body read whole, unless it exceeds `max` bytes (then `Ok(None)`; nothing more is read).
+async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Option<Vec<u8>>, Fault> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| Fault::MalformedPage(format!("reading the body: {e}")))?
+    {
+        if body.len() + chunk.len() > max {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
+}
+
+/// The feed page of at most `limit` entries after `after`, and its size in bytes.
+pub async fn fetch_page(
+    client: &reqwest::Client,
+    config: &FollowConfig,
+    after: u64,
+    limit: usize,
+) -> Result<(Entries, usize), Fault> {
+    let url = format!("{}/v1/log/entries", config.registry);
+    let resp = client
+        .get(&url)
+        .query(&[("after", after), ("limit", limit as u64)])
+        .send()
+        .await
+        .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(Fault::HttpStatus(status.as_u16()));
+    }
+    let body = read_bounded(resp, config.max_page_bytes)
+        .await?
+        .ok_or(Fault::PageTooLarge {
+            entries: limit,
+            max_bytes: config.max_page_bytes,
+        })?;
+    let page = serde_json::from_slice(&body).map_err(|e| Fault::MalformedPage(e.to_string()))?;
+    Ok((page, body.len()))
+}
+
+/// The registry's newest signed checkpoint, or `None` when it has none to serve yet (503) or
+/// does not serve the endpoint (404): freshness then comes from the log's checkpoints alone.
+pub async fn fetch_checkpoint(
+    client: &reqwest::Client,
+    config: &FollowConfig,
+) -> Result<Option<CheckpointInfo>, Fault> {
+    let url = format!("{}/v1/checkpoint", config.registry);
+    let resp = client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
+    let status = resp.status();
+    if status == reqwest::StatusCode::NOT_FOUND
+        || status == reqwest::StatusCode::SERVICE_UNAVAILABLE
+    {
+        return Ok(None);
+    }
+    if !status.is_success() {
+        return Err(Fault::HttpStatus(status.as_u16()));
+    }
+    let body = read_bounded(resp, MAX_CHECKPOINT_BYTES)
+        .await?
+        .ok_or_else(|| {
+            Fault::MalformedPage(format!(
+                "a checkpoint answer larger than {MAX_CHECKPOINT_BYTES} bytes"
+            ))
+        })?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| Fault::MalformedPage(format!("the checkpoint answer: {e}")))
+}
