@@ -282,6 +282,29 @@ async fn replay() -> f64 {
     events as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Milliseconds per signed checkpoint note (median of `n`) for `params`: the publisher's
+/// cost per cadence tick, on its one blocking thread.
+async fn checkpoint_sign_ms(params: ParamSet, n: usize) -> f64 {
+    use dgsp_core::checkpoint::{origin_for, Checkpoint};
+    let m = Manager::generate(params, &mut rand_core::OsRng);
+    let mut ms: Vec<f64> = (0..n)
+        .map(|i| {
+            let cp = Checkpoint {
+                origin: origin_for(m.public_key()),
+                size: 1000 + i as u64,
+                head: [7; 32],
+                time_unix_ms: Some(1_764_000_000_000 + i as u64),
+                snapshot: None,
+            };
+            let start = Instant::now();
+            std::hint::black_box(m.sign_checkpoint(&cp));
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    ms[n / 2]
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -298,6 +321,16 @@ async fn main() {
             }
         };
     }
+    row!(
+        "checkpoint signature, sha2-128f (median of 20)",
+        "{:.1} ms",
+        checkpoint_sign_ms(ParamSet::Sha2_128f, 20)
+    );
+    row!(
+        "checkpoint signature, shake-256f (median of 10)",
+        "{:.1} ms",
+        checkpoint_sign_ms(ParamSet::Shake256f, 10)
+    );
     row!(
         "durable joins/s, writer, 1 client",
         "{:.0}",

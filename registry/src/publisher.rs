@@ -433,20 +433,24 @@ impl Publisher {
             checkpoint: cp,
             note,
         };
+        // Served first, logged second: the note a follower fetches is never older than a
+        // checkpoint entry it has already read from the log.
+        self.store.put_latest_note(&signed.stored())?;
+        tracing::debug!(size = head.seq, time, sign_ms, "checkpoint signed");
+        {
+            let mut p = write(&self.published);
+            p.checkpoint = Some(signed.clone());
+            p.last_checkpoint_sign_ms = sign_ms;
+        }
         if self.owes_checkpoint() {
             let event = Event::Checkpoint {
                 size: head.seq,
                 head: hex::encode(head.hash),
-                note: signed.note.clone(),
+                note: signed.note,
             };
             self.writer.submit(Command::Append { event }, None).await?;
             self.last_logged_checkpoint = head.seq;
         }
-        self.store.put_latest_note(&signed.stored())?;
-        tracing::debug!(size = head.seq, time, sign_ms, "checkpoint signed");
-        let mut p = write(&self.published);
-        p.checkpoint = Some(signed);
-        p.last_checkpoint_sign_ms = sign_ms;
         self.last_time = time;
         self.due = Instant::now() + self.interval;
         Ok(())
