@@ -166,6 +166,19 @@ fn an_interrupted_rebuild_is_never_served_and_resumes() {
     assert_eq!(store.count("members").unwrap(), MEMBERS + 1);
 }
 
+/// A new sha2-128f group in `db`; returns its manager.
+fn new_group(db: &Path) -> Arc<Manager> {
+    let manager = Arc::new(Manager::generate(
+        dgsp_core::ParamSet::Sha2_128f,
+        &mut rand_core::OsRng,
+    ));
+    Store::open(db)
+        .unwrap()
+        .create_group(manager.public_key(), 1)
+        .unwrap();
+    manager
+}
+
 struct Live {
     running: server::Running,
     store: Arc<Store>,
@@ -232,14 +245,7 @@ impl Live {
 async fn a_failed_commit_halts_writes_and_a_restart_recovers() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
-    let manager = Arc::new(Manager::generate(
-        dgsp_core::ParamSet::Sha2_128f,
-        &mut rand_core::OsRng,
-    ));
-    Store::open(&db)
-        .unwrap()
-        .create_group(manager.public_key(), 1)
-        .unwrap();
+    let manager = new_group(&db);
     let live = start(&db, &manager).await;
     assert!(live.join("alice").await.status().is_success());
     assert_eq!(live.ready().await, reqwest::StatusCode::OK);
@@ -286,14 +292,7 @@ async fn a_failed_commit_halts_writes_and_a_restart_recovers() {
 async fn a_failed_publisher_halts_the_registry() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
-    let manager = Arc::new(Manager::generate(
-        dgsp_core::ParamSet::Sha2_128f,
-        &mut rand_core::OsRng,
-    ));
-    Store::open(&db)
-        .unwrap()
-        .create_group(manager.public_key(), 1)
-        .unwrap();
+    let manager = new_group(&db);
     let live = start(&db, &manager).await;
     assert!(live.join("alice").await.status().is_success());
     // Let the publisher catch up, then make its next write (the cadence note, within 1 s,
