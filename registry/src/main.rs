@@ -32,14 +32,14 @@ fn main() -> ExitCode {
             auditor_token_file,
             max_body_bytes,
             checkpoint_interval_secs,
-        } => auditor_token_of(auditor_token, auditor_token_file).and_then(|auditor_token| {
+        } => token(admin_token, admin_token_file).and_then(|admin| {
+            let auditor = auditor_token_of(auditor_token, auditor_token_file)?;
             serve(
                 &data,
                 listen,
                 &key,
-                admin_token,
-                admin_token_file,
-                auditor_token,
+                admin,
+                auditor,
                 max_body_bytes,
                 std::time::Duration::from_secs(checkpoint_interval_secs),
             )
@@ -149,18 +149,15 @@ fn auditor_token_of(
         .map_err(|e| e.to_string())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn serve(
     data: &std::path::Path,
     listen: std::net::SocketAddr,
     key: &dgsp_registry::cli::KeyArgs,
-    admin_token: Option<String>,
-    admin_token_file: Option<std::path::PathBuf>,
+    admin: String,
     auditor_token: Option<String>,
     body_limit: usize,
     checkpoint_interval: std::time::Duration,
 ) -> Fallible {
-    let admin = token(admin_token, admin_token_file)?;
     let mut store = open_store(data)?;
     let state = store.projections().map_err(|e| e.to_string())?;
     if state != ProjectionState::Current {

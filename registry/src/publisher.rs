@@ -40,23 +40,32 @@ use crate::writer::{Command, WriteError, Writer};
 /// verifier may demand, with room for a few missed polls.
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(15);
 
-/// A signed checkpoint and its note.
+/// A signed checkpoint, its note, and its served form serialized once (every follower
+/// fetches it at each poll).
 #[derive(Clone, Debug)]
 pub struct SignedCheckpoint {
     /// What it says.
     pub checkpoint: Checkpoint,
     /// The signed note.
     pub note: String,
+    /// [`StoredNote`] JSON: what `meta` keeps and `GET /v1/checkpoint` answers.
+    pub json: axum::body::Bytes,
 }
 
 impl SignedCheckpoint {
-    /// The stored / served form.
-    pub fn stored(&self) -> StoredNote {
-        StoredNote {
-            size: self.checkpoint.size,
-            head: hex::encode(self.checkpoint.head),
-            time_unix_ms: self.checkpoint.time_unix_ms.unwrap_or(0),
-            note: self.note.clone(),
+    /// Pairs a checkpoint with its note and serializes the served form.
+    pub fn new(checkpoint: Checkpoint, note: String) -> Self {
+        let stored = StoredNote {
+            size: checkpoint.size,
+            head: hex::encode(checkpoint.head),
+            time_unix_ms: checkpoint.time_unix_ms.unwrap_or(0),
+            note,
+        };
+        let json = serde_json::to_vec(&stored).expect("notes serialize").into();
+        SignedCheckpoint {
+            checkpoint,
+            note: stored.note,
+            json,
         }
     }
 }
@@ -167,10 +176,7 @@ fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, StoreEr
                 what: "stored checkpoint note".into(),
                 reason: e.to_string(),
             })?;
-    Ok(SignedCheckpoint {
-        checkpoint,
-        note: note.to_owned(),
-    })
+    Ok(SignedCheckpoint::new(checkpoint, note.to_owned()))
 }
 
 /// How the publisher runs.
@@ -271,22 +277,19 @@ impl Publisher {
         published: SharedPublished,
         config: PublisherConfig,
     ) -> Result<Self, StoreError> {
-        let (working, last_time) = {
+        // Re-read from the latest snapshot's cut: its zetas are already in the set
+        // (re-inserting them changes nothing), and whatever came after it is folded again;
+        // entries after the last logged checkpoint are owed one.
+        let (working, last_time, processed) = {
             let p = read(&published);
             let time = p
                 .checkpoint
                 .as_ref()
                 .and_then(|c| c.checkpoint.time_unix_ms)
                 .unwrap_or(0);
-            (p.set.clone(), time)
+            let cut = p.snapshot.as_ref().map_or(0, |s| s.record.log_seq);
+            (p.set.clone(), time, cut)
         };
-        // Re-read from the latest snapshot's cut: its zetas are already in the set
-        // (re-inserting them changes nothing), and whatever came after it is folded again;
-        // entries after the last logged checkpoint are owed one.
-        let processed = read(&published)
-            .snapshot
-            .as_ref()
-            .map_or(0, |s| s.record.log_seq);
         let last_logged_checkpoint = match store.latest_checkpoint()?.map(|e| e.event()) {
             Some(Ok(Event::Checkpoint { size, .. })) => size,
             _ => 0,
@@ -429,13 +432,10 @@ impl Publisher {
             .await
             .map_err(|e| StepError::Failed(format!("checkpoint signing: {e}")))?;
         let sign_ms = started.elapsed().as_secs_f64() * 1e3;
-        let signed = SignedCheckpoint {
-            checkpoint: cp,
-            note,
-        };
+        let signed = SignedCheckpoint::new(cp, note);
         // Served first, logged second: the note a follower fetches is never older than a
         // checkpoint entry it has already read from the log.
-        self.store.put_latest_note(&signed.stored())?;
+        self.store.put_latest_note(&signed.json)?;
         tracing::debug!(size = head.seq, time, sign_ms, "checkpoint signed");
         {
             let mut p = write(&self.published);

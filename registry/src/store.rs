@@ -390,12 +390,11 @@ impl Store {
             .transpose()
     }
 
-    /// Stores the newest signed checkpoint note (synced).
-    pub fn put_latest_note(&self, note: &StoredNote) -> Result<(), StoreError> {
+    /// Stores the newest signed checkpoint note, [`StoredNote`] JSON (synced).
+    pub fn put_latest_note(&self, json: &[u8]) -> Result<(), StoreError> {
         self.fault_point()?;
         let mut batch = WriteBatch::default();
-        let bytes = serde_json::to_vec(note).expect("notes serialize");
-        batch.put_cf(self.cf("meta"), LATEST_NOTE, bytes);
+        batch.put_cf(self.cf("meta"), LATEST_NOTE, json);
         self.write_synced(batch)
     }
 
@@ -495,15 +494,6 @@ impl Store {
             }
         }
         Ok(())
-    }
-
-    /// Every revoked zeta, in ascending order.
-    pub fn revoked_zetas(&self) -> Result<Vec<Zeta>, StoreError> {
-        Ok(self
-            .revoked_zetas_with_seq()?
-            .into_iter()
-            .map(|(z, _)| z)
-            .collect())
     }
 
     /// Every revoked zeta with the seq of its revocation entry, in ascending zeta order.

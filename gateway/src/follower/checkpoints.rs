@@ -88,10 +88,11 @@ impl Follower {
             return Ok(());
         };
         let size = latest.checkpoint.size;
-        let applied = current(&self.view).applied.seq;
+        let view = current(&self.view);
+        let applied = view.applied.seq;
         let pending_has = self.pending.last().is_some_and(|h| h.entry.seq >= size);
         if size == applied
-            && current(&self.view)
+            && view
                 .checkpoint
                 .as_ref()
                 .is_some_and(|c| c.note == latest.note)

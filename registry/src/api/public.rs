@@ -108,12 +108,12 @@ pub type CheckpointInfo = crate::store::StoredNote;
 /// only for the cadence are served here and not appended to the log.
 #[utoipa::path(get, path = "/v1/checkpoint", tag = "public",
     responses((status = 200, body = CheckpointInfo), (status = 503, body = Problem)))]
-pub async fn checkpoint(State(s): State<Shared>) -> Result<Json<CheckpointInfo>, Problem> {
-    crate::publisher::read(&s.published)
-        .checkpoint
-        .as_ref()
-        .map(|c| Json(c.stored()))
-        .ok_or_else(|| not_yet("no checkpoint has been signed yet"))
+pub async fn checkpoint(State(s): State<Shared>) -> Response {
+    // Serialized once when signed: followers fetch it at every poll.
+    match &crate::publisher::read(&s.published).checkpoint {
+        Some(c) => ([(header::CONTENT_TYPE, "application/json")], c.json.clone()).into_response(),
+        None => not_yet("no checkpoint has been signed yet").into_response(),
+    }
 }
 
 /// 503: the publisher has not signed it yet (it will within moments: `Retry-After: 1`).
