@@ -18,6 +18,16 @@ use crate::store::{Head, MemberView, Store, StoreError};
 /// Most commands committed in one batch.
 pub const MAX_GROUP: usize = 1024;
 
+/// Most certificates the registry issues to one member over its lifetime: 2^20.
+///
+/// A revocation is one `member_revoked` entry listing every zeta of the member (35 bytes of
+/// JSON each), and every follower must be able to read that entry in one feed page: at the
+/// cap the entry is about 37 MB, well under the gateway's 128 MiB page limit, and the
+/// writer's idempotency record and the revoke answer stay of the same order. A member that
+/// needs more signatures joins again under a new username. The spec bounds the counter only
+/// by 64 bits; this is the registry's policy, refused with [`WriteError::CertificateLimit`].
+pub const MAX_CERTIFICATES_PER_MEMBER: u64 = 1 << 20;
+
 /// Why the writer refused a command.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -33,6 +43,19 @@ pub enum WriteError {
     /// Counter overflow.
     #[error("certificate counter of member {0} would overflow")]
     CounterOverflow(MemberId),
+    /// The issuance would take the member past [`MAX_CERTIFICATES_PER_MEMBER`].
+    #[error(
+        "member {id} holds {issued} certificates; {requested} more would pass the limit of {limit} per member (join again under a new username for more)",
+        limit = MAX_CERTIFICATES_PER_MEMBER
+    )]
+    CertificateLimit {
+        /// member
+        id: MemberId,
+        /// certificates issued so far
+        issued: u64,
+        /// certificates asked for
+        requested: u64,
+    },
     /// Writing the batch failed. Its outcome is unknown (the database may or may not have
     /// made it durable), so the registry halted: retry with the same `Idempotency-Key` after
     /// it is restarted.
@@ -455,9 +478,17 @@ impl State {
                     });
                 }
                 let first = m.counter;
-                m.counter = first
+                let end = first
                     .checked_add(count)
                     .ok_or(WriteError::CounterOverflow(*id))?;
+                if end > MAX_CERTIFICATES_PER_MEMBER {
+                    return Err(WriteError::CertificateLimit {
+                        id: *id,
+                        issued: first,
+                        requested: count,
+                    });
+                }
+                m.counter = end;
                 let event = Event::CertificatesIssued {
                     id: *id,
                     first,

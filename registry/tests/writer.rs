@@ -170,3 +170,35 @@ async fn refusals_write_nothing_and_retries_return_the_first_answer() {
     assert_eq!(store.count("revoked").unwrap(), 4);
     stop(writer, thread).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issuance_stops_at_the_certificate_limit_and_writes_nothing_past_it() {
+    use dgsp_registry::writer::MAX_CERTIFICATES_PER_MEMBER as MAX;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer, _manager, thread) = setup(dir.path());
+    writer.submit(join(&["alice"]), None).await.unwrap();
+    let bulk = |count| Command::Issue {
+        id: 0,
+        count,
+        wots_pk_digests: vec![],
+    };
+    writer.submit(bulk(MAX - 1), None).await.unwrap();
+    let head = store.head().unwrap();
+    let over = writer.submit(bulk(2), None).await;
+    assert!(
+        matches!(
+            over,
+            Err(WriteError::CertificateLimit { id: 0, issued, requested: 2 }) if issued == MAX - 1
+        ),
+        "{over:?}"
+    );
+    let huge = writer.submit(bulk(u64::MAX), None).await;
+    assert!(matches!(huge, Err(WriteError::CounterOverflow(0))), "{huge:?}");
+    assert_eq!(store.head().unwrap(), head, "refusals append nothing");
+    let last = writer.submit(bulk(1), None).await.unwrap();
+    assert!(matches!(last, Outcome::Reserved { first, count: 1, .. } if first == MAX - 1));
+    let more = writer.submit(bulk(1), None).await;
+    assert!(matches!(more, Err(WriteError::CertificateLimit { .. })));
+    assert_eq!(store.member(0).unwrap().unwrap().counter, MAX);
+    stop(writer, thread).await;
+}

@@ -93,6 +93,10 @@ async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry
 pub struct Member {
     /// Member id.
     pub id: u64,
+    /// Its `cid_star` as the registry gave it (base64).
+    pub cid_star: String,
+    /// Its long-term key (for more CSRs).
+    pub key: MemberKey,
     /// Unused one-time keys.
     pub keys: Vec<SigningKey>,
 }
@@ -162,7 +166,17 @@ impl Registry {
                 key.import(self.manager.public_key(), item, &cert).unwrap()
             })
             .collect();
-        Member { id, keys }
+        Member {
+            id,
+            cid_star: joined["cid_star"].as_str().unwrap().to_owned(),
+            key,
+            keys,
+        }
+    }
+
+    /// The registry's writer, for setting up states the admin API would take long to reach.
+    pub fn writer(&self) -> &dgsp_registry::writer::Writer {
+        &self.running.state.writer
     }
 
     /// Revokes member `id`; returns the revoked zetas (hex).

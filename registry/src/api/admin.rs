@@ -222,7 +222,7 @@ pub struct Issued {
         (status = 400, description = "malformed id, body, `cid_star` or `wots_pks[i]`", body = Problem),
         (status = 403, description = "`cid_star` is not the member's", body = Problem),
         (status = 404, description = "no such member", body = Problem),
-        (status = 409, description = "the member is revoked", body = Problem),
+        (status = 409, description = "the member is revoked (`member-revoked`), or the issuance would take it past 1 048 576 certificates (`certificate-limit`)", body = Problem),
         (status = 422, description = "no or too many keys (1 to 1024)", body = Problem)),
     security(("admin" = [])))]
 pub async fn issue(

@@ -148,6 +148,13 @@ impl From<WriteError> for Problem {
                 "Member revoked",
                 format!("{e}: no more certificates can be issued"),
             ),
+            WriteError::CertificateLimit { .. } => Problem::new(
+                StatusCode::CONFLICT,
+                "certificate-limit",
+                "Certificate limit reached",
+                e.to_string(),
+            )
+            .at("wots_pks"),
             WriteError::CounterOverflow(_) | WriteError::DigestCount { .. } => {
                 Problem::invalid_field("wots_pks", e.to_string())
             }
