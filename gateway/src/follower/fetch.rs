@@ -24,10 +24,19 @@ pub struct CheckpointInfo {
     pub note: String,
 }
 
-/// The HTTP client used for the registry.
+/// A feed page may take this many per-request timeouts in all: a legitimately large page
+/// (a revocation at the certificate limit is ~37 MB) arrives at link speed, so it is bounded
+/// by a stall timeout per read plus this overall deadline (300 s at the default 10 s, i.e.
+/// 128 MiB at 0.45 MB/s), not by the time a small answer should take.
+pub const PAGE_DEADLINE_TIMEOUTS: u32 = 30;
+
+/// The HTTP client used for the registry: `timeout` bounds connecting and each read (the
+/// wait for the answer's headers, then every pause between body chunks), so a registry
+/// that stalls is dropped after `timeout` while a large answer that keeps arriving is not.
+/// Each call also bounds its total time.
 pub fn client(timeout: Duration) -> Result<reqwest::Client, Fault> {
     reqwest::Client::builder()
-        .timeout(timeout)
+        .read_timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(5)))
         .user_agent(concat!("dgsp-gateway/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -57,6 +66,22 @@ pub async fn fetch_page(
     after: u64,
     limit: usize,
 ) -> Result<(Entries, usize), Fault> {
+    let deadline = config.timeout * PAGE_DEADLINE_TIMEOUTS;
+    tokio::time::timeout(deadline, fetch_page_within(client, config, after, limit))
+        .await
+        .unwrap_or_else(|_| {
+            Err(Fault::Unreachable(format!(
+                "a feed page took longer than {deadline:?} in all"
+            )))
+        })
+}
+
+async fn fetch_page_within(
+    client: &reqwest::Client,
+    config: &FollowConfig,
+    after: u64,
+    limit: usize,
+) -> Result<(Entries, usize), Fault> {
     let url = format!("{}/v1/log/entries", config.registry);
     let resp = client
         .get(&url)
@@ -81,6 +106,20 @@ pub async fn fetch_page(
 /// The registry's newest signed checkpoint, or `None` when it has none to serve yet (503) or
 /// does not serve the endpoint (404): freshness then comes from the log's checkpoints alone.
 pub async fn fetch_checkpoint(
+    client: &reqwest::Client,
+    config: &FollowConfig,
+) -> Result<Option<CheckpointInfo>, Fault> {
+    tokio::time::timeout(config.timeout, fetch_checkpoint_within(client, config))
+        .await
+        .unwrap_or_else(|_| {
+            Err(Fault::Unreachable(format!(
+                "the checkpoint took longer than {:?} in all",
+                config.timeout
+            )))
+        })
+}
+
+async fn fetch_checkpoint_within(
     client: &reqwest::Client,
     config: &FollowConfig,
 ) -> Result<Option<CheckpointInfo>, Fault> {

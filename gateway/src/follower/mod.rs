@@ -218,7 +218,41 @@ impl Follower {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_page(&self.client, &self.config, tip.saturating_sub(1), limit) => r?,
         };
-        self.process(page, bytes).await.map(Some)
+        let only_tip = tip > 0
+            && page.head_seq > tip
+            && page.entries.len() == 1
+            && page.entries[0].seq == tip;
+        if !only_tip {
+            return self.process(page, bytes, true).await.map(Some);
+        }
+        // The registry's page bound left room for the tip alone: the next entry is larger
+        // than the bound (a revocation near the certificate limit is ~37 MB, the registry's
+        // pages 16 MiB). Check the tip, then read that entry on its own; its `prev` hash
+        // continues from the tip like any other entry's.
+        self.check_tip(&page.entries[0])?;
+        let (page, bytes) = tokio::select! {
+            _ = stop.changed() => return Ok(None),
+            r = fetch::fetch_page(&self.client, &self.config, tip, 1) => r?,
+        };
+        self.process(page, bytes, false).await.map(Some)
+    }
+
+    /// The first entry of a page that starts at the tip must be the tip, byte for byte.
+    fn check_tip(&self, first: &Entry) -> Result<(), Fault> {
+        let (tip_seq, tip_hash) = self.tip();
+        if first.seq != tip_seq {
+            return Err(Fault::MalformedPage(format!(
+                "the page starts with entry {} instead of {tip_seq}",
+                first.seq
+            )));
+        }
+        if first.hash_bytes().ok() != Some(tip_hash) {
+            return Err(Fault::Fork {
+                seq: tip_seq,
+                detail: "the registry now serves a different entry here".into(),
+            });
+        }
+        Ok(())
     }
 
     /// The last entry held: pending, else applied.
@@ -232,9 +266,14 @@ impl Follower {
         }
     }
 
-    /// Checks and holds one page; applies what checkpoints cover. Returns whether the
-    /// registry has more to fetch.
-    async fn process(&mut self, page: Entries, page_bytes: usize) -> Result<bool, Fault> {
+    /// Checks and holds one page (which starts with the tip when `overlap`); applies what
+    /// checkpoints cover. Returns whether the registry has more to fetch.
+    async fn process(
+        &mut self,
+        page: Entries,
+        page_bytes: usize,
+        overlap: bool,
+    ) -> Result<bool, Fault> {
         let (tip_seq, tip_hash) = self.tip();
         if page.head_seq < tip_seq {
             return Err(Fault::Rollback {
@@ -252,22 +291,11 @@ impl Follower {
         }
         let share = page_bytes / page.entries.len().max(1);
         let mut entries = page.entries.into_iter();
-        if tip_seq > 0 {
+        if overlap && tip_seq > 0 {
             let first = entries.next().ok_or_else(|| {
                 Fault::MalformedPage(format!("the page does not start with entry {tip_seq}"))
             })?;
-            if first.seq != tip_seq {
-                return Err(Fault::MalformedPage(format!(
-                    "the page starts with entry {} instead of {tip_seq}",
-                    first.seq
-                )));
-            }
-            if first.hash_bytes().ok() != Some(tip_hash) {
-                return Err(Fault::Fork {
-                    seq: tip_seq,
-                    detail: "the registry now serves a different entry here".into(),
-                });
-            }
+            self.check_tip(&first)?;
         }
         let (mut prev_seq, mut prev_hash) = (tip_seq, tip_hash);
         let mut entries = entries.peekable();
