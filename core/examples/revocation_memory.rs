@@ -43,7 +43,9 @@ fn random_zetas(rng: &mut rand_chacha::ChaCha20Rng, n: usize) -> Vec<Zeta> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let revoked: usize = args.next().map_or(1_000_000, |a| a.parse().expect("a count"));
+    let revoked: usize = args
+        .next()
+        .map_or(1_000_000, |a| a.parse().expect("a count"));
     let adding: usize = args.next().map_or(20, |a| a.parse().expect("a count"));
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
 
@@ -80,5 +82,9 @@ fn main() {
         mib(peak1.saturating_sub(if reset { rss0 } else { peak0 })),
         hex::encode(&root[..8]),
     );
-    assert_eq!(next.len(), (revoked + adding) as u64, "random zetas collided");
+    assert_eq!(
+        next.len(),
+        (revoked + adding) as u64,
+        "random zetas collided"
+    );
 }

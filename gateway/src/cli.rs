@@ -73,7 +73,8 @@ pub struct ServeArgs {
     /// Pause between feed polls once caught up, in milliseconds.
     #[arg(long, env = "DGSP_GATEWAY_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
-    /// Timeout of each request to the registry, in seconds.
+    /// Stall timeout towards the registry, in seconds: connecting, waiting for an answer,
+    /// and any pause while reading one (a feed page may take 30 times this in all).
     #[arg(long, env = "DGSP_GATEWAY_REGISTRY_TIMEOUT_SECS", default_value_t = 10)]
     pub registry_timeout_secs: u64,
 }

@@ -193,7 +193,10 @@ async fn issuance_stops_at_the_certificate_limit_and_writes_nothing_past_it() {
         "{over:?}"
     );
     let huge = writer.submit(bulk(u64::MAX), None).await;
-    assert!(matches!(huge, Err(WriteError::CounterOverflow(0))), "{huge:?}");
+    assert!(
+        matches!(huge, Err(WriteError::CounterOverflow(0))),
+        "{huge:?}"
+    );
     assert_eq!(store.head().unwrap(), head, "refusals append nothing");
     let last = writer.submit(bulk(1), None).await.unwrap();
     assert!(matches!(last, Outcome::Reserved { first, count: 1, .. } if first == MAX - 1));

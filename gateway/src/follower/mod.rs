@@ -218,10 +218,8 @@ impl Follower {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_page(&self.client, &self.config, tip.saturating_sub(1), limit) => r?,
         };
-        let only_tip = tip > 0
-            && page.head_seq > tip
-            && page.entries.len() == 1
-            && page.entries[0].seq == tip;
+        let only_tip =
+            tip > 0 && page.head_seq > tip && page.entries.len() == 1 && page.entries[0].seq == tip;
         if !only_tip {
             return self.process(page, bytes, true).await.map(Some);
         }
