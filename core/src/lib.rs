@@ -57,7 +57,7 @@
 //! Keccak-f permutation (SHAKE sets) per step. Certificate batches and revocations run in
 //! parallel on rayon's pool. See `docs/benchmarks.md` in the repository.
 
-#![deny(unsafe_code)] // allowed only in `hashes::lanes` (SHA-NI kernel)
+#![deny(unsafe_code)] // allowed only in the hash kernels: `hashes::lanes` (SHA-NI), `hashes::keccak_lanes`
 #![warn(missing_docs)]
 
 mod address;

@@ -8,7 +8,10 @@
 
 // The SHA-NI kernel: the only unsafe code in the crate (see its "Safety" section).
 #[allow(unsafe_code)]
-mod lanes;
+pub(crate) mod lanes;
+// The 4-way Keccak-f kernels (see their "Safety" section).
+#[allow(unsafe_code, dead_code)]
+pub(crate) mod keccak_lanes;
 mod sha2;
 mod shake;
 
