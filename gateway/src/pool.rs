@@ -80,8 +80,21 @@ impl VerifyPool {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let n = u32::try_from(jobs.len()).map_err(|_| PoolError::Busy)?;
-        if n == 0 {
+        self.run_weighted(jobs.into_iter().map(|j| (1, j)).collect())
+            .await
+    }
+
+    /// Runs weighted jobs: a job `(w, f)` stands for `w` verifications (a chunk of a batch
+    /// verified in one call) and holds `w` queue slots until it finishes. All of them run,
+    /// or none if their slots do not all fit. Results come back in order.
+    pub async fn run_weighted<T, F>(&self, jobs: Vec<(usize, F)>) -> Result<Vec<T>, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let total: usize = jobs.iter().map(|(w, _)| (*w).max(1)).sum();
+        let n = u32::try_from(total).map_err(|_| PoolError::Busy)?;
+        if jobs.is_empty() {
             return Ok(Vec::new());
         }
         let mut permit = self
@@ -90,13 +103,15 @@ impl VerifyPool {
             .try_acquire_many_owned(n)
             .map_err(|_| PoolError::Busy)?;
         let mut waits = Vec::with_capacity(jobs.len());
-        for job in jobs {
+        for (weight, job) in jobs {
             let (tx, rx) = oneshot::channel();
-            // One slot per job, released when that job finishes (not when the batch does).
-            let slot = permit.split(1).expect("one slot per job was acquired");
+            // Each job's slots are released when that job finishes (not when all do).
+            let slots = permit
+                .split(weight.max(1))
+                .expect("every job's slots were acquired");
             self.threads.spawn(move || {
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                drop(slot);
+                drop(slots);
                 if let Ok(v) = result {
                     let _ = tx.send(v);
                 } else {

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use dgsp_core::{Error as CoreError, ManagerPublicKey, Pi, Signature};
+use dgsp_core::{Error as CoreError, ManagerPublicKey, Pi, Signature, WotsPk};
 use dgsp_registry::api::problem::{b64, to_b64, Body, Problem};
 
 use super::model::{
@@ -119,13 +119,9 @@ fn plan(view: &View, fresh: &Freshness, serve_stale: bool, item: Item) -> Plan {
     }
 }
 
-fn finish(
-    group: &ManagerPublicKey,
-    message: &[u8],
-    sig: &Signature,
-    mut a: VerifyAnswer,
-) -> VerifyAnswer {
-    match group.verify_ignoring_revocation(message, sig) {
+/// Settles an answer with the cryptographic verdict.
+fn settle(mut a: VerifyAnswer, verdict: Result<WotsPk, CoreError>) -> VerifyAnswer {
+    match verdict {
         Ok(_) => {
             a.valid = true;
             a.status = Status::Ok;
@@ -136,6 +132,39 @@ fn finish(
         }
     }
     a
+}
+
+/// Signatures verified in one call on one pool thread: enough to fill the verifier's hash
+/// lanes across signatures, few enough that a batch still spreads over the cores.
+const MAX_CHUNK: usize = 64;
+
+/// How many items each pool job verifies: the batch spread evenly over the workers, at
+/// most [`MAX_CHUNK`] per job.
+fn chunk_len(items: usize, workers: usize) -> usize {
+    items.div_ceil(workers.max(1)).clamp(1, MAX_CHUNK)
+}
+
+/// The cryptographic half of a plan, waiting for its verdict.
+struct Pending {
+    message: Vec<u8>,
+    sig: Box<Signature>,
+    answer: VerifyAnswer,
+}
+
+/// Verifies a chunk with one batch call (the native verifier fills its lanes across the
+/// chunk's signatures); one answer per item, in order.
+fn verify_chunk(group: &ManagerPublicKey, chunk: Vec<Pending>) -> Vec<VerifyAnswer> {
+    let items: Vec<(&[u8], &Signature)> = chunk
+        .iter()
+        .map(|p| (p.message.as_slice(), &*p.sig))
+        .collect();
+    let verdicts = group.verify_batch_ignoring_revocation(&items);
+    drop(items);
+    chunk
+        .into_iter()
+        .zip(verdicts)
+        .map(|(p, v)| settle(p.answer, v))
+        .collect()
 }
 
 fn busy(s: &Shared, e: PoolError) -> Response {
@@ -158,14 +187,15 @@ fn busy(s: &Shared, e: PoolError) -> Response {
     }
 }
 
-/// Runs the plans: the cryptographic ones on the pool, all in parallel.
+/// Runs the plans: the cryptographic ones on the pool, in chunks verified as batches, the
+/// chunks in parallel.
 async fn run(
     s: &Shared,
     view: &Arc<View>,
     plans: Vec<Plan>,
 ) -> Result<Vec<VerifyAnswer>, Response> {
     let mut out: Vec<Option<VerifyAnswer>> = Vec::with_capacity(plans.len());
-    let mut jobs = Vec::new();
+    let mut pending = Vec::new();
     let mut slots = Vec::new();
     for p in plans {
         match p {
@@ -177,13 +207,24 @@ async fn run(
             } => {
                 slots.push(out.len());
                 out.push(None);
-                let group = view.group.clone();
-                jobs.push(move || finish(&group, &message, &sig, answer));
+                pending.push(Pending {
+                    message,
+                    sig,
+                    answer,
+                });
             }
         }
     }
-    let done = s.pool.run_all(jobs).await.map_err(|e| busy(s, e))?;
-    for (slot, a) in slots.into_iter().zip(done) {
+    let per_job = chunk_len(pending.len(), s.pool.workers());
+    let mut jobs = Vec::with_capacity(pending.len().div_ceil(per_job));
+    let mut rest = pending.into_iter().peekable();
+    while rest.peek().is_some() {
+        let chunk: Vec<Pending> = rest.by_ref().take(per_job).collect();
+        let group = view.group.clone();
+        jobs.push((chunk.len(), move || verify_chunk(&group, chunk)));
+    }
+    let done = s.pool.run_weighted(jobs).await.map_err(|e| busy(s, e))?;
+    for (slot, a) in slots.into_iter().zip(done.into_iter().flatten()) {
         out[slot] = Some(a);
     }
     let mut answers: Vec<VerifyAnswer> = out.into_iter().flatten().collect();
@@ -367,5 +408,20 @@ pub async fn judge(State(s): State<Shared>, Body(req): Body<JudgeRequest>) -> Re
             })
             .into_response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{chunk_len, MAX_CHUNK};
+
+    #[test]
+    fn batches_spread_over_the_workers_in_bounded_chunks() {
+        assert_eq!(chunk_len(1, 16), 1);
+        assert_eq!(chunk_len(64, 16), 4);
+        assert_eq!(chunk_len(65, 16), 5);
+        assert_eq!(chunk_len(256, 2), MAX_CHUNK);
+        assert_eq!(chunk_len(3, 0), 3);
+        assert_eq!(chunk_len(0, 4), 1);
     }
 }

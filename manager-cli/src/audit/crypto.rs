@@ -6,7 +6,7 @@
 
 use dgsp_core::checkpoint::origin_for;
 use dgsp_core::revocation::SignedSnapshot;
-use dgsp_core::{ManagerPublicKey, MemberId, MessageDigest, Pi, Signature};
+use dgsp_core::{Error as CoreError, ManagerPublicKey, MemberId, MessageDigest, Pi, Signature, WotsPk};
 
 use super::violation::{Violation, ViolationKind};
 
@@ -40,7 +40,13 @@ pub(crate) enum Job {
 }
 
 impl Job {
-    fn run(&self, group: &ManagerPublicKey) -> Option<Violation> {
+    /// Runs the check. For an opening, `verified` is the verdict of its signature when the
+    /// caller already verified it in a batch; `None` verifies it here.
+    fn run(
+        &self,
+        group: &ManagerPublicKey,
+        verified: Option<Result<WotsPk, CoreError>>,
+    ) -> Option<Violation> {
         let found =
             |seq: u64, kind: ViolationKind, detail: String| Some(Violation { seq, kind, detail });
         match self {
@@ -84,7 +90,9 @@ impl Job {
             } => {
                 // An invalid signature is the one finding: judging what no member signed
                 // says nothing more (judge only looks at the WOTS+ part and tau).
-                if let Err(e) = group.verify_digest_ignoring_revocation(digest, signature) {
+                let verdict = verified
+                    .unwrap_or_else(|| group.verify_digest_ignoring_revocation(digest, signature));
+                if let Err(e) = verdict {
                     return found(
                         *seq,
                         ViolationKind::InvalidOpenedSignature,
@@ -108,21 +116,46 @@ impl Job {
     }
 }
 
+/// Runs a part of the queue on one thread: the opened signatures first, verified together
+/// in one batch (the native verifier fills its hash lanes across them), then every check in
+/// order.
+fn run_part(part: &[Job], group: &ManagerPublicKey) -> Vec<Violation> {
+    let openings: Vec<(&MessageDigest, &Signature)> = part
+        .iter()
+        .filter_map(|j| match j {
+            Job::Opening {
+                signature, digest, ..
+            } => Some((digest, &**signature)),
+            _ => None,
+        })
+        .collect();
+    let mut verdicts = group
+        .verify_digest_batch_ignoring_revocation(&openings)
+        .into_iter();
+    part.iter()
+        .filter_map(|j| {
+            let verified = match j {
+                Job::Opening { .. } => verdicts.next(),
+                _ => None,
+            };
+            j.run(group, verified)
+        })
+        .collect()
+}
+
 /// Runs `jobs` on every core; returns their violations in job order.
 pub(crate) fn run_all(jobs: &[Job], group: &ManagerPublicKey) -> Vec<Violation> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(jobs.len());
     if threads <= 1 {
-        return jobs.iter().filter_map(|j| j.run(group)).collect();
+        return run_part(jobs, group);
     }
     let chunk = jobs.len().div_ceil(threads);
     std::thread::scope(|scope| {
         let handles: Vec<_> = jobs
             .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || part.iter().filter_map(|j| j.run(group)).collect::<Vec<_>>())
-            })
+            .map(|part| scope.spawn(move || run_part(part, group)))
             .collect();
         handles
             .into_iter()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Differential fuzzing of the native SPHINCS+ verifier against PQClean (fuzz/, cargo-fuzz).
+#   ./scripts/fuzz.sh                          # every target for DGSP_FUZZ_SECONDS (default 60) each
+#   DGSP_FUZZ_SECONDS=3600 ./scripts/fuzz.sh   # a long run
+#   DGSP_FUZZ_SECONDS=0 ./scripts/fuzz.sh      # skip (build nothing)
+# Installs the nightly toolchain and cargo-fuzz when missing (idempotent). A finding stops
+# the run with the crashing input under fuzz/artifacts/<target>/; replay it with
+#   cargo +nightly fuzz run <target> fuzz/artifacts/<target>/<file>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+seconds="${DGSP_FUZZ_SECONDS:-60}"
+if [ "$seconds" = 0 ]; then
+  say "fuzzing skipped (DGSP_FUZZ_SECONDS=0)"
+  exit 0
+fi
+ensure_rust
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+  say "installing the nightly toolchain (cargo-fuzz needs it)"
+  rustup toolchain install nightly --profile minimal
+fi
+if ! command -v cargo-fuzz >/dev/null; then
+  say "installing cargo-fuzz"
+  cargo install cargo-fuzz --locked
+fi
+target_dir="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/target-fuzz"
+cd fuzz
+for t in $(cargo +nightly fuzz list); do
+  say "fuzzing $t for ${seconds} s"
+  mkdir -p "corpus/$t"
+  cargo +nightly fuzz run --target-dir "$target_dir" "$t" "corpus/$t" -- \
+    -max_total_time="$seconds" -timeout=30 -print_final_stats=1
+done
