@@ -188,6 +188,7 @@ fn portable(states: &mut [[u64; 25]; KECCAK_LANES]) {
 }
 
 /// The 24 round constants of Keccak-f[1600] (iota).
+#[cfg(any(test, target_arch = "x86_64"))]
 const RC: [u64; 24] = [
     0x0000_0000_0000_0001,
     0x0000_0000_0000_8082,
@@ -228,6 +229,7 @@ const RC: [u64; 24] = [
 /// offsets and the pi positions are spelled out (generated from the specification's
 /// recurrences), so every index is a constant and the compiler keeps the state in
 /// registers (as far as they go: AVX2's 16 force some spills, AVX-512's 32 far fewer).
+#[cfg(any(test, target_arch = "x86_64"))]
 macro_rules! keccak_rounds {
     ($a:ident, xor: $xor:ident, xor5: $xor5:ident, rol: $rol:ident, chi: $chi:ident, rc: $rc:ident) => {
         for &rc in RC.iter() {
