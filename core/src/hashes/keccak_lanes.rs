@@ -21,12 +21,13 @@
 //! truth-table immediates the AVX-512 kernel uses), each against `keccak::f1600`.
 //!
 //! Measured on the development machine (2-core AMD EPYC Zen 4 VM, release build,
-//! `cargo bench -p dgsp-core --bench keccak`):
+//! `cargo bench -p dgsp-core --bench keccak`; best of four runs: the VM was shared with
+//! other builds and single runs came out up to ~30% slower):
 //!
 //! | kernel                                   | ns per permutation per lane |
 //! |------------------------------------------|-----------------------------|
 //! | `keccak::f1600`, one state               | 388                         |
-//! | [`Kernel::Portable`] (the loop)          | 396                         |
+//! | [`Kernel::Portable`] (the loop)          | 389                         |
 //! | [`Kernel::Avx2`]                         | 122.5 (3.2x)                |
 //! | [`Kernel::Avx512`]                       | not measured: no AVX-512    |
 //!
