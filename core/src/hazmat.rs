@@ -243,6 +243,23 @@ pub fn open_zeta(aes_key: &AesKey, zeta: &Zeta) -> (MemberId, u64) {
     ZetaCipher::new(aes_key).open(zeta)
 }
 
+/// Benchmark hook, not an API: applies Keccak-f[1600] `iterations` times to each of the
+/// four states with the kernel called `kernel` (`portable`, `avx2` or `avx512`). Returns
+/// `false`, touching nothing, if there is no such kernel or the CPU cannot run it.
+#[doc(hidden)]
+pub fn keccak_f1600_x4_bench(kernel: &str, states: &mut [[u64; 25]; 4], iterations: u32) -> bool {
+    use crate::hashes::keccak_lanes::{f1600_x4_with, Kernel};
+    match Kernel::from_name(kernel) {
+        Some(k) if k.is_available() => {
+            for _ in 0..iterations {
+                f1600_x4_with(k, states);
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
