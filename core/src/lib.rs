@@ -76,6 +76,7 @@ mod plm;
 pub mod revocation;
 mod revoked;
 mod signature;
+pub mod sphincs;
 mod spx;
 mod values;
 mod verify;
