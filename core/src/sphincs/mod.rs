@@ -26,6 +26,8 @@
 //! stage of several signatures together, which fills the lanes where one signature alone
 //! cannot (the Merkle climbs of the hypertree, one node per level).
 
+#![forbid(unsafe_code)]
+
 mod address;
 mod fors;
 mod h_msg;
