@@ -37,7 +37,9 @@ fn regions(set: ParamSet) -> Vec<(String, Vec<std::ops::Range<usize>>)> {
     let tree = (a + 1) * n;
     out.push((
         "FORS secret leaves".into(),
-        (0..k).map(|i| fors + i * tree..fors + i * tree + n).collect(),
+        (0..k)
+            .map(|i| fors + i * tree..fors + i * tree + n)
+            .collect(),
     ));
     out.push((
         "FORS auth paths".into(),
@@ -63,7 +65,10 @@ fn both(set: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8], what: &str) -> bool {
         Ok(vk) => vk.verify(msg, sig),
         Err(_) => false,
     };
-    assert_eq!(ours, theirs, "{set}: {what}: native {ours}, PQClean {theirs}");
+    assert_eq!(
+        ours, theirs,
+        "{set}: {what}: native {ours}, PQClean {theirs}"
+    );
     ours
 }
 
@@ -99,7 +104,10 @@ fn check_set(set: ParamSet) {
 
     // Valid signatures accept.
     for (m, s) in msgs.iter().zip(&sigs) {
-        assert!(both(set, &pk, m, s, "valid"), "{set}: valid signature rejected");
+        assert!(
+            both(set, &pk, m, s, "valid"),
+            "{set}: valid signature rejected"
+        );
         cases.push(Case {
             msg: m.clone(),
             sig: s.clone(),
@@ -124,7 +132,11 @@ fn check_set(set: ParamSet) {
         let bit = 1u8 << (rng.next_u32() % 8);
         bad(flip(m, pos, bit), s.clone(), format!("message byte {pos}"));
     }
-    bad(b"x".to_vec(), sigs[0].clone(), "non-empty message, signature of empty".into());
+    bad(
+        b"x".to_vec(),
+        sigs[0].clone(),
+        "non-empty message, signature of empty".into(),
+    );
 
     // Each signature region: first and last byte, and random bytes in between.
     for (name, ranges) in regions(set) {
@@ -142,7 +154,11 @@ fn check_set(set: ParamSet) {
     }
 
     // Lengths.
-    bad(m.clone(), s[..s.len() - 1].to_vec(), "truncated by 1".into());
+    bad(
+        m.clone(),
+        s[..s.len() - 1].to_vec(),
+        "truncated by 1".into(),
+    );
     bad(m.clone(), Vec::new(), "empty signature".into());
     let mut ext = s.clone();
     ext.push(0);
@@ -186,7 +202,12 @@ fn check_set(set: ParamSet) {
         assert_eq!(got.len(), size);
         for (c, g) in picked.iter().zip(got) {
             assert_eq!(g, c.valid, "{set}: batch of {size}: {}", c.what);
-            assert_eq!(g, vk.verify(&c.msg, &c.sig), "{set}: batch of {size}: {}", c.what);
+            assert_eq!(
+                g,
+                vk.verify(&c.msg, &c.sig),
+                "{set}: batch of {size}: {}",
+                c.what
+            );
         }
     }
     assert!(vk.verify_batch(&[]).is_empty());

@@ -6,7 +6,11 @@ use crate::spx;
 
 #[test]
 fn accepts_pqclean_signatures_and_rejects_flips() {
-    for set in [ParamSet::Sha2_128f, ParamSet::Shake128f, ParamSet::Sha2_192f] {
+    for set in [
+        ParamSet::Sha2_128f,
+        ParamSet::Shake128f,
+        ParamSet::Sha2_192f,
+    ] {
         let (pk, sk) = spx::keypair(set);
         let vk = VerifyingKey::new(set, &pk).unwrap();
         let msgs: [&[u8]; 2] = [b"", b"hello"];

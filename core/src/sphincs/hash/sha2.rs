@@ -178,10 +178,20 @@ impl Sha2Hasher {
     pub(crate) fn t(&self, adrs: &Address, input: &[u8], out: &mut [u8]) {
         let c = adrs.compressed();
         if self.n == 16 {
-            let d = self.t256.clone().chain_update(c).chain_update(input).finalize();
+            let d = self
+                .t256
+                .clone()
+                .chain_update(c)
+                .chain_update(input)
+                .finalize();
             out.copy_from_slice(&d[..self.n]);
         } else {
-            let d = self.t512.clone().chain_update(c).chain_update(input).finalize();
+            let d = self
+                .t512
+                .clone()
+                .chain_update(c)
+                .chain_update(input)
+                .finalize();
             out.copy_from_slice(&d[..self.n]);
         }
     }
@@ -215,7 +225,10 @@ fn mgf1<D: Digest + Clone>(seed: &[&[u8]], out: &mut [u8]) {
     }
     let size = <D as Digest>::output_size();
     for (counter, chunk) in out.chunks_mut(size).enumerate() {
-        let block = base.clone().chain_update((counter as u32).to_be_bytes()).finalize();
+        let block = base
+            .clone()
+            .chain_update((counter as u32).to_be_bytes())
+            .finalize();
         chunk.copy_from_slice(&block[..chunk.len()]);
     }
 }
