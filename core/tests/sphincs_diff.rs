@@ -29,6 +29,7 @@ fn shape(set: ParamSet) -> (usize, usize, usize, usize, usize) {
 
 /// The named byte ranges of a signature: R, the FORS secret leaves and auth paths (all
 /// trees together), each layer's WOTS+ signature and auth path.
+#[allow(clippy::single_range_in_vec_init)] // a region is a list of ranges; some have one
 fn regions(set: ParamSet) -> Vec<(String, Vec<std::ops::Range<usize>>)> {
     let (n, d, hp, a, k) = shape(set);
     let len = 2 * n + 3;
