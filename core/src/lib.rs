@@ -41,7 +41,12 @@
 //! - [`ManagerPublicKey::verify`] checks the revoked list first, then recomputes the WOTS+
 //!   public key from the signature (real chain/hash addresses and checksum, spec section 3)
 //!   and verifies the manager's SPHINCS+ signature over
-//!   `"DGSP-v1:cert" || wots_pk || zeta || tau`.
+//!   `"DGSP-v1:cert" || wots_pk || zeta || tau` with the crate's own verifier
+//!   ([`sphincs::VerifyingKey`], differentially tested against PQClean on all twelve
+//!   sets). [`ManagerPublicKey::verify_batch`] checks many signatures at once, with the
+//!   same verdict per item.
+//! - PQClean (`pqcrypto-sphincsplus`) is used only to generate the manager's SPHINCS+ key
+//!   and to sign; it never decides whether a signature is valid.
 //! - [`Manager::open`] verifies the signature first and never opens an invalid one.
 //!   [`ManagerPublicKey::judge`] checks the opening exactly as the spec defines it (tau
 //!   against the recomputed WOTS+ key); pair it with `verify` when validity is in question.

@@ -9,6 +9,7 @@
 use sha2::digest::generic_array::GenericArray;
 use sha2::{compress256, compress512, Digest, Sha256, Sha512};
 
+use super::sha512x4::compress512_x4;
 use super::{Kernel, LANES};
 use crate::hashes::lanes::compress_lanes;
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
@@ -81,8 +82,8 @@ impl Kernel for Sha256Kernel {
     }
 }
 
-/// One-block SHA-512 `H` calls for `N = 24, 32` (no multi-lane SHA-512 kernel: the lanes
-/// are compressed one after the other).
+/// One-block SHA-512 `H` calls for `N = 24, 32`, four lanes at a time with the portable
+/// interleaved kernel of `sha512x4`.
 #[derive(Clone)]
 pub(crate) struct Sha512Kernel {
     n: usize,
@@ -107,19 +108,33 @@ impl Kernel for Sha512Kernel {
     }
 
     fn run(&self, lanes: &mut [[u8; 128]; LANES], active: [bool; LANES]) {
-        for (lane, a) in lanes.iter_mut().zip(active) {
+        let n = self.n;
+        if active.iter().filter(|a| **a).count() == 1 {
+            let i = active.iter().position(|a| *a).unwrap_or(0);
+            let mut st = self.mid;
+            compress512(&mut st, &[GenericArray::clone_from_slice(&lanes[i][..])]);
+            write512(&st, &mut lanes[i][X..X + n]);
+            return;
+        }
+        let mut states = [self.mid; LANES];
+        compress512_x4(&mut states, lanes);
+        for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
             if a {
-                let mut st = self.mid;
-                compress512(&mut st, &[GenericArray::clone_from_slice(&lane[..])]);
-                for (bytes, w) in lane[X..X + self.n].chunks_exact_mut(8).zip(&st) {
-                    bytes.copy_from_slice(&w.to_be_bytes());
-                }
+                write512(st, &mut lane[X..X + n]);
             }
         }
     }
 
     fn output(&self, lane: &[u8; 128], out: &mut [u8]) {
         out.copy_from_slice(&lane[X..X + self.n]);
+    }
+}
+
+/// The first `out.len()` bytes (a multiple of 8) of a SHA-512 state, big-endian.
+#[inline(always)]
+fn write512(st: &[u64; 8], out: &mut [u8]) {
+    for (bytes, w) in out.chunks_exact_mut(8).zip(st) {
+        bytes.copy_from_slice(&w.to_be_bytes());
     }
 }
 
