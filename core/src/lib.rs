@@ -62,7 +62,8 @@
 //! Keccak-f permutation (SHAKE sets) per step. Certificate batches and revocations run in
 //! parallel on rayon's pool. See `docs/benchmarks.md` in the repository.
 
-#![deny(unsafe_code)] // allowed only in the hash kernels: `hashes::lanes` (SHA-NI), `hashes::keccak_lanes`
+#![deny(unsafe_code)]
+// allowed only in the hash kernels: `hashes::lanes` (SHA-NI), `hashes::keccak_lanes`, `hashes::sha512_lanes` (AVX2 dispatch)
 #![warn(missing_docs)]
 
 mod address;

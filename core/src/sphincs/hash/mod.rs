@@ -20,7 +20,6 @@
 //! [`run_nodes`] for independent one-shot calls.
 
 mod sha2;
-mod sha512x4;
 mod shake;
 
 use super::address::Address;

@@ -9,9 +9,9 @@
 use sha2::digest::generic_array::GenericArray;
 use sha2::{compress256, compress512, Digest, Sha256, Sha512};
 
-use super::sha512x4::compress512_x4;
 use super::{Kernel, LANES};
 use crate::hashes::lanes::compress_lanes;
+use crate::hashes::sha512_lanes::compress512_x4;
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
 
 const IV256: [u32; 8] = [
@@ -82,8 +82,8 @@ impl Kernel for Sha256Kernel {
     }
 }
 
-/// One-block SHA-512 `H` calls for `N = 24, 32`, four lanes at a time with the portable
-/// interleaved kernel of `sha512x4`.
+/// One-block SHA-512 `H` calls for `N = 24, 32`, four lanes at a time
+/// (`hashes::sha512_lanes`).
 #[derive(Clone)]
 pub(crate) struct Sha512Kernel {
     n: usize,
