@@ -249,7 +249,7 @@ impl ManagerPublicKey {
             if name != cp.origin || blob.len() < 4 || blob[..4] != id {
                 continue;
             }
-            return if spx::verify(self.params(), self.spx_bytes(), &msg, &blob[4..]) {
+            return if self.verifying_key().verify(&msg, &blob[4..]) {
                 Ok(cp)
             } else {
                 Err(CheckpointError::BadSignature)

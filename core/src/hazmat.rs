@@ -260,6 +260,32 @@ pub fn keccak_f1600_x4_bench(kernel: &str, states: &mut [[u64; 25]; 4], iteratio
     }
 }
 
+/// A fresh PQClean SPHINCS+ key pair `(public key, secret key)` from the OS randomness.
+/// The oracle for tests and benches of [`crate::sphincs`]; not part of the supported API.
+#[doc(hidden)]
+pub fn spx_keypair(params: ParamSet) -> (Vec<u8>, Vec<u8>) {
+    let (pk, sk) = crate::spx::keypair(params);
+    (pk, sk.to_vec())
+}
+
+/// A PQClean SPHINCS+ signature of `msg` with secret key `sk` (`4N` bytes).
+/// The oracle for tests and benches; not part of the supported API.
+///
+/// # Panics
+/// If `sk` is not `4N` bytes.
+#[doc(hidden)]
+pub fn spx_sign(params: ParamSet, sk: &[u8], msg: &[u8]) -> Vec<u8> {
+    assert_eq!(sk.len(), params.spx_sk_len(), "SPHINCS+ secret key length");
+    crate::spx::sign(params, sk, msg)
+}
+
+/// PQClean's verdict on a SPHINCS+ signature (any length or content error is `false`).
+/// The oracle the native [`crate::sphincs::VerifyingKey`] is tested against.
+#[doc(hidden)]
+pub fn spx_verify_pqclean(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
+    crate::spx::verify(params, pk, msg, sig)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

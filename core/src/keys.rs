@@ -2,6 +2,7 @@
 //! in the encodings of spec section 5.
 
 use core::fmt;
+use core::hash::{Hash, Hasher};
 
 use rand_core::CryptoRngCore;
 use sha3::{Digest, Sha3_256};
@@ -10,18 +11,52 @@ use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 use crate::encoding::{self, Kind};
 use crate::error::DecodeError;
 use crate::params::ParamSet;
+use crate::sphincs;
 use crate::spx;
 use crate::values::{AesKey, CidStar, HashSecret, SeedU};
 use crate::MemberId;
 
 /// The group's public key: the manager's SPHINCS+ public key. Verifiers need only this.
-#[derive(Clone, PartialEq, Eq, Hash)]
+///
+/// It carries a ready [`sphincs::VerifyingKey`] (the hash state precomputed from the key's
+/// public seed); equality and hashing look at the parameter set and key bytes only.
+#[derive(Clone)]
 pub struct ManagerPublicKey {
     params: ParamSet,
     spx_pk: Vec<u8>,
+    vk: sphincs::VerifyingKey,
+}
+
+impl PartialEq for ManagerPublicKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.params == other.params && self.spx_pk == other.spx_pk
+    }
+}
+
+impl Eq for ManagerPublicKey {}
+
+impl Hash for ManagerPublicKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.params.hash(state);
+        self.spx_pk.hash(state);
+    }
 }
 
 impl ManagerPublicKey {
+    /// Builds the key from its raw SPHINCS+ public key (`2N` bytes, checked).
+    fn from_spx(params: ParamSet, spx_pk: &[u8]) -> Result<Self, DecodeError> {
+        Ok(ManagerPublicKey {
+            params,
+            spx_pk: spx_pk.to_vec(),
+            vk: sphincs::VerifyingKey::new(params, spx_pk)?,
+        })
+    }
+
+    /// The native SPHINCS+ verifier for this key.
+    pub fn verifying_key(&self) -> &sphincs::VerifyingKey {
+        &self.vk
+    }
+
     /// The parameter set of the group.
     pub fn params(&self) -> ParamSet {
         self.params
@@ -42,10 +77,7 @@ impl ManagerPublicKey {
     /// Decodes a kind-1 encoding.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let (params, mut f) = encoding::open(bytes, Kind::ManagerPublicKey)?;
-        Ok(ManagerPublicKey {
-            params,
-            spx_pk: f.take(params.spx_pk_len()).to_vec(),
-        })
+        Self::from_spx(params, f.take(params.spx_pk_len()))
     }
 
     /// SHA3-256 of the encoding: a short, stable name for the group's trust anchor.
@@ -96,10 +128,8 @@ impl ManagerSecretKey {
     /// The matching public key (a SPHINCS+ secret key ends with its public key).
     pub fn public_key(&self) -> ManagerPublicKey {
         let n = self.params.n();
-        ManagerPublicKey {
-            params: self.params,
-            spx_pk: self.spx_sk[2 * n..4 * n].to_vec(),
-        }
+        ManagerPublicKey::from_spx(self.params, &self.spx_sk[2 * n..4 * n])
+            .expect("a decoded secret key is 4N bytes, so its public half is 2N")
     }
 
     /// Encodes as kind 2: header `|| hash_secret || aes_key || spx_sk`. The buffer is

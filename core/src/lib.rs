@@ -41,7 +41,12 @@
 //! - [`ManagerPublicKey::verify`] checks the revoked list first, then recomputes the WOTS+
 //!   public key from the signature (real chain/hash addresses and checksum, spec section 3)
 //!   and verifies the manager's SPHINCS+ signature over
-//!   `"DGSP-v1:cert" || wots_pk || zeta || tau`.
+//!   `"DGSP-v1:cert" || wots_pk || zeta || tau` with the crate's own verifier
+//!   ([`sphincs::VerifyingKey`], differentially tested against PQClean on all twelve
+//!   sets). [`ManagerPublicKey::verify_batch`] checks many signatures at once, with the
+//!   same verdict per item.
+//! - PQClean (`pqcrypto-sphincsplus`) is used only to generate the manager's SPHINCS+ key
+//!   and to sign; it never decides whether a signature is valid.
 //! - [`Manager::open`] verifies the signature first and never opens an invalid one.
 //!   [`ManagerPublicKey::judge`] checks the opening exactly as the spec defines it (tau
 //!   against the recomputed WOTS+ key); pair it with `verify` when validity is in question.
@@ -57,7 +62,8 @@
 //! Keccak-f permutation (SHAKE sets) per step. Certificate batches and revocations run in
 //! parallel on rayon's pool. See `docs/benchmarks.md` in the repository.
 
-#![deny(unsafe_code)] // allowed only in the hash kernels: `hashes::lanes` (SHA-NI), `hashes::keccak_lanes`
+#![deny(unsafe_code)]
+// allowed only in the hash kernels: `hashes::lanes` (SHA-NI), `hashes::keccak_lanes`, `hashes::sha512_lanes` (AVX2 dispatch)
 #![warn(missing_docs)]
 
 mod address;
@@ -76,6 +82,7 @@ mod plm;
 pub mod revocation;
 mod revoked;
 mod signature;
+pub mod sphincs;
 mod spx;
 mod values;
 mod verify;

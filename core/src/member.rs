@@ -11,7 +11,6 @@ use crate::error::Error;
 use crate::keys::{ManagerPublicKey, MemberKey};
 use crate::params::ParamSet;
 use crate::signature::Signature;
-use crate::spx;
 use crate::values::{Rho, SkSeed, Tau, WotsPk, WotsSeed, Zeta};
 use crate::wots;
 
@@ -114,7 +113,7 @@ impl MemberKey {
         }
         let tau = derive::tau(params, &item.wots_pk, cert.pi(), self.id());
         let msg = cert_message(item.wots_pk.as_bytes(), cert.zeta(), tau.as_bytes());
-        if !spx::verify(params, group.spx_bytes(), &msg, cert.spx_signature()) {
+        if !group.verifying_key().verify(&msg, cert.spx_signature()) {
             return Err(Error::InvalidCertificate);
         }
         Ok(SigningKey {

@@ -503,3 +503,71 @@ fn concurrent_issuances_never_share_a_zeta() {
     revoked.sort();
     assert_eq!(revoked, unique);
 }
+
+#[test]
+fn verify_batch_gives_each_item_the_single_call_verdict() {
+    let params = ParamSet::Sha2_128f;
+    let mut g = Group::new(params);
+    let alice = g.member("alice");
+    let bob = g.member("bob");
+    let mut alice_keys = g.keys(&alice, 5);
+    let mut bob_keys = g.keys(&bob, 2);
+    let msg = |i: usize| format!("message {i}").into_bytes();
+
+    let mut items: Vec<(Vec<u8>, Signature)> = Vec::new();
+    for i in 0..5 {
+        items.push((msg(i), alice_keys.remove(0).sign(&msg(i))));
+    }
+    for i in 5..7 {
+        items.push((msg(i), bob_keys.remove(0).sign(&msg(i))));
+    }
+    // Wrong message.
+    items.push((b"not what was signed".to_vec(), items[0].1.clone()));
+    // Tampered SPHINCS+ signature (the encoding ends with it) and tampered WOTS+ part.
+    for pos in [items[1].1.to_bytes().len() - 1, 40] {
+        let mut bytes = items[1].1.to_bytes();
+        bytes[pos] ^= 0x10;
+        items.push((msg(1), Signature::from_bytes(&bytes).unwrap()));
+    }
+    // Another parameter set.
+    let mut other = Group::new(ParamSet::Shake128f);
+    let carol = other.member("carol");
+    let carol_sig = other.keys(&carol, 1).remove(0).sign(&msg(0));
+    items.push((msg(0), carol_sig));
+    // Bob is revoked: his (valid) signatures are Revoked, but valid ignoring revocation.
+    g.manager.revoke(&g.plm, &g.revoked, bob.id()).unwrap();
+
+    let all: Vec<(&[u8], &Signature)> = items.iter().map(|(m, s)| (m.as_slice(), s)).collect();
+    for size in [0usize, 1, 4, all.len()] {
+        let batch = &all[all.len() - size..];
+        let got = g.pk().verify_batch(batch, &g.revoked);
+        let got_ign = g.pk().verify_batch_ignoring_revocation(batch);
+        assert_eq!((got.len(), got_ign.len()), (size, size));
+        for (((m, s), b), bi) in batch.iter().zip(&got).zip(&got_ign) {
+            let single = g.pk().verify(m, s, &g.revoked);
+            assert_eq!(format!("{b:?}"), format!("{single:?}"));
+            let single_ign = g.pk().verify_ignoring_revocation(m, s);
+            assert_eq!(format!("{bi:?}"), format!("{single_ign:?}"));
+        }
+    }
+    let got = g.pk().verify_batch(&all, &g.revoked);
+    let kinds: Vec<&str> = got
+        .iter()
+        .map(|r| match r {
+            Ok(()) => "ok",
+            Err(Error::Revoked) => "revoked",
+            Err(Error::InvalidSignature) => "invalid",
+            Err(Error::ParamMismatch { .. }) => "mismatch",
+            Err(_) => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ok", "ok", "ok", "ok", "ok", "revoked", "revoked", "invalid", "invalid", "invalid",
+            "mismatch"
+        ]
+    );
+    let ign = g.pk().verify_batch_ignoring_revocation(&all);
+    assert!(ign[5].is_ok() && ign[6].is_ok() && ign[7].is_err());
+}

@@ -12,7 +12,10 @@ pub(crate) mod lanes;
 // The 4-way Keccak-f kernels (see their "Safety" section).
 #[allow(unsafe_code, dead_code)]
 pub(crate) mod keccak_lanes;
+// The 4-lane SHA-512 kernel (its AVX2 build is chosen at run time; see its "Safety" section).
 mod sha2;
+#[allow(unsafe_code)]
+pub(crate) mod sha512_lanes;
 mod shake;
 
 use ::sha2::{Digest, Sha256, Sha512};

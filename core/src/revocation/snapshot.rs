@@ -203,7 +203,7 @@ impl SignedSnapshot {
             return Err(SnapshotError::WrongGroup);
         }
         let msg = self.record.signed_message();
-        if !spx::verify(group.params(), group.spx_bytes(), &msg, &self.signature) {
+        if !group.verifying_key().verify(&msg, &self.signature) {
             return Err(SnapshotError::BadSignature);
         }
         Ok(())

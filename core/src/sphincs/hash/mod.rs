@@ -1,0 +1,210 @@
+//! The SPHINCS+ "simple" tweakable hashes `F`, `H`, `T_l` and the message hash `H_msg`,
+//! keyed by one public key's `PK.seed`.
+//!
+//! Everything that depends on `PK.seed` alone is computed once, when the
+//! [`VerifyingKey`](super::VerifyingKey) is built: the SHA-256 and SHA-512 midstates of
+//! `PK.seed` padded to one block (SHA-2 sets), the Keccak lanes holding `PK.seed` (SHAKE
+//! sets). After that, every `F` and `H` call is a single compression or permutation:
+//!
+//! | family | `F` | `H` |
+//! |---|---|---|
+//! | SHA-2, N = 16 | 1 SHA-256 block (22 + 16 + 9 <= 64) | 1 SHA-256 block (22 + 32 + 9 <= 64) |
+//! | SHA-2, N = 24/32 | 1 SHA-256 block | 1 SHA-512 block (22 + 2N + 17 <= 128) |
+//! | SHAKE | 1 Keccak-f (32 + 32 + N <= 135) | 1 Keccak-f (32 + 32 + 2N <= 135) |
+//!
+//! The calls a verifier makes are mostly independent of each other (the WOTS+ chains of a
+//! layer, the FORS leaves and trees, different signatures), so they go through a
+//! [`Kernel`]: [`LANES`] prepared inputs hashed by one call of a multi-lane primitive
+//! (`hashes::lanes::compress_lanes`, `hashes::keccak_lanes::f1600_x4`). Two drivers feed
+//! it: [`run_chains`], a lane-refill scheduler for chains of dependent `F` calls, and
+//! [`run_nodes`] for independent one-shot calls.
+
+mod sha2;
+mod shake;
+
+use super::address::Address;
+use super::params::Params;
+use crate::params::HashFamily;
+
+pub(crate) use self::sha2::Sha2Hasher;
+pub(crate) use self::shake::ShakeHasher;
+
+/// How many independent hashes one kernel call computes.
+pub(crate) const LANES: usize = 4;
+const _: () = assert!(LANES == crate::hashes::lanes::LANES);
+const _: () = assert!(LANES == crate::hashes::keccak_lanes::KECCAK_LANES);
+
+/// A multi-lane hash primitive for one kind of call (`F`, or `H`).
+///
+/// A lane holds one fully prepared input: the address and the `N`- or `2N`-byte value `x`
+/// (plus whatever padding the primitive needs). [`Kernel::run`] hashes the active lanes
+/// and writes each output over the first `N` bytes of that lane's `x`, so a chain step is
+/// "set the hash address, run" with no other copying.
+pub(crate) trait Kernel {
+    /// One prepared input.
+    type Lane: Copy;
+    /// A lane for `adrs` and input `x` (`N` or `2N` bytes, as this kernel expects).
+    fn load(&self, adrs: &Address, x: &[u8]) -> Self::Lane;
+    /// Rewrites the address's last word (the WOTS+ hash index) in a prepared lane.
+    fn set_word7(&self, lane: &mut Self::Lane, v: u32);
+    /// Hashes every lane whose `active` flag is set, in place.
+    fn run(&self, lanes: &mut [Self::Lane; LANES], active: [bool; LANES]);
+    /// The first `N` bytes of the lane's `x` (after `run`: the hash output).
+    fn output(&self, lane: &Self::Lane, out: &mut [u8]);
+}
+
+/// A WOTS+ chain to advance: `x` goes through positions `start..end` (hash index = the
+/// position), each step `x = F(ADRS, x)`.
+#[derive(Clone, Copy)]
+pub(crate) struct ChainJob {
+    /// The chain's address (`word7` is overwritten with each position).
+    pub adrs: Address,
+    /// The value, `N` bytes used.
+    pub x: [u8; 32],
+    /// First position.
+    pub start: u8,
+    /// Position after the last one.
+    pub end: u8,
+}
+
+/// One independent `F` (input `N` bytes) or `H` (input `2N` bytes) call.
+#[derive(Clone, Copy)]
+pub(crate) struct NodeJob {
+    /// The address.
+    pub adrs: Address,
+    /// The input (first `N` or `2N` bytes used).
+    pub input: [u8; 64],
+    /// The output (first `N` bytes).
+    pub out: [u8; 32],
+}
+
+impl Default for NodeJob {
+    fn default() -> Self {
+        NodeJob {
+            adrs: Address::default(),
+            input: [0; 64],
+            out: [0; 32],
+        }
+    }
+}
+
+/// Advances every chain of `jobs`, keeping the kernel's lanes busy: whenever a chain ends,
+/// its lane is refilled with the next one. Longest chains go first, so the lanes run
+/// out of work at about the same time.
+pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
+    let mut order: Vec<usize> = (0..jobs.len())
+        .filter(|&i| jobs[i].end > jobs[i].start)
+        .collect();
+    order.sort_by_key(|&i| core::cmp::Reverse(jobs[i].end - jobs[i].start));
+    let mut next = order.into_iter();
+    // Per lane: the job it runs and the position of its next step.
+    let mut slots: [Option<(usize, u8)>; LANES] = [None; LANES];
+    let mut lanes: [K::Lane; LANES] = [k.load(&Address::default(), &[0u8; 32][..n]); LANES];
+    let mut refill = |slot: &mut Option<(usize, u8)>, lane: &mut K::Lane, jobs: &[ChainJob]| {
+        *slot = next.next().map(|i| {
+            *lane = k.load(&jobs[i].adrs, &jobs[i].x[..n]);
+            (i, jobs[i].start)
+        });
+    };
+    for (slot, lane) in slots.iter_mut().zip(lanes.iter_mut()) {
+        refill(slot, lane, jobs);
+    }
+    loop {
+        let mut active = [false; LANES];
+        for ((slot, lane), a) in slots.iter().zip(lanes.iter_mut()).zip(active.iter_mut()) {
+            if let Some((_, pos)) = slot {
+                k.set_word7(lane, u32::from(*pos));
+                *a = true;
+            }
+        }
+        if !active.contains(&true) {
+            break;
+        }
+        k.run(&mut lanes, active);
+        for (slot, lane) in slots.iter_mut().zip(lanes.iter_mut()) {
+            let Some((i, pos)) = slot else { continue };
+            *pos += 1;
+            if *pos == jobs[*i].end {
+                let i = *i;
+                k.output(lane, &mut jobs[i].x[..n]);
+                refill(slot, lane, jobs);
+            }
+        }
+    }
+}
+
+/// Computes every job's output, [`LANES`] at a time; `blocks` is 1 (`F`) or 2 (`H`).
+pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [NodeJob]) {
+    for chunk in jobs.chunks_mut(LANES) {
+        let mut lanes = [k.load(&chunk[0].adrs, &chunk[0].input[..blocks * n]); LANES];
+        let mut active = [false; LANES];
+        for ((job, lane), a) in chunk.iter().zip(lanes.iter_mut()).zip(active.iter_mut()) {
+            *lane = k.load(&job.adrs, &job.input[..blocks * n]);
+            *a = true;
+        }
+        k.run(&mut lanes, active);
+        for (job, lane) in chunk.iter_mut().zip(lanes.iter()) {
+            k.output(lane, &mut job.out[..n]);
+        }
+    }
+}
+
+/// The tweakable hashes of one public key.
+#[derive(Clone)]
+pub(crate) enum Hasher {
+    /// SHA-2 sets.
+    Sha2(Box<Sha2Hasher>),
+    /// SHAKE sets.
+    Shake(Box<ShakeHasher>),
+}
+
+impl Hasher {
+    /// Precomputes the `PK.seed` state. `pk_seed` must be `N` bytes.
+    pub(crate) fn new(p: &Params, pk_seed: &[u8]) -> Self {
+        match p.family {
+            HashFamily::Sha2 => Hasher::Sha2(Box::new(Sha2Hasher::new(pk_seed))),
+            HashFamily::Shake => Hasher::Shake(Box::new(ShakeHasher::new(pk_seed))),
+        }
+    }
+
+    /// Advances every chain (`F` steps), see [`run_chains`].
+    pub(crate) fn chains(&self, n: usize, jobs: &mut [ChainJob]) {
+        match self {
+            Hasher::Sha2(h) => run_chains(h.f(), n, jobs),
+            Hasher::Shake(h) => run_chains(h.f(), n, jobs),
+        }
+    }
+
+    /// `out = F(adrs, input[..N])` for every job.
+    pub(crate) fn f_nodes(&self, n: usize, jobs: &mut [NodeJob]) {
+        match self {
+            Hasher::Sha2(h) => run_nodes(h.f(), n, 1, jobs),
+            Hasher::Shake(h) => run_nodes(h.f(), n, 1, jobs),
+        }
+    }
+
+    /// `out = H(adrs, input[..2N])` for every job.
+    pub(crate) fn h_nodes(&self, n: usize, jobs: &mut [NodeJob]) {
+        match self {
+            Hasher::Sha2(h) if n == 16 => run_nodes(h.f(), n, 2, jobs),
+            Hasher::Sha2(h) => run_nodes(h.h512(), n, 2, jobs),
+            Hasher::Shake(h) => run_nodes(h.h(), n, 2, jobs),
+        }
+    }
+
+    /// `T_l(adrs, input)` (input `l * N` bytes, `l >= 2`) into `out` (`N` bytes).
+    pub(crate) fn t(&self, adrs: &Address, input: &[u8], out: &mut [u8]) {
+        match self {
+            Hasher::Sha2(h) => h.t(adrs, input, out),
+            Hasher::Shake(h) => h.t(adrs, input, out),
+        }
+    }
+
+    /// `H_msg(R, PK, M)`, `out.len()` bytes.
+    pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: &[u8], out: &mut [u8]) {
+        match self {
+            Hasher::Sha2(h) => h.h_msg(r, pk, msg, out),
+            Hasher::Shake(_) => shake::h_msg(r, pk, msg, out),
+        }
+    }
+}

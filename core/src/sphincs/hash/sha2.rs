@@ -1,0 +1,334 @@
+//! The SHA-2 tweakable hashes (SPHINCS+ v3.1 "simple", as in PQClean).
+//!
+//! `F` is always SHA-256, `H` and `T_l` are SHA-256 for `N = 16` and SHA-512 otherwise,
+//! each over `PK.seed || zeros || ADRSc || x`, where `PK.seed || zeros` fills exactly one
+//! block (64 bytes for SHA-256, 128 for SHA-512). That block's compression is done once per
+//! key; an `F` or `H` call is then one compression of `ADRSc || x || padding`.
+//! `H_msg` is MGF1-SHA-X(`R || PK.seed || SHA-X(R || PK.seed || PK.root || M)`).
+
+use sha2::digest::generic_array::GenericArray;
+use sha2::{compress256, compress512, Digest, Sha256, Sha512};
+
+use super::{Kernel, LANES};
+use crate::hashes::lanes::compress_lanes;
+use crate::hashes::sha512_lanes::compress512_x4;
+use crate::sphincs::address::{Address, COMPRESSED_WORD7};
+
+const IV256: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
+const IV512: [u64; 8] = [
+    0x6a09e667f3bcc908,
+    0xbb67ae8584caa73b,
+    0x3c6ef372fe94f82b,
+    0xa54ff53a5f1d36f1,
+    0x510e527fade682d1,
+    0x9b05688c2b3e6c1f,
+    0x1f83d9abfb41bd6b,
+    0x5be0cd19137e2179,
+];
+
+/// Where `x` starts in the block: after the 22-byte compressed address.
+const X: usize = 22;
+
+/// One-block SHA-256 calls (`F`, and `H` for `N = 16`) from the seeded midstate.
+#[derive(Clone)]
+pub(crate) struct Sha256Kernel {
+    n: usize,
+    mid: [u32; 8],
+}
+
+impl Kernel for Sha256Kernel {
+    type Lane = [u8; 64];
+
+    #[inline]
+    fn load(&self, adrs: &Address, x: &[u8]) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        b[..X].copy_from_slice(&adrs.compressed());
+        b[X..X + x.len()].copy_from_slice(x);
+        b[X + x.len()] = 0x80;
+        b[56..].copy_from_slice(&(((64 + X + x.len()) * 8) as u64).to_be_bytes());
+        b
+    }
+
+    #[inline(always)]
+    fn set_word7(&self, lane: &mut [u8; 64], v: u32) {
+        lane[COMPRESSED_WORD7..COMPRESSED_WORD7 + 4].copy_from_slice(&v.to_be_bytes());
+    }
+
+    #[inline]
+    fn run(&self, lanes: &mut [[u8; 64]; LANES], active: [bool; LANES]) {
+        let n = self.n;
+        if active.iter().filter(|a| **a).count() == 1 {
+            // One busy lane: a single compression beats a four-lane call.
+            let i = active.iter().position(|a| *a).unwrap_or(0);
+            let mut st = self.mid;
+            compress256(&mut st, &[GenericArray::clone_from_slice(&lanes[i])]);
+            write256(&st, &mut lanes[i][X..X + n]);
+            return;
+        }
+        let mut states = [self.mid; LANES];
+        compress_lanes(&mut states, lanes);
+        for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
+            if a {
+                write256(st, &mut lane[X..X + n]);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn output(&self, lane: &[u8; 64], out: &mut [u8]) {
+        out.copy_from_slice(&lane[X..X + self.n]);
+    }
+}
+
+/// One-block SHA-512 `H` calls for `N = 24, 32`, four lanes at a time
+/// (`hashes::sha512_lanes`).
+#[derive(Clone)]
+pub(crate) struct Sha512Kernel {
+    n: usize,
+    mid: [u64; 8],
+}
+
+impl Kernel for Sha512Kernel {
+    type Lane = [u8; 128];
+
+    #[inline]
+    fn load(&self, adrs: &Address, x: &[u8]) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[..X].copy_from_slice(&adrs.compressed());
+        b[X..X + x.len()].copy_from_slice(x);
+        b[X + x.len()] = 0x80;
+        b[112..].copy_from_slice(&(((128 + X + x.len()) * 8) as u128).to_be_bytes());
+        b
+    }
+
+    fn set_word7(&self, lane: &mut [u8; 128], v: u32) {
+        lane[COMPRESSED_WORD7..COMPRESSED_WORD7 + 4].copy_from_slice(&v.to_be_bytes());
+    }
+
+    fn run(&self, lanes: &mut [[u8; 128]; LANES], active: [bool; LANES]) {
+        let n = self.n;
+        if active.iter().filter(|a| **a).count() == 1 {
+            let i = active.iter().position(|a| *a).unwrap_or(0);
+            let mut st = self.mid;
+            compress512(&mut st, &[GenericArray::clone_from_slice(&lanes[i][..])]);
+            write512(&st, &mut lanes[i][X..X + n]);
+            return;
+        }
+        let mut states = [self.mid; LANES];
+        compress512_x4(&mut states, lanes);
+        for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
+            if a {
+                write512(st, &mut lane[X..X + n]);
+            }
+        }
+    }
+
+    fn output(&self, lane: &[u8; 128], out: &mut [u8]) {
+        out.copy_from_slice(&lane[X..X + self.n]);
+    }
+}
+
+/// The first `out.len()` bytes (a multiple of 8) of a SHA-512 state, big-endian.
+#[inline(always)]
+fn write512(st: &[u64; 8], out: &mut [u8]) {
+    for (bytes, w) in out.chunks_exact_mut(8).zip(st) {
+        bytes.copy_from_slice(&w.to_be_bytes());
+    }
+}
+
+/// The first `out.len()` bytes (a multiple of 4) of a SHA-256 state, big-endian.
+#[inline(always)]
+fn write256(st: &[u32; 8], out: &mut [u8]) {
+    for (bytes, w) in out.chunks_exact_mut(4).zip(st) {
+        bytes.copy_from_slice(&w.to_be_bytes());
+    }
+}
+
+/// The SHA-2 hashes of one public key.
+#[derive(Clone)]
+pub(crate) struct Sha2Hasher {
+    n: usize,
+    seed: [u8; 32],
+    f: Sha256Kernel,
+    h512: Sha512Kernel,
+    /// SHA-256 primed with `PK.seed || zeros(64 - N)` (`T_l` for `N = 16`).
+    t256: Sha256,
+    /// SHA-512 primed with `PK.seed || zeros(128 - N)` (`T_l` for `N = 24, 32`).
+    t512: Sha512,
+}
+
+impl Sha2Hasher {
+    pub(crate) fn new(pk_seed: &[u8]) -> Self {
+        let n = pk_seed.len();
+        let mut seed = [0u8; 32];
+        seed[..n].copy_from_slice(pk_seed);
+        let mut b64 = [0u8; 64];
+        b64[..n].copy_from_slice(pk_seed);
+        let mut b128 = [0u8; 128];
+        b128[..n].copy_from_slice(pk_seed);
+        let mut mid256 = IV256;
+        compress256(&mut mid256, &[GenericArray::clone_from_slice(&b64)]);
+        let mut mid512 = IV512;
+        compress512(&mut mid512, &[GenericArray::clone_from_slice(&b128)]);
+        Sha2Hasher {
+            n,
+            seed,
+            f: Sha256Kernel { n, mid: mid256 },
+            h512: Sha512Kernel { n, mid: mid512 },
+            t256: Sha256::new_with_prefix(b64),
+            t512: Sha512::new_with_prefix(b128),
+        }
+    }
+
+    pub(crate) fn f(&self) -> &Sha256Kernel {
+        &self.f
+    }
+
+    pub(crate) fn h512(&self) -> &Sha512Kernel {
+        &self.h512
+    }
+
+    pub(crate) fn t(&self, adrs: &Address, input: &[u8], out: &mut [u8]) {
+        let c = adrs.compressed();
+        if self.n == 16 {
+            let d = self
+                .t256
+                .clone()
+                .chain_update(c)
+                .chain_update(input)
+                .finalize();
+            out.copy_from_slice(&d[..self.n]);
+        } else {
+            let d = self
+                .t512
+                .clone()
+                .chain_update(c)
+                .chain_update(input)
+                .finalize();
+            out.copy_from_slice(&d[..self.n]);
+        }
+    }
+
+    pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: &[u8], out: &mut [u8]) {
+        let seed = &self.seed[..self.n];
+        if self.n == 16 {
+            let inner = Sha256::new()
+                .chain_update(r)
+                .chain_update(pk)
+                .chain_update(msg)
+                .finalize();
+            mgf1::<Sha256>(&[r, seed, &inner], out);
+        } else {
+            let inner = Sha512::new()
+                .chain_update(r)
+                .chain_update(pk)
+                .chain_update(msg)
+                .finalize();
+            mgf1::<Sha512>(&[r, seed, &inner], out);
+        }
+    }
+}
+
+/// MGF1 with hash `D` over the concatenation of `seed`: `D(seed || be32(0)) ||
+/// D(seed || be32(1)) || ...`, truncated to `out.len()`.
+fn mgf1<D: Digest + Clone>(seed: &[&[u8]], out: &mut [u8]) {
+    let mut base = D::new();
+    for part in seed {
+        base.update(part);
+    }
+    let size = <D as Digest>::output_size();
+    for (counter, chunk) in out.chunks_mut(size).enumerate() {
+        let block = base
+            .clone()
+            .chain_update((counter as u32).to_be_bytes())
+            .finalize();
+        chunk.copy_from_slice(&block[..chunk.len()]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adrs() -> Address {
+        Address {
+            layer: 3,
+            tree: 0x1234_5678_9abc,
+            kind: 2,
+            keypair: 77,
+            word6: 4,
+            word7: 11,
+        }
+    }
+
+    /// The midstate shortcuts equal hashing the whole spec input.
+    #[test]
+    fn kernels_equal_plain_sha2() {
+        for n in [16usize, 24, 32] {
+            let seed: Vec<u8> = (1..=n as u8).collect();
+            let x: Vec<u8> = (0..2 * n).map(|i| (i * 7 + 3) as u8).collect();
+            let h = Sha2Hasher::new(&seed);
+            let a = adrs();
+            let mut pre64 = seed.clone();
+            pre64.resize(64, 0);
+            let mut pre128 = seed.clone();
+            pre128.resize(128, 0);
+            let c = a.compressed();
+
+            // F
+            let mut lanes = [h.f.load(&a, &x[..n]); LANES];
+            h.f.run(&mut lanes, [true, false, true, true]);
+            let mut got = vec![0u8; n];
+            h.f.output(&lanes[0], &mut got);
+            let want = Sha256::new()
+                .chain_update(&pre64)
+                .chain_update(c)
+                .chain_update(&x[..n])
+                .finalize();
+            assert_eq!(got, want[..n]);
+            h.f.output(&lanes[3], &mut got);
+            assert_eq!(got, want[..n]);
+            // single-lane path
+            let mut lanes = [h.f.load(&a, &x[..n]); LANES];
+            h.f.run(&mut lanes, [false, true, false, false]);
+            h.f.output(&lanes[1], &mut got);
+            assert_eq!(got, want[..n]);
+
+            // H
+            let want: Vec<u8> = if n == 16 {
+                let mut lanes = [h.f.load(&a, &x); LANES];
+                h.f.run(&mut lanes, [true; LANES]);
+                h.f.output(&lanes[2], &mut got);
+                Sha256::new()
+                    .chain_update(&pre64)
+                    .chain_update(c)
+                    .chain_update(&x)
+                    .finalize()
+                    .to_vec()
+            } else {
+                let mut lanes = [h.h512.load(&a, &x); LANES];
+                h.h512.run(&mut lanes, [true; LANES]);
+                h.h512.output(&lanes[2], &mut got);
+                Sha512::new()
+                    .chain_update(&pre128)
+                    .chain_update(c)
+                    .chain_update(&x)
+                    .finalize()
+                    .to_vec()
+            };
+            assert_eq!(got, want[..n]);
+        }
+    }
+
+    #[test]
+    fn mgf1_matches_its_definition() {
+        let mut out = [0u8; 40];
+        mgf1::<Sha256>(&[b"ab", b"c"], &mut out);
+        let b0 = Sha256::digest(b"abc\0\0\0\0");
+        let b1 = Sha256::digest(b"abc\0\0\0\x01");
+        assert_eq!(&out[..32], &b0[..]);
+        assert_eq!(&out[32..], &b1[..8]);
+    }
+}

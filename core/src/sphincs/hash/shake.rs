@@ -1,0 +1,175 @@
+//! The SHAKE tweakable hashes: `SHAKE256(PK.seed || ADRS || x)`, truncated to `N` bytes.
+//!
+//! `F` and `H` inputs are at most `32 + 32 + 64 = 128` bytes, less than one 136-byte
+//! SHAKE256 block, so each call is exactly one Keccak-f[1600] permutation of an absorbed
+//! state. With `N` a multiple of 8, every field is on whole 64-bit lanes: `PK.seed` in lanes
+//! `0..N/8`, the address in the next four, `x` after that, then the padding. The lanes
+//! holding `PK.seed` (and the padding) are computed once per key and per call kind; a call
+//! writes the address and `x` lanes and permutes.
+
+use sha3::digest::{ExtendableOutput, Update, XofReader};
+use sha3::Shake256;
+
+use super::{Kernel, LANES};
+use crate::hashes::keccak_lanes::f1600_x4;
+use crate::sphincs::address::Address;
+
+/// SHAKE256 rate in 64-bit lanes (136 bytes).
+const RATE_LANES: usize = 17;
+
+/// One-permutation calls with an `x` of `blocks * N` bytes.
+#[derive(Clone)]
+pub(crate) struct ShakeKernel {
+    /// `N / 8`.
+    w: usize,
+    /// `PK.seed` lanes and padding, everything else zero.
+    template: [u64; 25],
+}
+
+impl ShakeKernel {
+    fn new(seed: &[u64; 4], w: usize, blocks: usize) -> Self {
+        let mut template = [0u64; 25];
+        template[..w].copy_from_slice(&seed[..w]);
+        // SHAKE padding: 0x1F right after the message, 0x80 in the rate's last byte.
+        template[w + 4 + blocks * w] ^= 0x1F;
+        template[RATE_LANES - 1] ^= 0x80 << 56;
+        ShakeKernel { w, template }
+    }
+}
+
+impl Kernel for ShakeKernel {
+    type Lane = [u64; 25];
+
+    #[inline]
+    fn load(&self, adrs: &Address, x: &[u8]) -> [u64; 25] {
+        let w = self.w;
+        let mut st = self.template;
+        st[w..w + 4].copy_from_slice(&adrs.lanes());
+        for (lane, bytes) in st[w + 4..].iter_mut().zip(x.chunks_exact(8)) {
+            *lane = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+        }
+        st
+    }
+
+    #[inline(always)]
+    fn set_word7(&self, lane: &mut [u64; 25], v: u32) {
+        let l = &mut lane[self.w + 3];
+        *l = (*l & 0xFFFF_FFFF) | (u64::from(v.swap_bytes()) << 32);
+    }
+
+    #[inline]
+    fn run(&self, lanes: &mut [[u64; 25]; LANES], active: [bool; LANES]) {
+        let w = self.w;
+        if active.iter().filter(|a| **a).count() == 1 {
+            let i = active.iter().position(|a| *a).unwrap_or(0);
+            let mut st = lanes[i];
+            keccak::f1600(&mut st);
+            lanes[i][w + 4..2 * w + 4].copy_from_slice(&st[..w]);
+            return;
+        }
+        let mut states = *lanes;
+        f1600_x4(&mut states);
+        for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
+            if a {
+                lane[w + 4..2 * w + 4].copy_from_slice(&st[..w]);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn output(&self, lane: &[u64; 25], out: &mut [u8]) {
+        for (bytes, l) in out.chunks_exact_mut(8).zip(&lane[self.w + 4..]) {
+            bytes.copy_from_slice(&l.to_le_bytes());
+        }
+    }
+}
+
+/// The SHAKE hashes of one public key.
+#[derive(Clone)]
+pub(crate) struct ShakeHasher {
+    f: ShakeKernel,
+    h: ShakeKernel,
+    /// SHAKE256 after absorbing `PK.seed` (`T_l`).
+    t: Shake256,
+    n: usize,
+}
+
+impl ShakeHasher {
+    pub(crate) fn new(pk_seed: &[u8]) -> Self {
+        let n = pk_seed.len();
+        let w = n / 8;
+        let mut seed = [0u64; 4];
+        for (lane, bytes) in seed.iter_mut().zip(pk_seed.chunks_exact(8)) {
+            *lane = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+        }
+        let mut t = Shake256::default();
+        t.update(pk_seed);
+        ShakeHasher {
+            f: ShakeKernel::new(&seed, w, 1),
+            h: ShakeKernel::new(&seed, w, 2),
+            t,
+            n,
+        }
+    }
+
+    pub(crate) fn f(&self) -> &ShakeKernel {
+        &self.f
+    }
+
+    pub(crate) fn h(&self) -> &ShakeKernel {
+        &self.h
+    }
+
+    pub(crate) fn t(&self, adrs: &Address, input: &[u8], out: &mut [u8]) {
+        let mut h = self.t.clone();
+        h.update(&adrs.full());
+        h.update(input);
+        h.finalize_xof().read(&mut out[..self.n]);
+    }
+}
+
+/// `H_msg = SHAKE256(R || PK || M)`, `out.len()` bytes.
+pub(crate) fn h_msg(r: &[u8], pk: &[u8], msg: &[u8], out: &mut [u8]) {
+    let mut h = Shake256::default();
+    h.update(r);
+    h.update(pk);
+    h.update(msg);
+    h.finalize_xof().read(out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_equal_plain_shake256() {
+        for n in [16usize, 24, 32] {
+            let seed: Vec<u8> = (1..=n as u8).collect();
+            let x: Vec<u8> = (0..2 * n).map(|i| (i * 7 + 3) as u8).collect();
+            let h = ShakeHasher::new(&seed);
+            let a = Address {
+                layer: 3,
+                tree: 0x1234_5678_9abc,
+                kind: 2,
+                keypair: 77,
+                word6: 4,
+                word7: 11,
+            };
+            for (k, blocks) in [(&h.f, 1usize), (&h.h, 2)] {
+                for active in [[true; LANES], [false, false, true, false]] {
+                    let mut lanes = [k.load(&a, &x[..blocks * n]); LANES];
+                    k.run(&mut lanes, active);
+                    let mut got = vec![0u8; n];
+                    k.output(&lanes[2], &mut got);
+                    let mut want = vec![0u8; n];
+                    let mut s = Shake256::default();
+                    s.update(&seed);
+                    s.update(&a.full());
+                    s.update(&x[..blocks * n]);
+                    s.finalize_xof().read(&mut want);
+                    assert_eq!(got, want, "n {n} blocks {blocks}");
+                }
+            }
+        }
+    }
+}

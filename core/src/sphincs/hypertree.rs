@@ -1,0 +1,57 @@
+//! The hypertree: `d` layers of WOTS+ signatures and Merkle trees, from the FORS public key
+//! up to the root, for a batch of signatures. The layers of one signature are sequential
+//! (each signs the root of the one below); different signatures are independent, so each
+//! layer of the whole batch runs together: all WOTS+ chains of all signatures through one
+//! lane-refill scheduler, then one `T_len` per signature, then the batch's Merkle climbs
+//! level by level.
+
+use super::address::{Address, TREE, WOTS_PK};
+use super::hash::{ChainJob, Hasher, NodeJob};
+use super::merkle::{compute_roots, RootTask};
+use super::params::Params;
+use super::wots::{push_chains, MAX_LEN};
+use super::Item;
+
+/// Takes each item's `root` (the FORS public key) up through every layer; on return it is
+/// the hypertree root the signature implies.
+pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
+    let n = p.n;
+    let base = n + p.fors_bytes();
+    let mut chains: Vec<ChainJob> = Vec::with_capacity(items.len() * p.len);
+    let mut nodes: Vec<NodeJob> = Vec::with_capacity(items.len());
+    let mut pk = [0u8; MAX_LEN * 32];
+    for layer in 0..p.d {
+        let off = base + layer * p.layer_bytes();
+        chains.clear();
+        for it in items.iter() {
+            let adrs = Address::new(layer as u8, it.tree, 0, it.leaf);
+            let wots_sig = &it.sig[off..off + p.len * n];
+            push_chains(p, adrs, &it.root[..n], wots_sig, &mut chains);
+        }
+        hasher.chains(n, &mut chains);
+
+        let mut tasks: Vec<RootTask<'_>> = Vec::with_capacity(items.len());
+        for (it, ends) in items.iter().zip(chains.chunks_exact(p.len)) {
+            for (dst, c) in pk.chunks_exact_mut(n).zip(ends) {
+                dst.copy_from_slice(&c.x[..n]);
+            }
+            let mut leaf = [0u8; 32];
+            let adrs = Address::new(layer as u8, it.tree, WOTS_PK, it.leaf);
+            hasher.t(&adrs, &pk[..p.len * n], &mut leaf[..n]);
+            tasks.push(RootTask {
+                adrs: Address::new(layer as u8, it.tree, TREE, 0),
+                idx: it.leaf,
+                offset: 0,
+                auth: &it.sig[off + p.len * n..off + p.layer_bytes()],
+                node: leaf,
+            });
+        }
+        compute_roots(hasher, n, p.hp, &mut tasks, &mut nodes);
+        let roots: Vec<[u8; 32]> = tasks.iter().map(|t| t.node).collect();
+        for (it, root) in items.iter_mut().zip(roots) {
+            it.root = root;
+            it.leaf = (it.tree & ((1u64 << p.hp) - 1)) as u32;
+            it.tree >>= p.hp;
+        }
+    }
+}
