@@ -243,7 +243,7 @@ pub fn open_zeta(aes_key: &AesKey, zeta: &Zeta) -> (MemberId, u64) {
     ZetaCipher::new(aes_key).open(zeta)
 }
 
-/// Benchmark hook, not an API: applies Keccak-f[1600] `iterations` times to each of the
+/// Benchmark hook, not an API: applies Keccak-f\[1600\] `iterations` times to each of the
 /// four states with the kernel called `kernel` (`portable`, `avx2` or `avx512`). Returns
 /// `false`, touching nothing, if there is no such kernel or the CPU cannot run it.
 #[doc(hidden)]

@@ -1,4 +1,4 @@
-//! Several independent Keccak-f[1600] permutations at once.
+//! Several independent Keccak-f\[1600\] permutations at once.
 //!
 //! A SHAKE tweakable hash in SPHINCS+ is one permutation of a one-block state; chains,
 //! tree nodes and signatures are independent of each other, so the verifier permutes
@@ -14,7 +14,7 @@
 //! * **Portable** (every other CPU and architecture, wasm included): a loop over
 //!   `keccak::f1600`.
 //!
-//! All three are expanded from one round macro ([`keccak_rounds!`]) with different
+//! All three are expanded from one round macro (`keccak_rounds!`) with different
 //! per-operation macros, so the round structure (theta, rho, pi, chi, iota, 24 rounds) is
 //! written once; the tests run that macro with scalar `u64` operations, with the SIMD
 //! operations, and with a bit-exact scalar model of `vpternlogq` (checking the two
@@ -74,7 +74,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 /// How many states one [`f1600_x4`] call permutes.
 pub(crate) const KECCAK_LANES: usize = 4;
 
-/// Applies Keccak-f[1600] to each of the four states: exactly `keccak::f1600(&mut s[i])`
+/// Applies Keccak-f\[1600\] to each of the four states: exactly `keccak::f1600(&mut s[i])`
 /// for every `i`.
 #[inline]
 pub(crate) fn f1600_x4(states: &mut [[u64; 25]; KECCAK_LANES]) {
@@ -188,7 +188,7 @@ fn portable(states: &mut [[u64; 25]; KECCAK_LANES]) {
     }
 }
 
-/// The 24 round constants of Keccak-f[1600] (iota).
+/// The 24 round constants of Keccak-f\[1600\] (iota).
 #[cfg(any(test, target_arch = "x86_64"))]
 const RC: [u64; 24] = [
     0x0000_0000_0000_0001,
@@ -217,7 +217,7 @@ const RC: [u64; 24] = [
     0x8000_0000_8000_8008,
 ];
 
-/// The 24 rounds of Keccak-f[1600] on `$a`, a `[T; 25]` indexed `x + 5 * y`, where `T`
+/// The 24 rounds of Keccak-f\[1600\] on `$a`, a `[T; 25]` indexed `x + 5 * y`, where `T`
 /// is whatever the operation macros work on (a `u64`, or a vector of one lane per state):
 ///
 /// * `$xor!(a, b)` = `a ^ b`, `$xor5!(a, b, c, d, e)` = `a ^ b ^ c ^ d ^ e`;
@@ -298,7 +298,7 @@ macro_rules! keccak_rounds {
     };
 }
 
-/// Scalar operations for [`keccak_rounds!`] on `u64` (one state): the tests check the
+/// Scalar operations for `keccak_rounds!` on `u64` (one state): the tests check the
 /// round structure with them.
 #[cfg(test)]
 mod scalar {
@@ -330,7 +330,7 @@ mod scalar {
 
     use super::RC;
 
-    /// Keccak-f[1600] from [`keccak_rounds!`] with scalar operations.
+    /// Keccak-f\[1600\] from `keccak_rounds!` with scalar operations.
     pub(super) fn f1600(a: &mut [u64; 25]) {
         keccak_rounds!(a, xor: xor, xor5: xor5, rol: rol, chi: chi, rc: rc);
     }
