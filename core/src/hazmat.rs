@@ -238,6 +238,18 @@ pub fn zeta(aes_key: &AesKey, id: MemberId, counter: u64) -> Zeta {
     ZetaCipher::new(aes_key).zeta(id, counter)
 }
 
+/// The message the manager's SPHINCS+ key signs in a certificate:
+/// `"DGSP-v1:cert" || wots_pk || zeta || tau` (spec section 4).
+pub fn certificate_message(wots_pk: &WotsPk, zeta: &Zeta, tau: &Tau) -> Vec<u8> {
+    crate::certificate::cert_message(wots_pk.as_bytes(), zeta, tau.as_bytes())
+}
+
+/// The hash kernels the running CPU selects for verification, in words (for benchmark
+/// reports), e.g. `"SHA-256 x4: sha-ni, SHA-512 x4: avx2, Keccak-f x4: avx2"`.
+pub fn cpu_features_used() -> String {
+    crate::hashes::kernels_in_use()
+}
+
 /// Decrypts a zeta to `(id, counter)`.
 pub fn open_zeta(aes_key: &AesKey, zeta: &Zeta) -> (MemberId, u64) {
     ZetaCipher::new(aes_key).open(zeta)

@@ -50,6 +50,15 @@ use sha2::digest::generic_array::GenericArray;
 /// How many independent compressions one call performs.
 pub(crate) const LANES: usize = 4;
 
+/// The kernel [`compress_lanes`] runs on this CPU: `"sha-ni"` or `"portable"`.
+pub(crate) fn kernel_name() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if shani::available() {
+        return "sha-ni";
+    }
+    "portable"
+}
+
 /// Compresses `blocks[i]` into `states[i]` for every lane: exactly
 /// `sha2::compress256(&mut states[i], &[blocks[i]])` for each `i`.
 #[inline]

@@ -27,6 +27,17 @@ use crate::params::{HashFamily, ParamSet, MAX_N};
 pub(crate) use self::sha2::Sha2Th;
 pub(crate) use self::shake::ShakeTh;
 
+/// The hash kernels selected on the running CPU, e.g.
+/// `"SHA-256 x4: sha-ni, SHA-512 x4: avx2, Keccak-f x4: avx2"`.
+pub(crate) fn kernels_in_use() -> String {
+    format!(
+        "SHA-256 x4: {}, SHA-512 x4: {}, Keccak-f x4: {}",
+        lanes::kernel_name(),
+        sha512_lanes::kernel_name(),
+        keccak_lanes::Kernel::best().name()
+    )
+}
+
 /// The labels of the DGSP-level hashes (spec 2.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Label {

@@ -151,6 +151,15 @@ fn small_sigma1(x: V) -> V {
     map(x, |v| v.rotate_right(19) ^ v.rotate_right(61) ^ (v >> 6))
 }
 
+/// The kernel [`compress512_x4`] runs on this CPU: `"avx2"` or `"portable"`.
+pub(crate) fn kernel_name() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        return "avx2";
+    }
+    "portable"
+}
+
 /// Compresses `blocks[i]` into `states[i]` for each lane: exactly
 /// `sha2::compress512(&mut states[i], &[blocks[i]])`.
 #[inline]

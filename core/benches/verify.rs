@@ -1,0 +1,241 @@
+//! Group-signature verification, ours against the published `dgsp` 0.1.2 and against our own
+//! verify with PQClean doing the SPHINCS+ part (what ours was before the native verifier),
+//! in one run: single verifies on one thread, batches of 8 and 64, and all cores.
+//! Prints a table (per signature, and signatures per second) and writes it to
+//! `<criterion dir>/verify-table-<set>.md`.
+//!
+//! `cargo bench -p dgsp-core --bench verify`                                   (shake-256f)
+//! `cargo bench -p dgsp-core --bench verify --no-default-features --features baseline-sha2-128f`
+//!
+//! Rows (all verify the same kind of signature on the same message length):
+//! - `reference`: `dgsp::DGSP::verify` (its revoked-list check, WOTS+, PQClean SPHINCS+);
+//! - `ours-pqclean`: our revoked-list check and WOTS+, then PQClean's SPHINCS+ verify;
+//! - `ours`: `ManagerPublicKey::verify` (native SPHINCS+ verifier);
+//! - `ours-batch-8` / `ours-batch-64`: `ManagerPublicKey::verify_batch`, per signature;
+//! - `*-all-cores`: every core verifying (ours: one batch of 64 per core per round).
+
+#[cfg(all(feature = "baseline-shake-256f", feature = "baseline-sha2-128f"))]
+compile_error!("choose one baseline: add --no-default-features with baseline-sha2-128f");
+
+#[cfg(not(feature = "baseline-sha2-128f"))]
+const SET: ParamSet = ParamSet::Shake256f;
+#[cfg(feature = "baseline-sha2-128f")]
+const SET: ParamSet = ParamSet::Sha2_128f;
+
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput};
+use dgsp_core::{
+    hazmat, InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, ParamSet, Signature,
+};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+#[path = "ours.rs"]
+#[allow(dead_code)]
+mod ours;
+#[path = "reference_dgsp.rs"]
+#[allow(dead_code)]
+mod reference_dgsp;
+#[path = "report.rs"]
+#[allow(dead_code)]
+mod report;
+
+use ours::MESSAGE;
+
+/// Distinct signatures in the batches.
+const BATCH: usize = 64;
+
+/// Our group with `BATCH` signatures on [`MESSAGE`], each under its own certificate.
+struct Group {
+    manager: Manager,
+    revoked: InMemoryRevokedList,
+    sigs: Vec<Signature>,
+}
+
+fn group() -> Group {
+    let mut rng = ChaCha20Rng::seed_from_u64(12);
+    let plm = InMemoryPlm::new();
+    let manager = Manager::generate(SET, &mut rng);
+    let (id, cid_star) = manager.join(&plm, "bench").unwrap();
+    let member = MemberKey::generate(SET, id, cid_star, &mut rng);
+    let items = member.csr(BATCH, &mut rng);
+    let pks: Vec<_> = items.iter().map(|i| *i.wots_pk()).collect();
+    let certs = manager.issue(&plm, id, member.cid_star(), &pks).unwrap();
+    let sigs = items
+        .into_iter()
+        .zip(&certs)
+        .map(|(item, cert)| {
+            member
+                .import(manager.public_key(), item, cert)
+                .unwrap()
+                .sign(MESSAGE)
+        })
+        .collect();
+    Group {
+        manager,
+        revoked: InMemoryRevokedList::new(),
+        sigs,
+    }
+}
+
+/// Our verify with PQClean for the SPHINCS+ part: the revoked-list check, the WOTS+ key
+/// from the signature, then PQClean on the certificate message.
+fn verify_with_pqclean(g: &Group, sig: &Signature) -> bool {
+    use dgsp_core::RevokedList;
+    let pk = g.manager.public_key();
+    if g.revoked.contains(sig.zeta()).unwrap() {
+        return false;
+    }
+    let d = sig.message_digest(MESSAGE);
+    let Ok(wots_pk) =
+        hazmat::wots_public_key_from_signature(SET, sig.rho(), sig.wots_signature(), &d)
+    else {
+        return false;
+    };
+    let msg = hazmat::certificate_message(&wots_pk, sig.zeta(), sig.tau());
+    hazmat::spx_verify_pqclean(SET, pk.spx_bytes(), &msg, sig.spx_signature())
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `f` on every core at once, `per_thread` times each.
+fn on_all_cores(per_thread: usize, f: &(dyn Fn() + Sync)) {
+    std::thread::scope(|s| {
+        for _ in 0..threads() {
+            s.spawn(|| {
+                for _ in 0..per_thread {
+                    f();
+                }
+            });
+        }
+    });
+}
+
+const ROWS: [(&str, &str); 8] = [
+    ("reference", "dgsp 0.1.2, one thread"),
+    ("ours-pqclean", "ours with PQClean SPHINCS+, one thread"),
+    ("ours", "ours (native), one thread"),
+    ("ours-batch-8", "ours, batch of 8, one thread"),
+    ("ours-batch-64", "ours, batch of 64, one thread"),
+    ("reference-all-cores", "dgsp 0.1.2, all cores"),
+    (
+        "ours-all-cores",
+        "ours (native), single verifies, all cores",
+    ),
+    ("ours-batch-64-all-cores", "ours, batches of 64, all cores"),
+];
+
+fn main() {
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(10)
+        .configure_from_args();
+    let g = group();
+    let reference = reference_dgsp::RefFixture::new();
+    let pk = g.manager.public_key();
+    for sig in &g.sigs {
+        pk.verify(MESSAGE, sig, &g.revoked).unwrap();
+        assert!(verify_with_pqclean(&g, sig));
+    }
+    let items: Vec<(&[u8], &Signature)> = g.sigs.iter().map(|s| (MESSAGE, s)).collect();
+    let cores = threads();
+    {
+        let mut b = c.benchmark_group("verify");
+        b.throughput(Throughput::Elements(1));
+        b.bench_function("reference", |b| b.iter(|| reference.verify()));
+        b.bench_function("ours-pqclean", |b| {
+            b.iter(|| assert!(verify_with_pqclean(&g, &g.sigs[0])))
+        });
+        b.bench_function("ours", |b| {
+            b.iter(|| pk.verify(MESSAGE, &g.sigs[0], &g.revoked).unwrap())
+        });
+        for n in [8, BATCH] {
+            b.throughput(Throughput::Elements(n as u64));
+            b.bench_function(format!("ours-batch-{n}"), |b| {
+                b.iter(|| {
+                    let r = pk.verify_batch(&items[..n], &g.revoked);
+                    assert!(r.iter().all(|v| v.is_ok()));
+                })
+            });
+        }
+        let per_thread = 16;
+        b.throughput(Throughput::Elements((cores * per_thread) as u64));
+        b.bench_function("reference-all-cores", |b| {
+            b.iter(|| on_all_cores(per_thread, &|| reference.verify()))
+        });
+        b.bench_function("ours-all-cores", |b| {
+            b.iter(|| {
+                on_all_cores(per_thread, &|| {
+                    pk.verify(MESSAGE, &g.sigs[0], &g.revoked).unwrap()
+                })
+            })
+        });
+        b.throughput(Throughput::Elements((cores * BATCH) as u64));
+        b.bench_function("ours-batch-64-all-cores", |b| {
+            b.iter(|| {
+                on_all_cores(1, &|| {
+                    let r = pk.verify_batch(&items, &g.revoked);
+                    assert!(r.iter().all(|v| v.is_ok()));
+                })
+            })
+        });
+        b.finish();
+    }
+    c.final_summary();
+    print_table(cores, per_sig_all(cores));
+}
+
+/// Elements each row's iteration verifies.
+fn per_sig_all(cores: usize) -> impl Fn(&str) -> f64 {
+    move |row: &str| match row {
+        "ours-batch-8" => 8.0,
+        "ours-batch-64" => BATCH as f64,
+        "reference-all-cores" | "ours-all-cores" => (cores * 16) as f64,
+        "ours-batch-64-all-cores" => (cores * BATCH) as f64,
+        _ => 1.0,
+    }
+}
+
+fn print_table(cores: usize, elements: impl Fn(&str) -> f64) {
+    let dir = report::criterion_dir().join("verify");
+    let mean = |row: &str| -> Option<f64> {
+        let text = std::fs::read_to_string(dir.join(row).join("new/estimates.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v["mean"]["point_estimate"].as_f64()
+    };
+    let Some(reference) = mean("reference") else {
+        eprintln!("no criterion estimates under {}", dir.display());
+        return;
+    };
+    let mut t = format!(
+        "{SET}, {cores} threads for \"all cores\", CPU features used: {}\n\n\
+         | verification | per signature | signatures/s | time vs dgsp 0.1.2 (one thread) |\n\
+         |---|---:|---:|---:|\n",
+        hazmat::cpu_features_used()
+    );
+    for (row, label) in ROWS {
+        let Some(ns) = mean(row) else { continue };
+        let per = ns / elements(row);
+        let (shown, unit) = if per >= 1e6 {
+            (per / 1e6, "ms")
+        } else {
+            (per / 1e3, "µs")
+        };
+        // Per-signature time on all cores is wall time / signatures: compare throughput.
+        t.push_str(&format!(
+            "| {label} | {shown:.1} {unit} | {:.0} | {:.2}× |\n",
+            1e9 / per,
+            per / reference
+        ));
+    }
+    println!("\n{t}");
+    let out = report::criterion_dir().join(format!("verify-table-{SET}.md"));
+    match std::fs::write(&out, &t) {
+        Ok(()) => println!("written to {}", out.display()),
+        Err(e) => eprintln!("could not write {}: {e}", out.display()),
+    }
+}
