@@ -23,6 +23,9 @@ cargo clippy -p dgsp-core --lib --features serde --locked -- -D warnings
 say "tests (all twelve parameter sets)"
 cargo test --workspace --locked
 
+say "differential fuzzing of the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS, default 60; 0 skips)"
+./scripts/fuzz.sh
+
 say "OpenAPI documents against the running services (schemathesis; dev build from the tests)"
 API_CHECK_PROFILE=dev ./scripts/api-check.sh
 
