@@ -21,8 +21,8 @@
 //!
 //! A verification is a few thousand independent-enough hash calls: the chains of a WOTS+
 //! signature, the leaves and levels of the FORS trees, different signatures. They run
-//! [`LANES`](hash::LANES) at a time through the multi-lane SHA-256 (SHA-NI) and Keccak
-//! kernels of `crate::hashes`; [`VerifyingKey::verify_batch`] additionally runs the same
+//! four at a time through the multi-lane SHA-256 (SHA-NI), SHA-512 (AVX2) and Keccak
+//! kernels of the crate's `hashes` module; [`VerifyingKey::verify_batch`] additionally runs the same
 //! stage of several signatures together, which fills the lanes where one signature alone
 //! cannot (the Merkle climbs of the hypertree, one node per level).
 

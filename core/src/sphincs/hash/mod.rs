@@ -15,7 +15,8 @@
 //! The calls a verifier makes are mostly independent of each other (the WOTS+ chains of a
 //! layer, the FORS leaves and trees, different signatures), so they go through a
 //! [`Kernel`]: [`LANES`] prepared inputs hashed by one call of a multi-lane primitive
-//! (`hashes::lanes::compress_lanes`, `hashes::keccak_lanes::f1600_x4`). Two drivers feed
+//! (`hashes::lanes::compress_lanes` for SHA-256, `hashes::sha512_lanes::compress512_x4` for
+//! SHA-512, `hashes::keccak_lanes::f1600_x4` for SHAKE). Two drivers feed
 //! it: [`run_chains`], a lane-refill scheduler for chains of dependent `F` calls, and
 //! [`run_nodes`] for independent one-shot calls.
 
