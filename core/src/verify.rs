@@ -155,7 +155,10 @@ impl ManagerPublicKey {
         &self,
         items: &[(&[u8], &Signature)],
     ) -> Vec<Result<WotsPk, Error>> {
-        self.batch(Self::of_messages(items), items.iter().map(|_| None).collect())
+        self.batch(
+            Self::of_messages(items),
+            items.iter().map(|_| None).collect(),
+        )
     }
 
     /// [`verify_digest_ignoring_revocation`](Self::verify_digest_ignoring_revocation) for

@@ -6,7 +6,9 @@
 
 use dgsp_core::checkpoint::origin_for;
 use dgsp_core::revocation::SignedSnapshot;
-use dgsp_core::{Error as CoreError, ManagerPublicKey, MemberId, MessageDigest, Pi, Signature, WotsPk};
+use dgsp_core::{
+    Error as CoreError, ManagerPublicKey, MemberId, MessageDigest, Pi, Signature, WotsPk,
+};
 
 use super::violation::{Violation, ViolationKind};
 
