@@ -262,12 +262,11 @@ impl ManagerPublicKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ParamSet;
 
     #[test]
     #[cfg(feature = "sign")]
     fn notes_verify_and_tampering_is_caught() {
-        use crate::Manager;
+        use crate::{Manager, ParamSet};
         let mut rng = rand_core::OsRng;
         let m = Manager::generate(ParamSet::Sha2_128f, &mut rng);
         let other = Manager::generate(ParamSet::Sha2_128f, &mut rng);
