@@ -21,6 +21,8 @@ pub struct Certificate {
 }
 
 impl Certificate {
+    /// Only the manager makes certificates (feature `sign`).
+    #[cfg(feature = "sign")]
     pub(crate) fn new(params: ParamSet, zeta: Zeta, pi: Pi, spx_sig: Vec<u8>) -> Self {
         Certificate {
             params,

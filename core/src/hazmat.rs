@@ -274,6 +274,8 @@ pub fn keccak_f1600_x4_bench(kernel: &str, states: &mut [[u64; 25]; 4], iteratio
 
 /// A fresh PQClean SPHINCS+ key pair `(public key, secret key)` from the OS randomness.
 /// The oracle for tests and benches of [`crate::sphincs`]; not part of the supported API.
+/// Requires the `sign` feature, as do the other two `spx_*` oracles.
+#[cfg(feature = "sign")]
 #[doc(hidden)]
 pub fn spx_keypair(params: ParamSet) -> (Vec<u8>, Vec<u8>) {
     let (pk, sk) = crate::spx::keypair(params);
@@ -285,6 +287,7 @@ pub fn spx_keypair(params: ParamSet) -> (Vec<u8>, Vec<u8>) {
 ///
 /// # Panics
 /// If `sk` is not `4N` bytes.
+#[cfg(feature = "sign")]
 #[doc(hidden)]
 pub fn spx_sign(params: ParamSet, sk: &[u8], msg: &[u8]) -> Vec<u8> {
     assert_eq!(sk.len(), params.spx_sk_len(), "SPHINCS+ secret key length");
@@ -293,6 +296,7 @@ pub fn spx_sign(params: ParamSet, sk: &[u8], msg: &[u8]) -> Vec<u8> {
 
 /// PQClean's verdict on a SPHINCS+ signature (any length or content error is `false`).
 /// The oracle the native [`crate::sphincs::VerifyingKey`] is tested against.
+#[cfg(feature = "sign")]
 #[doc(hidden)]
 pub fn spx_verify_pqclean(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
     crate::spx::verify(params, pk, msg, sig)

@@ -12,7 +12,6 @@ use crate::encoding::{self, Kind};
 use crate::error::DecodeError;
 use crate::params::ParamSet;
 use crate::sphincs;
-use crate::spx;
 use crate::values::{AesKey, CidStar, HashSecret, SeedU};
 use crate::MemberId;
 
@@ -110,8 +109,10 @@ pub struct ManagerSecretKey {
 
 impl ManagerSecretKey {
     /// A fresh manager key: a SPHINCS+ key pair from the OS, the two symmetric secrets from `rng`.
+    /// Requires the `sign` feature.
+    #[cfg(feature = "sign")]
     pub fn generate(params: ParamSet, rng: &mut impl CryptoRngCore) -> Self {
-        let (_pk, spx_sk) = spx::keypair(params);
+        let (_pk, spx_sk) = crate::spx::keypair(params);
         ManagerSecretKey {
             params,
             hash_secret: HashSecret::random(params, rng),

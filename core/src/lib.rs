@@ -8,6 +8,7 @@
 //! right; revoking a member invalidates all of its certificates and signatures.
 //!
 //! ```
+//! # #[cfg(feature = "sign")] {
 //! use dgsp_core::{InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, ParamSet};
 //! let mut rng = rand_core::OsRng;
 //! let (plm, revoked) = (InMemoryPlm::new(), InMemoryRevokedList::new());
@@ -32,8 +33,31 @@
 //! // Revoke: the signature now verifies as revoked.
 //! manager.revoke(&plm, &revoked, id)?;
 //! assert!(matches!(group.verify(b"hello", &sig, &revoked), Err(dgsp_core::Error::Revoked)));
+//! # }
 //! # Ok::<(), dgsp_core::Error>(())
 //! ```
+//!
+//! ## Features
+//! - `sign` (default): generating a manager key (`Manager::generate`,
+//!   `ManagerSecretKey::generate`) and everything that makes a SPHINCS+ signature
+//!   (`Manager::issue`, `Manager::certify`, `Manager::sign_checkpoint`,
+//!   `Manager::sign_snapshot`). It pulls in PQClean (`pqcrypto-sphincsplus`, C code built
+//!   with `cc`) and the OS randomness (`rand_core/getrandom`, [`rand_core::OsRng`]).
+//! - Without `sign` (`default-features = false`) the crate is a pure-Rust **verifier**: it
+//!   decodes keys (the manager's secret key too), signatures and certificates, verifies
+//!   ([`ManagerPublicKey::verify`], [`ManagerPublicKey::verify_batch`], the native
+//!   [`sphincs::VerifyingKey`]), judges openings ([`ManagerPublicKey::judge`]), imports
+//!   certificates ([`MemberKey::import`]), and checks checkpoints
+//!   ([`ManagerPublicKey::verify_checkpoint`]), signed revocation snapshots and proofs
+//!   ([`revocation::verify_revocation`]). Members can still make keys, certificate
+//!   requests and signatures with an RNG of their own (any [`rand_core::CryptoRngCore`]);
+//!   a [`Manager`] loaded from its secret key can still join, open and revoke. This build
+//!   works on `wasm32-unknown-unknown`:
+//!   `cargo check -p dgsp-core --no-default-features --target wasm32-unknown-unknown`.
+//!   Nothing on a verification path reads the clock or starts a thread; the few parallel
+//!   loops (building a [`revocation::RevocationSet`], revoking, certificate requests) use
+//!   rayon, which on wasm32 finds no threads and runs them on the calling thread.
+//! - `serde`: (de)serializes [`ParamSet`] by its canonical name.
 //!
 //! ## Validation
 //! - Every `from_bytes` checks the 4-byte header (marker, version, parameter set, kind) and
@@ -45,8 +69,8 @@
 //!   ([`sphincs::VerifyingKey`], differentially tested against PQClean on all twelve
 //!   sets). [`ManagerPublicKey::verify_batch`] checks many signatures at once, with the
 //!   same verdict per item.
-//! - PQClean (`pqcrypto-sphincsplus`) is used only to generate the manager's SPHINCS+ key
-//!   and to sign; it never decides whether a signature is valid.
+//! - PQClean (`pqcrypto-sphincsplus`, feature `sign`) is used only to generate the
+//!   manager's SPHINCS+ key and to sign; it never decides whether a signature is valid.
 //! - [`Manager::open`] verifies the signature first and never opens an invalid one.
 //!   [`ManagerPublicKey::judge`] checks the opening exactly as the spec defines it (tau
 //!   against the recomputed WOTS+ key); pair it with `verify` when validity is in question.
@@ -83,6 +107,10 @@ pub mod revocation;
 mod revoked;
 mod signature;
 pub mod sphincs;
+// PQClean: key generation and signing. Also built for the crate's own tests (PQClean is a
+// dev-dependency too), where it is the oracle the native verifier is checked against.
+#[cfg(any(feature = "sign", test))]
+#[cfg_attr(not(feature = "sign"), allow(dead_code))]
 mod spx;
 mod values;
 mod verify;

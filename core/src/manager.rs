@@ -3,11 +3,8 @@
 use core::fmt;
 use core::ops::Range;
 
-use rand_core::CryptoRngCore;
-use rayon::prelude::*;
 use subtle::ConstantTimeEq;
 
-use crate::certificate::{cert_message, Certificate};
 use crate::derive;
 use crate::error::{DecodeError, Error};
 use crate::keys::{ManagerPublicKey, ManagerSecretKey};
@@ -15,10 +12,18 @@ use crate::params::ParamSet;
 use crate::plm::Plm;
 use crate::revoked::RevokedList;
 use crate::signature::Signature;
-use crate::spx;
 use crate::values::{Cid, CidStar, Pi, WotsPk, Zeta};
 use crate::zeta::ZetaCipher;
 use crate::MemberId;
+
+// Key generation and certificate signing (feature `sign`).
+#[cfg(feature = "sign")]
+use {
+    crate::certificate::{cert_message, Certificate},
+    crate::spx,
+    rand_core::CryptoRngCore,
+    rayon::prelude::*,
+};
 
 /// What opening a signature reveals to the manager.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +37,11 @@ pub struct Opening {
 }
 
 /// The group manager: the secret key plus its expanded forms.
+///
+/// Generating a group (`generate`) and anything that signs (`issue`, `certify`,
+/// `sign_checkpoint`, `sign_snapshot`)
+/// require the `sign` feature; a manager loaded from its secret key with [`new`](Self::new)
+/// can join, open and revoke without it.
 pub struct Manager {
     sk: ManagerSecretKey,
     pk: ManagerPublicKey,
@@ -46,6 +56,7 @@ impl fmt::Debug for Manager {
 
 impl Manager {
     /// Generates a new group of parameter set `params`.
+    #[cfg(feature = "sign")]
     pub fn generate(params: ParamSet, rng: &mut impl CryptoRngCore) -> Self {
         Self::new(ManagerSecretKey::generate(params, rng))
     }
@@ -110,6 +121,7 @@ impl Manager {
     ///
     /// Refuses, changing nothing, unless the member exists, is active and `cid*` matches;
     /// then reserves the counter range atomically and signs the certificates in parallel.
+    #[cfg(feature = "sign")]
     pub fn issue<P: Plm + ?Sized>(
         &self,
         plm: &P,
@@ -149,6 +161,7 @@ impl Manager {
     /// Signs certificates for counters `first, first + 1, ...` without touching a PLM: for
     /// stores that reserve the counter range themselves (the caller guarantees the range
     /// is reserved for `id` and the member is entitled to it). Runs in parallel.
+    #[cfg(feature = "sign")]
     pub fn certify(&self, id: MemberId, first: u64, wots_pks: &[WotsPk]) -> Vec<Certificate> {
         let params = self.params();
         let cid = self.cid(id);

@@ -1,5 +1,8 @@
 //! The whole protocol, for every parameter set, and every way it must say "no".
 
+// Makes manager keys and signs: needs the `sign` feature (on by default).
+#![cfg(feature = "sign")]
+
 use dgsp_core::hazmat;
 use dgsp_core::{
     Certificate, CidStar, CsrItem, Error, InMemoryPlm, InMemoryRevokedList, Manager,

@@ -5,6 +5,9 @@
 //! re-implements the verification algorithm of `docs/revocation-proofs.md` without
 //! `rs_merkle`. Every proof checked here must get the same answer from both verifiers.
 
+// Makes manager keys and signs: needs the `sign` feature (on by default).
+#![cfg(feature = "sign")]
+
 use std::collections::BTreeSet;
 
 use dgsp_core::revocation::{

@@ -7,6 +7,9 @@
 //! The random differential test is `#[ignore]`d; run it in release:
 //! `DGSP_SPX_DIFF_CASES=100000 cargo test --release -p dgsp-core --test sphincs_diff -- --ignored --nocapture`
 
+// Makes manager keys and signs: needs the `sign` feature (on by default).
+#![cfg(feature = "sign")]
+
 use dgsp_core::hazmat;
 use dgsp_core::sphincs::VerifyingKey;
 use dgsp_core::ParamSet;

@@ -11,8 +11,6 @@
 use sha3::{Digest, Sha3_256};
 
 use crate::keys::ManagerPublicKey;
-use crate::manager::Manager;
-use crate::spx;
 use crate::values::Zeta;
 
 use super::codec::Reader;
@@ -233,12 +231,14 @@ impl SignedSnapshot {
     }
 }
 
-impl Manager {
+#[cfg(feature = "sign")]
+impl crate::Manager {
     /// Signs a snapshot record with the manager's SPHINCS+ key, over
     /// `"DGSP-v1:snapshot" || record bytes`. The record should name this group
     /// (`record.group == self.public_key().fingerprint()`), or it will not verify.
+    /// Requires the `sign` feature.
     pub fn sign_snapshot(&self, record: &SnapshotRecord) -> SignedSnapshot {
-        let signature = spx::sign(
+        let signature = crate::spx::sign(
             self.params(),
             &self.secret_key().spx_sk,
             &record.signed_message(),
