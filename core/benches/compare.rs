@@ -3,10 +3,10 @@
 //! `<criterion dir>/compare-table-<set>.md`.
 //!
 //! `cargo bench -p dgsp-core --bench compare` (shake-256f, the reference's default), or
-//! `cargo bench -p dgsp-core --bench compare --no-default-features --features baseline-sha2-128f`.
+//! `cargo bench -p dgsp-core --bench compare --no-default-features --features sign,baseline-sha2-128f`.
 
 #[cfg(all(feature = "baseline-shake-256f", feature = "baseline-sha2-128f"))]
-compile_error!("choose one baseline: add --no-default-features with baseline-sha2-128f");
+compile_error!("choose one baseline: --no-default-features --features sign,baseline-sha2-128f");
 
 /// The set both sides run, matching the baseline's compile-time choice.
 #[cfg(not(feature = "baseline-sha2-128f"))]

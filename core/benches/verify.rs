@@ -5,7 +5,7 @@
 //! `<criterion dir>/verify-table-<set>.md`.
 //!
 //! `cargo bench -p dgsp-core --bench verify`                                   (shake-256f)
-//! `cargo bench -p dgsp-core --bench verify --no-default-features --features baseline-sha2-128f`
+//! `cargo bench -p dgsp-core --bench verify --no-default-features --features sign,baseline-sha2-128f`
 //!
 //! Rows (all verify the same kind of signature on the same message length):
 //! - `reference`: `dgsp::DGSP::verify` (its revoked-list check, WOTS+, PQClean SPHINCS+);
@@ -15,7 +15,7 @@
 //! - `*-all-cores`: every core verifying (ours: one batch of 64 per core per round).
 
 #[cfg(all(feature = "baseline-shake-256f", feature = "baseline-sha2-128f"))]
-compile_error!("choose one baseline: add --no-default-features with baseline-sha2-128f");
+compile_error!("choose one baseline: --no-default-features --features sign,baseline-sha2-128f");
 
 #[cfg(not(feature = "baseline-sha2-128f"))]
 const SET: ParamSet = ParamSet::Shake256f;
