@@ -20,6 +20,13 @@ say "lints (cargo clippy -D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p dgsp-core --lib --features serde --locked -- -D warnings
 
+say "the verifier alone (dgsp-core without 'sign': no C, no OS randomness) builds for wasm32 and passes its unit tests"
+rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+cargo clippy -p dgsp-core --no-default-features --target wasm32-unknown-unknown --locked -- -D warnings
+# (baseline-shake-256f only picks the parameter set of the benchmark-only dev-dependency
+# `dgsp` 0.1.2, which does not build without one; it does not touch the library.)
+cargo test -p dgsp-core --no-default-features --features baseline-shake-256f --lib --locked
+
 say "tests (all twelve parameter sets)"
 cargo test --workspace --locked
 
