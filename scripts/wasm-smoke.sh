@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the verify-only dgsp-core (no default features) as WebAssembly under Node.js: a
+# group signature made on the host must verify in wasm32-unknown-unknown, tampered ones not.
+#   ./scripts/wasm-smoke.sh [PARAMSET]      (default sha2-128f)
+# Needs `node` (18 or later); skips, successfully, without it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+use_shared_target_dir
+if ! command -v node >/dev/null; then
+  say "wasm smoke test skipped: node not found"
+  exit 0
+fi
+rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+manifest=scripts/wasm-smoke/Cargo.toml
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+say "wasm smoke: a signature made on the host (with sign)"
+cargo run --release --locked --manifest-path "$manifest" --features gen --bin gen -- "$tmp" "${1:-sha2-128f}"
+
+say "wasm smoke: verified in wasm32-unknown-unknown (without sign), under node"
+cargo build --release --locked --manifest-path "$manifest" --lib --target wasm32-unknown-unknown
+node scripts/wasm-smoke/run.mjs "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/dgsp_wasm_smoke.wasm" "$tmp"
