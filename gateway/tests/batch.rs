@@ -82,4 +82,8 @@ async fn every_batch_item_gets_the_single_verify_answer_in_its_place() {
     for s in ["ok", "invalid_signature", "revoked", "malformed"] {
         assert!(seen.contains(s), "no {s} item: {seen:?}");
     }
+    // Stop both services before the process exits (RocksDB must not be torn down under
+    // their running tasks).
+    gw.shutdown().await;
+    reg.shutdown().await;
 }
