@@ -5,17 +5,7 @@
 //! `cargo bench -p dgsp-core --bench compare` (shake-256f, the reference's default), or
 //! `cargo bench -p dgsp-core --bench compare --no-default-features --features sign,baseline-sha2-128f`.
 
-#[cfg(all(feature = "baseline-shake-256f", feature = "baseline-sha2-128f"))]
-compile_error!("choose one baseline: --no-default-features --features sign,baseline-sha2-128f");
-
-/// The set both sides run, matching the baseline's compile-time choice.
-#[cfg(not(feature = "baseline-sha2-128f"))]
-const SET: ParamSet = ParamSet::Shake256f;
-#[cfg(feature = "baseline-sha2-128f")]
-const SET: ParamSet = ParamSet::Sha2_128f;
-
 use criterion::Criterion;
-use dgsp_core::ParamSet;
 
 #[path = "ours.rs"]
 mod ours;
@@ -23,6 +13,8 @@ mod ours;
 mod reference_dgsp;
 #[path = "report.rs"]
 mod report;
+
+use reference_dgsp::SET;
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();

@@ -58,6 +58,16 @@ use dgsp::DGSP;
 
 use super::ours::MESSAGE;
 
+#[cfg(all(feature = "baseline-shake-256f", feature = "baseline-sha2-128f"))]
+compile_error!("choose one baseline: --no-default-features --features sign,baseline-sha2-128f");
+
+/// The set both sides run, matching the reference's compile-time choice.
+#[cfg(not(feature = "baseline-sha2-128f"))]
+pub const SET: dgsp_core::ParamSet = dgsp_core::ParamSet::Shake256f;
+/// The set both sides run, matching the reference's compile-time choice.
+#[cfg(feature = "baseline-sha2-128f")]
+pub const SET: dgsp_core::ParamSet = dgsp_core::ParamSet::Sha2_128f;
+
 /// Operation names, in the order they are registered.
 pub const OPS: [&str; 11] = [
     "keygen", "join", "csr_1", "csr_8", "issue_1", "issue_8", "sign", "verify", "open", "judge",

@@ -109,7 +109,7 @@ fn filename_safe(s: &str) -> String {
 }
 
 /// Reads `mean.point_estimate` (ns) from an `estimates.json`.
-fn read_mean(estimates: &Path) -> Option<f64> {
+pub fn read_mean(estimates: &Path) -> Option<f64> {
     let text = fs::read_to_string(estimates).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json.get("mean")?.get("point_estimate")?.as_f64()

@@ -14,20 +14,10 @@
 //! - `ours-batch-8` / `ours-batch-64`: `ManagerPublicKey::verify_batch`, per signature;
 //! - `*-all-cores`: every core verifying (ours: one batch of 64 per core per round).
 
-#[cfg(all(feature = "baseline-shake-256f", feature = "baseline-sha2-128f"))]
-compile_error!("choose one baseline: --no-default-features --features sign,baseline-sha2-128f");
-
-#[cfg(not(feature = "baseline-sha2-128f"))]
-const SET: ParamSet = ParamSet::Shake256f;
-#[cfg(feature = "baseline-sha2-128f")]
-const SET: ParamSet = ParamSet::Sha2_128f;
-
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
-use dgsp_core::{
-    hazmat, InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, ParamSet, Signature,
-};
+use dgsp_core::{hazmat, InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, Signature};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -42,9 +32,13 @@ mod reference_dgsp;
 mod report;
 
 use ours::MESSAGE;
+use reference_dgsp::SET;
 
 /// Distinct signatures in the batches.
 const BATCH: usize = 64;
+
+/// Single verifies per thread per iteration in the all-cores rows.
+const PER_THREAD: usize = 16;
 
 /// Our group with `BATCH` signatures on [`MESSAGE`], each under its own certificate.
 struct Group {
@@ -101,7 +95,7 @@ fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Runs `f` on every core at once, `per_thread` times each.
+/// Runs `f` on every core at once, `PER_THREAD` times each.
 fn on_all_cores(per_thread: usize, f: &(dyn Fn() + Sync)) {
     std::thread::scope(|s| {
         for _ in 0..threads() {
@@ -162,14 +156,13 @@ fn main() {
                 })
             });
         }
-        let per_thread = 16;
-        b.throughput(Throughput::Elements((cores * per_thread) as u64));
+        b.throughput(Throughput::Elements((cores * PER_THREAD) as u64));
         b.bench_function("reference-all-cores", |b| {
-            b.iter(|| on_all_cores(per_thread, &|| reference.verify()))
+            b.iter(|| on_all_cores(PER_THREAD, &|| reference.verify()))
         });
         b.bench_function("ours-all-cores", |b| {
             b.iter(|| {
-                on_all_cores(per_thread, &|| {
+                on_all_cores(PER_THREAD, &|| {
                     pk.verify(MESSAGE, &g.sigs[0], &g.revoked).unwrap()
                 })
             })
@@ -186,27 +179,23 @@ fn main() {
         b.finish();
     }
     c.final_summary();
-    print_table(cores, per_sig_all(cores));
+    print_table(cores);
 }
 
-/// Elements each row's iteration verifies.
-fn per_sig_all(cores: usize) -> impl Fn(&str) -> f64 {
-    move |row: &str| match row {
+/// Signatures each iteration of `row` verifies.
+fn elements(row: &str, cores: usize) -> f64 {
+    match row {
         "ours-batch-8" => 8.0,
         "ours-batch-64" => BATCH as f64,
-        "reference-all-cores" | "ours-all-cores" => (cores * 16) as f64,
+        "reference-all-cores" | "ours-all-cores" => (cores * PER_THREAD) as f64,
         "ours-batch-64-all-cores" => (cores * BATCH) as f64,
         _ => 1.0,
     }
 }
 
-fn print_table(cores: usize, elements: impl Fn(&str) -> f64) {
+fn print_table(cores: usize) {
     let dir = report::criterion_dir().join("verify");
-    let mean = |row: &str| -> Option<f64> {
-        let text = std::fs::read_to_string(dir.join(row).join("new/estimates.json")).ok()?;
-        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        v["mean"]["point_estimate"].as_f64()
-    };
+    let mean = |row: &str| report::read_mean(&dir.join(row).join("new/estimates.json"));
     let Some(reference) = mean("reference") else {
         eprintln!("no criterion estimates under {}", dir.display());
         return;
@@ -219,17 +208,12 @@ fn print_table(cores: usize, elements: impl Fn(&str) -> f64) {
     );
     for (row, label) in ROWS {
         let Some(ns) = mean(row) else { continue };
-        let per = ns / elements(row);
-        let (shown, unit) = if per >= 1e6 {
-            (per / 1e6, "ms")
-        } else {
-            (per / 1e3, "µs")
-        };
-        // Per-signature time on all cores is wall time / signatures: compare throughput.
+        let per = ns / elements(row, cores);
         t.push_str(&format!(
-            "| {label} | {shown:.1} {unit} | {:.0} | {:.2}× |\n",
+            "| {label} | {} | {:.0} | {} |\n",
+            report::format_ns(per),
             1e9 / per,
-            per / reference
+            report::format_ratio(per / reference)
         ));
     }
     println!("\n{t}");

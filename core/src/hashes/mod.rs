@@ -10,7 +10,7 @@
 #[allow(unsafe_code)]
 pub(crate) mod lanes;
 // The 4-way Keccak-f kernels (see their "Safety" section).
-#[allow(unsafe_code, dead_code)]
+#[allow(unsafe_code)]
 pub(crate) mod keccak_lanes;
 // The 4-lane SHA-512 kernel (its AVX2 build is chosen at run time; see its "Safety" section).
 mod sha2;

@@ -3,8 +3,8 @@
 //! `H` of the SHA-2 sets with N = 24 and 32 is one SHA-512 block, and a verifier has many
 //! independent ones (FORS tree levels, Merkle climbs of several signatures). The kernel is
 //! written twice: on x86-64 CPUs with AVX2, one 256-bit register holds a word of all four
-//! lanes (chosen at run time); elsewhere, portable safe Rust with the lanes interleaved
-//! (`[u64; 4]` per word), about as fast as four `sha2::compress512` calls.
+//! lanes (chosen at run time); elsewhere four `sha2::compress512` calls (an interleaved
+//! safe-Rust version measured no faster: the compiler keeps it scalar).
 //!
 //! # Safety
 //!
@@ -15,10 +15,10 @@
 //! AVX2 intrinsics, which are safe functions in an AVX2 context: no pointers, loads or
 //! stores. Both versions are tested against `sha2::compress512`.
 
-/// Four 64-bit lanes.
-type V = [u64; 4];
+use sha2::digest::generic_array::GenericArray;
 
-/// SHA-512 round constants (FIPS 180-4, 4.2.3).
+/// SHA-512 round constants (FIPS 180-4, 4.2.3), for the AVX2 kernel.
+#[cfg(target_arch = "x86_64")]
 const K: [u64; 80] = [
     0x428a2f98d728ae22,
     0x7137449123ef65cd,
@@ -101,55 +101,6 @@ const K: [u64; 80] = [
     0x5fcb6fab3ad6faec,
     0x6c44198c4a475817,
 ];
-
-#[inline(always)]
-fn add(x: V, y: V) -> V {
-    [
-        x[0].wrapping_add(y[0]),
-        x[1].wrapping_add(y[1]),
-        x[2].wrapping_add(y[2]),
-        x[3].wrapping_add(y[3]),
-    ]
-}
-
-#[inline(always)]
-fn map(x: V, f: impl Fn(u64) -> u64) -> V {
-    [f(x[0]), f(x[1]), f(x[2]), f(x[3])]
-}
-
-#[inline(always)]
-fn zip3(x: V, y: V, z: V, f: impl Fn(u64, u64, u64) -> u64) -> V {
-    [
-        f(x[0], y[0], z[0]),
-        f(x[1], y[1], z[1]),
-        f(x[2], y[2], z[2]),
-        f(x[3], y[3], z[3]),
-    ]
-}
-
-#[inline(always)]
-fn big_sigma0(x: V) -> V {
-    map(x, |v| {
-        v.rotate_right(28) ^ v.rotate_right(34) ^ v.rotate_right(39)
-    })
-}
-
-#[inline(always)]
-fn big_sigma1(x: V) -> V {
-    map(x, |v| {
-        v.rotate_right(14) ^ v.rotate_right(18) ^ v.rotate_right(41)
-    })
-}
-
-#[inline(always)]
-fn small_sigma0(x: V) -> V {
-    map(x, |v| v.rotate_right(1) ^ v.rotate_right(8) ^ (v >> 7))
-}
-
-#[inline(always)]
-fn small_sigma1(x: V) -> V {
-    map(x, |v| v.rotate_right(19) ^ v.rotate_right(61) ^ (v >> 6))
-}
 
 /// The kernel [`compress512_x4`] runs on this CPU: `"avx2"` or `"portable"`.
 pub(crate) fn kernel_name() -> &'static str {
@@ -269,67 +220,16 @@ fn compress_avx2(states: &mut [[u64; 8]; 4], blocks: &[[u8; 128]; 4]) {
     }
 }
 
-/// The kernel, safe Rust for any target.
-#[inline(always)]
+/// The portable path: four `sha2::compress512` calls.
 fn compress_portable(states: &mut [[u64; 8]; 4], blocks: &[[u8; 128]; 4]) {
-    let mut w = [[0u64; 4]; 16];
-    for (t, wt) in w.iter_mut().enumerate() {
-        for (l, block) in blocks.iter().enumerate() {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&block[8 * t..8 * t + 8]);
-            wt[l] = u64::from_be_bytes(b);
-        }
-    }
-    let mut s = [[0u64; 4]; 8];
-    for (i, si) in s.iter_mut().enumerate() {
-        for (l, st) in states.iter().enumerate() {
-            si[l] = st[i];
-        }
-    }
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = s;
-
-    // One round with the roles of the eight words given; updates `d` and `h` only.
-    macro_rules! round {
-        ($a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident, $t:expr) => {{
-            let t = $t;
-            if t >= 16 {
-                let i = t & 15;
-                w[i] = add(
-                    add(w[i], small_sigma0(w[(t + 1) & 15])),
-                    add(w[(t + 9) & 15], small_sigma1(w[(t + 14) & 15])),
-                );
-            }
-            let ch = zip3($e, $f, $g, |e, f, g| (e & f) ^ (!e & g));
-            let k = [K[t]; 4];
-            let t1 = add(add(add($h, big_sigma1($e)), add(ch, k)), w[t & 15]);
-            let maj = zip3($a, $b, $c, |a, b, c| (a & b) ^ (a & c) ^ (b & c));
-            $d = add($d, t1);
-            $h = add(t1, add(big_sigma0($a), maj));
-        }};
-    }
-    for r in 0..10 {
-        let t = 8 * r;
-        round!(a, b, c, d, e, f, g, h, t);
-        round!(h, a, b, c, d, e, f, g, t + 1);
-        round!(g, h, a, b, c, d, e, f, t + 2);
-        round!(f, g, h, a, b, c, d, e, t + 3);
-        round!(e, f, g, h, a, b, c, d, t + 4);
-        round!(d, e, f, g, h, a, b, c, t + 5);
-        round!(c, d, e, f, g, h, a, b, t + 6);
-        round!(b, c, d, e, f, g, h, a, t + 7);
-    }
-    let out = [a, b, c, d, e, f, g, h];
-    for (i, o) in out.iter().enumerate() {
-        for (l, st) in states.iter_mut().enumerate() {
-            st[i] = st[i].wrapping_add(o[l]);
-        }
+    for (st, block) in states.iter_mut().zip(blocks) {
+        sha2::compress512(st, core::slice::from_ref(GenericArray::from_slice(block)));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sha2::digest::generic_array::GenericArray;
 
     #[test]
     fn equals_compress512_lane_by_lane() {

@@ -45,11 +45,7 @@ fn decode_item(prefix: impl Fn() -> String, req: &VerifyRequest) -> Result<Item,
 /// What the cheap checks decide before any cryptography.
 enum Plan {
     Done(VerifyAnswer),
-    Crypto {
-        message: Vec<u8>,
-        sig: Box<Signature>,
-        answer: VerifyAnswer,
-    },
+    Crypto(Pending),
 }
 
 /// The freshness every answer of one request shares.
@@ -112,11 +108,11 @@ fn plan(view: &View, fresh: &Freshness, serve_stale: bool, item: Item) -> Plan {
         answer.detail = Some("the signature's certificate is revoked".into());
         return Plan::Done(answer);
     }
-    Plan::Crypto {
+    Plan::Crypto(Pending {
         message,
         sig: Box::new(sig),
         answer,
-    }
+    })
 }
 
 /// Settles an answer with the cryptographic verdict.
@@ -159,7 +155,6 @@ fn verify_chunk(group: &ManagerPublicKey, chunk: Vec<Pending>) -> Vec<VerifyAnsw
         .map(|p| (p.message.as_slice(), &*p.sig))
         .collect();
     let verdicts = group.verify_batch_ignoring_revocation(&items);
-    drop(items);
     chunk
         .into_iter()
         .zip(verdicts)
@@ -200,18 +195,10 @@ async fn run(
     for p in plans {
         match p {
             Plan::Done(a) => out.push(Some(a)),
-            Plan::Crypto {
-                message,
-                sig,
-                answer,
-            } => {
+            Plan::Crypto(p) => {
                 slots.push(out.len());
                 out.push(None);
-                pending.push(Pending {
-                    message,
-                    sig,
-                    answer,
-                });
+                pending.push(p);
             }
         }
     }
