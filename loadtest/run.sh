@@ -21,6 +21,8 @@
 #   LOADTEST_PARAMS     [sha2-128f]
 #   LOADTEST_REGISTRY   [127.0.0.1:7350]  LOADTEST_GATEWAY [127.0.0.1:7450]
 #   LOADTEST_KEEP       [0]      1: keep the state directory (data, fixtures, logs)
+#   LOADTEST_PIN        [1]      with 4 or more cores: k6 on the last quarter of them, the
+#                                registry, gateway and raw core on the rest (0: no pinning)
 #   K6_VERSION          [v1.8.1] built with `go install` into ~/.cache/dgsp/tools/bin if absent
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,6 +89,28 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Disjoint cores for k6 and the services where there are enough: k6 competing with the
+# gateway for its cores would make the gateway look slower than it is. The raw core is
+# measured on the gateway's cores ("its own cores") and on the whole machine.
+expand_cpus() { # "0-3,8" -> "0 1 2 3 8"
+  local part out=()
+  for part in ${1//,/ }; do
+    if [[ $part == *-* ]]; then out+=($(seq "${part%-*}" "${part#*-}")); else out+=("$part"); fi
+  done
+  echo "${out[@]}"
+}
+read -r -a ALLOWED <<< "$(expand_cpus "$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)")"
+PIN_K6=() PIN_SVC=() PINNING="not pinned (fewer than 4 cores, or LOADTEST_PIN=0)"
+if [ "${LOADTEST_PIN:-1}" = 1 ] && [ "${#ALLOWED[@]}" -ge 4 ]; then
+  K6_N=$(( (${#ALLOWED[@]} + 3) / 4 ))
+  SVC_LIST=$(IFS=,; echo "${ALLOWED[*]:0:${#ALLOWED[@]}-K6_N}")
+  K6_LIST=$(IFS=,; echo "${ALLOWED[*]: -K6_N}")
+  PIN_K6=(taskset -c "$K6_LIST") PIN_SVC=(taskset -c "$SVC_LIST")
+  export DGSP_STACK_CPUS="$SVC_LIST"
+  PINNING="registry, gateway and raw core on CPUs $SVC_LIST; k6 on CPUs $K6_LIST"
+fi
+say "cores: ${#ALLOWED[@]}; $PINNING"
+
 start_stack "$BIN" "$STATE" "$PARAMS" "$REG_LISTEN" "$GW_LISTEN" || { LOADTEST_KEEP=1; exit 1; }
 
 say "generating fixtures: $MEMBERS members, $SIGS distinct signatures, $OPENINGS openings"
@@ -130,7 +154,7 @@ run_k6() {
   say "k6 $script: $label ($*)"
   set +e
   env GATEWAY="http://$GW_LISTEN" FIXTURES="$FIX" "$@" \
-    "$K6" run --quiet --no-color --summary-export "$out/$label.json" \
+    "${PIN_K6[@]}" "$K6" run --quiet --no-color --summary-export "$out/$label.json" \
     "$ROOT/loadtest/k6/$script.js" > "$out/$label.log" 2>&1 &
   local pid=$!
   sample_cpu "$pid" "$out/$label.cpu" &
@@ -149,8 +173,15 @@ for sc in "${SCENARIOS[@]}"; do
   mkdir -p "$OUT"
   say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   say "raw core verify on the same fixtures (before)"
-  "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-before.json"
+  "${PIN_SVC[@]}" "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-before.json"
   cat "$OUT/raw-before.json"
+  MACHINE_RAW=()
+  if [ "${#PIN_SVC[@]}" -gt 0 ]; then
+    say "raw core verify on the whole machine"
+    "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-machine.json"
+    cat "$OUT/raw-machine.json"
+    MACHINE_RAW=(--raw-machine "$OUT/raw-machine.json")
+  fi
 
   # Batches: few requests in flight, or the gateway's queue (64 items per core) overflows
   # and it sheds whole batches with 503.
@@ -172,7 +203,7 @@ for sc in "${SCENARIOS[@]}"; do
   HALF_EXIT=$K6_EXIT
 
   say "raw core verify on the same fixtures (after)"
-  "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-after.json"
+  "${PIN_SVC[@]}" "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-after.json"
   cat "$OUT/raw-after.json"
 
   RATIO=()
@@ -184,7 +215,8 @@ for sc in "${SCENARIOS[@]}"; do
     --run "saturation=$OUT/saturation.json=$SAT_EXIT=$OUT/saturation.cpu" \
     --run "half_load=$OUT/half_load.json=$HALF_EXIT=$OUT/half_load.cpu" \
     --raw "$OUT/raw-before.json" --raw "$OUT/raw-after.json" \
-    --items-per-request "$ITEMS" "${RATIO[@]}" --clk-tck "$(getconf CLK_TCK)" \
+    --items-per-request "$ITEMS" "${RATIO[@]}" "${MACHINE_RAW[@]}" --pinning "$PINNING" \
+    --clk-tck "$(getconf CLK_TCK)" \
     --k6-version "$K6_VERSION_LINE" \
     --command "./loadtest/run.sh $SCENARIO (LOADTEST_SIGNATURES=$SIGS LOADTEST_VUS=$VUS LOADTEST_SECS=$SECS)" \
     --out-json "$RESULTS/$sc-$STAMP.json" --out-txt "$RESULTS/$sc-$STAMP.txt"

@@ -92,10 +92,13 @@ start_stack() {
   # Each step checked: `set -e` does not apply inside a function called as `start_stack || ...`.
   "$bin/dgsp-registry" init --params "$params" --data "$state/group" >/dev/null || return 1
   "$bin/dgsp-registry" public-key --data "$state/group" > "$state/group.pub" || return 1
-  "$bin/dgsp-registry" serve --data "$state/group" --listen "$reg" >"$state/registry.log" 2>&1 &
+  # DGSP_STACK_CPUS (a taskset CPU list) keeps both services on those cores.
+  local pin=()
+  [ -z "${DGSP_STACK_CPUS:-}" ] || pin=(taskset -c "$DGSP_STACK_CPUS")
+  "${pin[@]}" "$bin/dgsp-registry" serve --data "$state/group" --listen "$reg" >"$state/registry.log" 2>&1 &
   REG_PID=$!
   wait_ready "http://$reg" "$REG_PID" registry "$state/registry.log" || return 1
-  "$bin/dgsp-gateway" serve --registry "http://$reg" --group-key "$state/group.pub" \
+  "${pin[@]}" "$bin/dgsp-gateway" serve --registry "http://$reg" --group-key "$state/group.pub" \
     --data "$state/gateway" --listen "$gw" >"$state/gateway.log" 2>&1 &
   GW_PID=$!
   wait_ready "http://$gw" "$GW_PID" gateway "$state/gateway.log" || return 1

@@ -10,7 +10,10 @@
 //!   ratio to raw (target ≥ 0.90), with p50/p99 latency;
 //! - `POST /v1/verify` open loop at half the measured saturation rate, p50/p99 latency
 //!   (measured from the scheduled send time, so a stall is not hidden);
-//! - `POST /v1/verify/batch` with 64 items per batch (closed loop), signatures/s.
+//! - `POST /v1/verify/batch` with 64 items per batch (closed loop), signatures/s;
+//! - the same runs with the compact binary body (`application/vnd.dgsp.verify`);
+//! - CPU per request of the HTTP runtime and of the verify pool (from /proc), and how many
+//!   signatures the pool verified per engine call (coalescing).
 //!
 //! A real registry (RocksDB in a temp dir) and one gateway following it run in this process
 //! on one tokio runtime; the load generator runs on a runtime of its own, and the gateway
@@ -20,7 +23,12 @@
 //! (seconds per run, default 10), `DGSP_BENCH_SIGS` (distinct signatures, default 512),
 //! `DGSP_BENCH_CONCURRENCY` (closed-loop requests in flight, default 4 per core within
 //! 8..=32), `DGSP_BENCH_CLIENT_THREADS` (load-generator threads, default a quarter of the
-//! cores, at least 1).
+//! cores, at least 1), `DGSP_BENCH_HTTP_THREADS` and `DGSP_BENCH_WORKERS` (the gateway's
+//! thread layout, default as `dgsp-gateway serve`: see `dgsp_gateway::layout`),
+//! `DGSP_BENCH_COALESCE_US` (the gateway's coalescing wait, default as `serve`),
+//! `DGSP_BENCH_BINARY` and `DGSP_BENCH_JSON` (0 skips the binary-body or the JSON runs).
+//!
+//! Cores are those this process may use: run it under `taskset -c 0-3` to measure 4 cores.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -30,6 +38,8 @@ use axum::body::Bytes;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{ManagerPublicKey, ParamSet, Signature};
+use dgsp_gateway::api::body::{encode_binary, BINARY};
+use dgsp_gateway::layout::Layout;
 use serde_json::json;
 
 #[path = "../tests/support/mod.rs"]
@@ -49,6 +59,9 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 struct Settings {
     params: ParamSet,
+    layout: Layout,
+    coalesce: Duration,
+    binary: bool,
     secs: Duration,
     sigs: usize,
     cores: usize,
@@ -61,6 +74,16 @@ impl Settings {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let params: String = env_or("DGSP_BENCH_PARAMS", "sha2-128f".to_owned());
         Settings {
+            layout: Layout::for_cores(
+                cores,
+                env_or("DGSP_BENCH_HTTP_THREADS", 0),
+                env_or("DGSP_BENCH_WORKERS", 0),
+            ),
+            coalesce: Duration::from_micros(env_or(
+                "DGSP_BENCH_COALESCE_US",
+                dgsp_gateway::server::DEFAULT_COALESCE_WAIT.as_micros() as u64,
+            )),
+            binary: env_or("DGSP_BENCH_BINARY", 1u8) != 0,
             params: params
                 .parse()
                 .unwrap_or_else(|e| panic!("DGSP_BENCH_PARAMS: {e}")),
@@ -118,8 +141,13 @@ async fn setup(s: &Settings) -> (Services, ManagerPublicKey, Vec<Sample>) {
     );
     // Production defaults for the follower.
     let url = registry.url.clone();
+    let (workers, coalesce) = (s.layout.verify_workers, s.coalesce);
     let gateway = registry
-        .follower(|c| c.follow = dgsp_gateway::follower::FollowConfig::new(&url))
+        .follower(|c| {
+            c.follow = dgsp_gateway::follower::FollowConfig::new(&url);
+            c.workers = workers;
+            c.coalesce_wait = coalesce;
+        })
         .await;
     (Services { registry, gateway }, group, samples)
 }
@@ -234,6 +262,7 @@ struct Load {
     client: reqwest::Client,
     url: Arc<str>,
     bodies: Arc<Vec<Bytes>>,
+    content_type: &'static str,
     check: fn(&[u8]) -> bool,
     next: Arc<AtomicUsize>,
 }
@@ -245,7 +274,7 @@ impl Load {
         let sent = self
             .client
             .post(&*self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_TYPE, self.content_type)
             .body(self.bodies[i].clone())
             .send()
             .await;
@@ -304,22 +333,33 @@ impl Load {
     }
 
     /// Requests sent at `rate` per second on a fixed schedule, whatever the answers do;
-    /// latency counts from the scheduled time.
+    /// latency counts from the scheduled time. The schedule is kept by a thread of its own
+    /// sleeping to each send time (tokio's timer rounds up to the next millisecond, which
+    /// would add up to 1 ms to every latency measured from the schedule).
     async fn open(&self, rate: f64, dur: Duration) -> Outcome {
         let period = Duration::from_secs_f64(1.0 / rate.max(1.0));
-        let start = tokio::time::Instant::now();
         let total = (dur.as_secs_f64() * rate.max(1.0)) as u32;
-        let mut tasks = Vec::with_capacity(total as usize);
-        for k in 0..total {
-            let at = start + period * k;
-            tokio::time::sleep_until(at).await;
-            let load = self.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut out = Outcome::default();
-                load.one(at.into_std(), &mut out).await;
-                out
-            }));
-        }
+        let handle = tokio::runtime::Handle::current();
+        let load = self.clone();
+        let start = Instant::now();
+        let tasks = tokio::task::spawn_blocking(move || {
+            let mut tasks = Vec::with_capacity(total as usize);
+            for k in 0..total {
+                let at = start + period * k;
+                if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                let load = load.clone();
+                tasks.push(handle.spawn(async move {
+                    let mut out = Outcome::default();
+                    load.one(at, &mut out).await;
+                    out
+                }));
+            }
+            tasks
+        })
+        .await
+        .unwrap();
         let mut all = Outcome::default();
         for t in tasks {
             all.merge(t.await.unwrap());
@@ -379,13 +419,51 @@ fn all_valid_batch(body: &[u8]) -> bool {
     body.ends_with(br#""not_ok":0}"#)
 }
 
+fn batch_bodies(single: &[Vec<u8>], join: impl Fn(&[&[u8]]) -> Vec<u8>) -> Vec<Bytes> {
+    (0..single.len().div_ceil(BATCH))
+        .map(|b| {
+            let items: Vec<&[u8]> = (0..BATCH)
+                .map(|j| single[(b * BATCH + j) % single.len()].as_slice())
+                .collect();
+            join(&items).into()
+        })
+        .collect()
+}
+
+/// The verify pool's counters.
+fn pool_stats(services: &Services) -> dgsp_gateway::pool::PoolStats {
+    services.gateway.state().pool.stats()
+}
+
+/// What one closed-loop saturation run of single verifies saw, with the CPU it cost.
+struct Saturation {
+    out: Outcome,
+    /// CPU seconds by role during the run.
+    cpu: [f64; 4],
+    /// Signatures per engine call during the run.
+    per_call: f64,
+}
+
+async fn saturate(load: &Load, s: &Settings, services: &Services) -> Saturation {
+    load.closed(s.concurrency, s.warmup()).await;
+    let (cpu_before, stats_before) = (cpu_by_role(), pool_stats(services));
+    let out = load.closed(s.concurrency, s.secs).await;
+    let (cpu_after, stats_after) = (cpu_by_role(), pool_stats(services));
+    let calls = stats_after.engine_calls - stats_before.engine_calls;
+    Saturation {
+        out,
+        cpu: std::array::from_fn(|i| cpu_after[i] - cpu_before[i]),
+        per_call: (stats_after.verified - stats_before.verified) as f64 / calls.max(1) as f64,
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` compatibility: nothing to list.
     }
     let s = Settings::from_env();
     let servers = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(s.cores)
+        .worker_threads(s.layout.http_threads)
         .thread_name("bench-servers")
         .enable_all()
         .build()
@@ -413,18 +491,28 @@ fn main() {
         .count();
     assert_eq!(bad, 0, "signatures of the set that do not verify");
 
-    let single: Vec<Bytes> = samples.iter().map(|x| verify_body(x).into()).collect();
-    let batches: Vec<Bytes> = (0..samples.len().div_ceil(BATCH))
+    let json: Vec<Vec<u8>> = samples.iter().map(verify_body).collect();
+    let sig_bytes: Vec<Vec<u8>> = samples.iter().map(|x| x.sig.to_bytes()).collect();
+    let binary: Vec<Vec<u8>> = samples
+        .iter()
+        .zip(&sig_bytes)
+        .map(|(x, sig)| encode_binary(&[(&x.message, sig)], false))
+        .collect();
+    let json_batches = batch_bodies(&json, |items| {
+        let mut body = br#"{"items":["#.to_vec();
+        body.extend_from_slice(&items.join(&b','));
+        body.extend_from_slice(b"]}");
+        body
+    });
+    let binary_batches: Vec<Bytes> = (0..samples.len().div_ceil(BATCH))
         .map(|b| {
-            let mut body = br#"{"items":["#.to_vec();
-            for j in 0..BATCH {
-                if j > 0 {
-                    body.push(b',');
-                }
-                body.extend_from_slice(&single[(b * BATCH + j) % single.len()]);
-            }
-            body.extend_from_slice(b"]}");
-            body.into()
+            let items: Vec<(&[u8], &[u8])> = (0..BATCH)
+                .map(|j| {
+                    let k = (b * BATCH + j) % samples.len();
+                    (samples[k].message.as_slice(), sig_bytes[k].as_slice())
+                })
+                .collect();
+            encode_binary(&items, true).into()
         })
         .collect();
     let base = services.gateway.url.clone();
@@ -434,11 +522,13 @@ fn main() {
     let batch_clients = (capacity / BATCH).clamp(1, 4);
 
     println!(
-        "gateway benchmarks ({}, {} distinct signatures, {} cores, {:.0} s per run; gateway: {workers} verify workers, queue {capacity}; load generator: {} thread(s))\n",
+        "gateway benchmarks ({}, {} distinct signatures, {} cores, {:.0} s per run; gateway: {} HTTP threads, {workers} verify workers, queue {capacity}, coalescing wait {} µs; load generator: {} thread(s))\n",
         s.params,
         samples.len(),
         s.cores,
         s.secs.as_secs_f64(),
+        s.layout.http_threads,
+        s.coalesce.as_micros(),
         s.client_threads,
     );
 
@@ -448,37 +538,61 @@ fn main() {
     let (raw_before, failed) = raw(&verify_pool, &group, &samples, s.secs);
     assert_eq!(failed, 0, "raw verification failures");
 
-    let (sat, half, batch, cpu) = clients.block_on(async {
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(usize::MAX)
-            .build()
-            .unwrap();
-        let verify = Load {
-            client: client.clone(),
-            url: format!("{base}/v1/verify").into(),
-            bodies: Arc::new(single),
-            check: valid_answer,
-            next: Arc::default(),
-        };
-        // 2. Saturation, closed loop (also the full-load latency).
-        verify.closed(s.concurrency, s.warmup()).await;
-        let cpu_before = cpu_by_role();
-        let sat = verify.closed(s.concurrency, s.secs).await;
-        let cpu_after = cpu_by_role();
-        let cpu: Vec<f64> = (0..4).map(|i| cpu_after[i] - cpu_before[i]).collect();
-        // 3. Half of the saturation rate, open loop.
-        let half = verify.open(sat.rate() / 2.0, s.secs).await;
-        // 4. Batches of 64.
-        let batch = Load {
-            client,
-            url: format!("{base}/v1/verify/batch").into(),
-            bodies: Arc::new(batches),
-            check: all_valid_batch,
-            next: Arc::default(),
-        };
-        batch.closed(batch_clients, s.warmup()).await;
-        let batch = batch.closed(batch_clients, s.secs).await;
-        (sat, half, batch, cpu)
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(usize::MAX)
+        .build()
+        .unwrap();
+    let load = |path: &str, bodies: Vec<Bytes>, content_type, check| Load {
+        client: client.clone(),
+        url: format!("{base}{path}").into(),
+        bodies: Arc::new(bodies),
+        content_type,
+        check,
+        next: Arc::default(),
+    };
+    let mut singles = Vec::new();
+    if env_or("DGSP_BENCH_JSON", 1u8) != 0 {
+        singles.push((
+            "JSON",
+            load(
+                "/v1/verify",
+                json.into_iter().map(Bytes::from).collect(),
+                "application/json",
+                valid_answer,
+            ),
+            load(
+                "/v1/verify/batch",
+                json_batches,
+                "application/json",
+                all_valid_batch,
+            ),
+        ));
+    }
+    if s.binary {
+        singles.push((
+            "binary",
+            load(
+                "/v1/verify",
+                binary.into_iter().map(Bytes::from).collect(),
+                BINARY,
+                valid_answer,
+            ),
+            load("/v1/verify/batch", binary_batches, BINARY, all_valid_batch),
+        ));
+    }
+    let runs: Vec<_> = clients.block_on(async {
+        let mut runs = Vec::new();
+        for (name, single, batch) in &singles {
+            // 2. Saturation, closed loop (also the full-load latency).
+            let sat = saturate(single, &s, &services).await;
+            // 3. Half of the saturation rate, open loop.
+            let half = single.open(sat.out.rate() / 2.0, s.secs).await;
+            // 4. Batches of 64.
+            batch.closed(batch_clients, s.warmup()).await;
+            let batch = batch.closed(batch_clients, s.secs).await;
+            runs.push((*name, sat, half, batch));
+        }
+        runs
     });
     let (raw_after, failed) = raw(&verify_pool, &group, &samples, s.secs);
     assert_eq!(failed, 0, "raw verification failures");
@@ -489,65 +603,85 @@ fn main() {
         "| raw core verify, rayon, {} threads (before / after the HTTP runs) | {raw_rate:.0} sig/s ({raw_before:.0} / {raw_after:.0}) |",
         s.cores
     );
+    for (name, sat, half, batch) in &runs {
+        report(&s, name, raw_rate, sat, half, batch, batch_clients);
+    }
+
+    drop(clients);
+    servers.block_on(services.shutdown());
+}
+
+fn report(
+    s: &Settings,
+    name: &str,
+    raw_rate: f64,
+    sat: &Saturation,
+    half: &Outcome,
+    batch: &Outcome,
+    batch_clients: usize,
+) {
+    let (out, cpu) = (&sat.out, &sat.cpu);
     println!(
-        "| gateway POST /v1/verify, {} clients, closed loop | {:.0} req/s |",
+        "| {name}: POST /v1/verify, {} clients, closed loop | {:.0} req/s |",
         s.concurrency,
-        sat.rate()
+        out.rate()
     );
     println!(
-        "| gateway / raw (target ≥ 0.90) | {:.2} |",
-        sat.rate() / raw_rate
+        "| {name}: gateway / raw (target ≥ 0.95) | {:.2} |",
+        out.rate() / raw_rate
     );
-    let wall = sat.elapsed.as_secs_f64() * s.cores as f64;
+    let wall = out.elapsed.as_secs_f64() * s.cores as f64;
     let share = |c: f64| 100.0 * c / wall;
     println!(
-        "| CPU during saturation: verify pool / gateway HTTP runtime / load generator / other | {:.0}% / {:.0}% / {:.0}% / {:.0}% |",
+        "| {name}: CPU during saturation: verify pool / gateway HTTP runtime / load generator / other | {:.0}% / {:.0}% / {:.0}% / {:.0}% |",
         share(cpu[0]),
         share(cpu[1]),
         share(cpu[2]),
         share(cpu[3])
     );
+    let per_req = |c: f64| 1e6 * c / out.good.max(1) as f64;
+    println!(
+        "| {name}: CPU per request: HTTP runtime / verify pool / load generator | {:.0} µs / {:.0} µs / {:.0} µs |",
+        per_req(cpu[1]),
+        per_req(cpu[0]),
+        per_req(cpu[2])
+    );
+    println!(
+        "| {name}: signatures per engine call at saturation (coalescing) | {:.2} |",
+        sat.per_call
+    );
     let left = (wall - cpu[2]) / wall;
     println!(
-        "| gateway / raw on the CPU the load generator leaves ({:.0}%) | {:.2} |",
+        "| {name}: gateway / raw on the CPU the load generator leaves ({:.0}%) | {:.2} |",
         100.0 * left,
-        sat.rate() / (raw_rate * left)
+        out.rate() / (raw_rate * left)
     );
     println!(
-        "| latency p50 / p99 at full load (closed loop) | {} |",
-        sat.p50_p99()
+        "| {name}: latency p50 / p99 at full load (closed loop) | {} |",
+        out.p50_p99()
     );
     println!(
-        "| latency p50 / p99 at half load (open loop, {:.0} req/s offered, {:.0} answered) | {} |",
-        sat.rate() / 2.0,
+        "| {name}: latency p50 / p99 at half load (open loop, {:.0} req/s offered, {:.0} answered) | {} |",
+        out.rate() / 2.0,
         half.rate(),
         half.p50_p99()
     );
     println!(
-        "| gateway POST /v1/verify/batch, {BATCH} items, {batch_clients} clients | {:.0} sig/s |",
+        "| {name}: POST /v1/verify/batch, {BATCH} items, {batch_clients} clients | {:.0} sig/s |",
         batch.rate() * BATCH as f64
     );
     println!(
-        "| batch / raw | {:.2} |",
+        "| {name}: batch / raw | {:.2} |",
         batch.rate() * BATCH as f64 / raw_rate
     );
     println!(
-        "| batch latency p50 / p99 (per {BATCH}-item request) | {} |",
+        "| {name}: batch latency p50 / p99 (per {BATCH}-item request) | {} |",
         batch.p50_p99()
     );
     println!(
-        "| not ok, saturation: 503 shed / other status / transport error / 200 not valid | {} |",
-        sat.failures()
-    );
-    println!(
-        "| not ok, half load: 503 shed / other status / transport error / 200 not valid | {} |",
-        half.failures()
-    );
-    println!(
-        "| not ok, batch: 503 shed / other status / transport error / 200 not all valid | {} |",
+        "| {name}: not ok, saturation / half load / batch (503 shed / other status / transport error / 200 not valid) | {} · {} · {} |",
+        out.failures(),
+        half.failures(),
         batch.failures()
     );
-
-    drop(clients);
-    servers.block_on(services.shutdown());
 }

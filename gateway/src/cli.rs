@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 use crate::anchor::Anchor;
 use crate::api::{ApiConfig, DEFAULT_BODY_LIMIT, DEFAULT_MAX_BATCH};
+use crate::layout::Layout;
 use crate::server::Config;
 
 /// The public DGSP verification gateway: follows a group's registry, checks everything it
@@ -49,9 +50,17 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "DGSP_GATEWAY_LISTEN", default_value = "127.0.0.1:7400")]
     pub listen: SocketAddr,
-    /// Verification threads (0: one per core).
+    /// Verification threads (0: one per available core; affinity and cgroup CPU quota
+    /// honoured).
     #[arg(long, env = "DGSP_GATEWAY_WORKERS", default_value_t = 0)]
     pub workers: usize,
+    /// HTTP runtime threads (0: a quarter of the available cores, at least 1).
+    #[arg(long, env = "DGSP_GATEWAY_HTTP_THREADS", default_value_t = 0)]
+    pub http_threads: usize,
+    /// Longest wait, in microseconds, for a verify worker to gather more signatures into one
+    /// engine batch; only taken while every other worker is busy (0: never wait).
+    #[arg(long, env = "DGSP_GATEWAY_COALESCE_US", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub coalesce_us: u64,
     /// Verifications that may be queued or running at once before requests get 503
     /// (0: 64 per worker, and at least --max-batch); must be at least --max-batch.
     #[arg(long, env = "DGSP_GATEWAY_QUEUE", default_value_t = 0)]
@@ -80,6 +89,11 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The thread layout these options give on this machine.
+    pub fn layout(&self) -> Layout {
+        Layout::detect(self.http_threads, self.workers)
+    }
+
     /// The server configuration these options describe.
     pub fn config(&self) -> Result<Config, String> {
         if !(self.registry.starts_with("http://") || self.registry.starts_with("https://")) {
@@ -102,7 +116,8 @@ impl ServeArgs {
         }
         let anchor = Anchor::parse(&self.group_key)?;
         let mut c = Config::new(&self.registry, anchor, self.data.clone());
-        c.workers = self.workers;
+        c.workers = self.layout().verify_workers;
+        c.coalesce_wait = Duration::from_micros(self.coalesce_us);
         c.queue = self.queue;
         c.api = ApiConfig {
             body_limit: self.max_body_bytes,

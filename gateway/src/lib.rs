@@ -8,7 +8,8 @@
 //!
 //! Modules: [`anchor`] (which group), [`follower`] (feed → checked ranges), [`replica`]
 //! (RocksDB), [`state`] (the view in service, sync status), [`pool`] (bounded verification
-//! threads), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
+//! threads that coalesce signatures into engine batches), [`layout`] (HTTP and verify threads
+//! sized from the cores), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -17,6 +18,7 @@ pub mod anchor;
 pub mod api;
 pub mod cli;
 pub mod follower;
+pub mod layout;
 pub mod pool;
 pub mod replica;
 pub mod server;

@@ -29,7 +29,13 @@ fn main() -> ExitCode {
 fn serve(args: &ServeArgs) -> Result<(), String> {
     let config = args.config()?;
     let listen = args.listen;
-    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let layout = args.layout();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(layout.http_threads)
+        .thread_name("dgsp-http")
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
@@ -38,7 +44,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         let running = server::start(config, listener)
             .await
             .map_err(|e| e.to_string())?;
-        tracing::info!(%listen, %registry, "gateway serving");
+        tracing::info!(%listen, %registry, %layout, "gateway serving");
         running
             .serve_until(shutdown_signal())
             .await

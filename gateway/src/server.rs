@@ -14,7 +14,8 @@ use tokio::task::JoinHandle;
 use crate::anchor::{Anchor, ResolveError};
 use crate::api::{self, ApiConfig, AppState, Shared};
 use crate::follower::{FollowConfig, Follower};
-use crate::pool::{resolve_workers, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
+use crate::layout::available_cores;
+use crate::pool::{PoolConfig, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
 use crate::replica::Replica;
 use crate::state::{SyncStatus, View};
 
@@ -29,8 +30,11 @@ pub struct Config {
     pub data: PathBuf,
     /// HTTP settings.
     pub api: ApiConfig,
-    /// Verification threads (0: one per core).
+    /// Verification threads (0: one per available core, see [`crate::layout`]).
     pub workers: usize,
+    /// How long a verify worker may wait to gather more signatures into one engine batch,
+    /// only while every other worker is busy ([`PoolConfig::coalesce_wait`]).
+    pub coalesce_wait: Duration,
     /// Verifications that may be queued or running at once (0: 64 per worker, and at least
     /// `api.max_batch`); an explicit queue smaller than `api.max_batch` is refused.
     pub queue: usize,
@@ -48,11 +52,15 @@ impl Config {
             data,
             api: ApiConfig::default(),
             workers: 0,
+            coalesce_wait: DEFAULT_COALESCE_WAIT,
             queue: 0,
             resolve_attempts: 0,
         }
     }
 }
+
+/// The default coalescing wait (see docs/gateway.md, "Coalescing").
+pub const DEFAULT_COALESCE_WAIT: Duration = Duration::ZERO;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -84,8 +92,12 @@ pub struct Running {
 
 /// Opens the replica, pins the group, starts the follower and serves on `listener`.
 pub async fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
-    let pool = VerifyPool::new(config.workers, queue_for(&config)?)
-        .map_err(|e| StartError::Other(e.to_string()))?;
+    let pool = VerifyPool::new(&PoolConfig {
+        workers: workers_for(&config),
+        capacity: queue_for(&config)?,
+        coalesce_wait: config.coalesce_wait,
+    })
+    .map_err(|e| StartError::Other(e.to_string()))?;
     std::fs::create_dir_all(&config.data)
         .map_err(|e| StartError::Other(format!("{}: {e}", config.data.display())))?;
     let replica = Arc::new(Replica::open(&config.data.join("replica"))?);
@@ -160,11 +172,19 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
 fn queue_for(config: &Config) -> Result<usize, StartError> {
     let max_batch = config.api.max_batch;
     match config.queue {
-        0 => Ok((DEFAULT_SLOTS_PER_WORKER * resolve_workers(config.workers)).max(max_batch)),
+        0 => Ok((DEFAULT_SLOTS_PER_WORKER * workers_for(config)).max(max_batch)),
         n if max_batch > n => Err(StartError::Config(format!(
             "--max-batch {max_batch} is larger than --queue {n}: a full batch could never be accepted; lower --max-batch or raise --queue"
         ))),
         n => Ok(n),
+    }
+}
+
+/// Verify workers: `config.workers`, or one per available core.
+fn workers_for(config: &Config) -> usize {
+    match config.workers {
+        0 => available_cores(),
+        n => n,
     }
 }
 

@@ -13,6 +13,7 @@ use dgsp_core::checkpoint::Checkpoint;
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
 
+use crate::api::model::Note;
 use crate::replica::{Applied, Loaded};
 
 pub use dgsp_registry::log::now_ms;
@@ -24,9 +25,20 @@ pub struct Verified {
     pub checkpoint: Checkpoint,
     /// The whole signed note, as the registry served it.
     pub note: String,
+    /// The same note ready to go into answers.
+    pub note_json: Note,
 }
 
 impl Verified {
+    /// A verified `checkpoint` and the `note` that signs it.
+    pub fn new(checkpoint: Checkpoint, note: String) -> Self {
+        Verified {
+            checkpoint,
+            note_json: Note::new(note.clone()),
+            note,
+        }
+    }
+
     /// The signed time, if the note has one (legacy notes do not).
     pub fn time_unix_ms(&self) -> Option<u64> {
         self.checkpoint.time_unix_ms
@@ -87,7 +99,7 @@ impl View {
                         checkpoint.size, loaded.applied.seq
                     ));
                 }
-                Some(Arc::new(Verified { checkpoint, note }))
+                Some(Arc::new(Verified::new(checkpoint, note)))
             }
         };
         Ok(View {

@@ -222,25 +222,23 @@ impl RevocationSet {
 
     /// The neighbours of an absent zeta that would be inserted at index `i` of bucket `b`.
     fn non_membership(&self, b: usize, i: usize) -> NonMembershipProof {
-        let predecessor = if i > 0 {
-            Some((b, i - 1))
-        } else {
-            (0..b)
-                .rev()
-                .find(|&c| self.buckets[c].len() > 0)
-                .map(|c| (c, self.buckets[c].len() - 1))
-        };
-        let successor = if i < self.buckets[b].len() {
-            Some((b, i))
-        } else {
-            (b + 1..BUCKET_COUNT)
-                .find(|&c| self.buckets[c].len() > 0)
-                .map(|c| (c, 0))
-        };
+        // Global positions: the absent zeta sits between `g - 1` and `g`. Binary search over
+        // `starts` finds their buckets without scanning the empty buckets in between.
+        let g = self.starts[b] + i as u64;
+        let predecessor = g.checked_sub(1).map(|x| self.at_global(x));
+        let successor = (g < self.len).then(|| self.at_global(g));
         NonMembershipProof {
             predecessor: predecessor.map(|(c, j)| self.opening(c, j)),
             successor: successor.map(|(c, j)| self.opening(c, j)),
         }
+    }
+
+    /// The bucket and local index of the zeta at global position `x` (`x < len`): the last
+    /// bucket starting at or before `x` (any empty bucket after the one holding `x` starts
+    /// after it).
+    fn at_global(&self, x: u64) -> (usize, usize) {
+        let c = self.starts.partition_point(|&s| s <= x) - 1;
+        (c, (x - self.starts[c]) as usize)
     }
 
     /// The opening of zeta `local` of bucket `b` (both in range).

@@ -156,6 +156,25 @@ pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
         "Requests refused with 503 because the verification queue was full.",
         s.counters.shed.load(Ordering::Relaxed),
     );
+    let stats = s.pool.stats();
+    counter(
+        &mut out,
+        "dgsp_gateway_verify_signatures_total",
+        "Signatures the verification pool has checked (SPHINCS+ and WOTS+).",
+        stats.verified,
+    );
+    counter(
+        &mut out,
+        "dgsp_gateway_verify_engine_calls_total",
+        "Engine batch calls those took (signatures / calls is the mean coalesced batch).",
+        stats.engine_calls,
+    );
+    counter(
+        &mut out,
+        "dgsp_gateway_verify_coalescing_waits_total",
+        "Times a worker waited (at most --coalesce-us) for more signatures to batch.",
+        stats.waits,
+    );
     gauge(
         &mut out,
         "dgsp_gateway_pool_in_flight",

@@ -8,6 +8,7 @@
 //! (`dgsp_core::revocation::verify_revocation`, docs/revocation-proofs.md, docs/gateway.md).
 //! Errors are `application/problem+json`.
 
+pub mod body;
 pub mod health;
 pub mod model;
 pub mod openapi;

@@ -3,7 +3,10 @@
 use dgsp_core::revocation::{Membership, RevocationProof, SignedSnapshot};
 use dgsp_core::Zeta;
 use dgsp_registry::api::problem::to_b64;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::state::View;
@@ -171,7 +174,61 @@ pub struct CheckpointEvidence {
     /// `time_unix_ms` and the snapshot (number and record hash) yourself. Omitted in the
     /// items of a batch answer, whose top-level `freshness` carries it once.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub note: Option<Note>,
+}
+
+/// A signed checkpoint note as an answer carries it: the text, and its JSON string form made
+/// once per note (a note carries a SPHINCS+ signature of up to ~50 KB, which every verify
+/// answer repeats: escaping and copying it per answer was most of the cost of writing one).
+#[derive(Clone, Debug)]
+pub struct Note(Arc<NoteForms>);
+
+#[derive(Debug)]
+struct NoteForms {
+    text: String,
+    json: Box<RawValue>,
+}
+
+impl Note {
+    /// The note `text`.
+    pub fn new(text: String) -> Self {
+        let json = serde_json::to_string(&text).expect("a string always serializes");
+        let json = RawValue::from_string(json).expect("a JSON string literal is valid JSON");
+        Note(Arc::new(NoteForms { text, json }))
+    }
+
+    /// The note's text.
+    pub fn as_str(&self) -> &str {
+        &self.0.text
+    }
+}
+
+impl std::ops::Deref for Note {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Note {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Note {}
+
+impl Serialize for Note {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.json.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Note {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Note::new)
+    }
 }
 
 /// How current the state an answer was checked against is, by the registry's signed time.
@@ -206,7 +263,7 @@ impl Freshness {
                     size: v.checkpoint.size,
                     time_unix_ms: v.checkpoint.time_unix_ms?,
                     snapshot_number: v.checkpoint.snapshot.map(|s| s.number),
-                    note: Some(v.note.clone()),
+                    note: Some(v.note_json.clone()),
                 })
             }),
             age_ms: view.age_ms(now_unix_ms),

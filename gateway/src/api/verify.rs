@@ -13,15 +13,16 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use dgsp_core::{Error as CoreError, ManagerPublicKey, Pi, Signature, WotsPk};
+use dgsp_core::{Error as CoreError, Pi, Signature, WotsPk};
 use dgsp_registry::api::problem::{b64, to_b64, Body, Problem};
 
+use super::body::{RawItem, VerifyBody};
 use super::model::{
     BatchAnswer, BatchRequest, Freshness, JudgeAnswer, JudgeRequest, Revocation, Status,
     VerifyAnswer, VerifyRequest,
 };
 use super::Shared;
-use crate::pool::PoolError;
+use crate::pool::{PoolError, VerifyItem};
 use crate::state::{current, now_ms, View};
 
 /// A decoded verify item, or why it could not be.
@@ -32,10 +33,9 @@ enum Item {
 
 /// Decodes one item; a field that is not base64 is named with `prefix` (`items[3].`), which
 /// is only formatted when there is an error to report.
-fn decode_item(prefix: impl Fn() -> String, req: &VerifyRequest) -> Result<Item, Problem> {
-    let message = b64("message", &req.message).map_err(|p| p.at(format!("{}message", prefix())))?;
-    let bytes =
-        b64("signature", &req.signature).map_err(|p| p.at(format!("{}signature", prefix())))?;
+fn decode_item(prefix: impl Fn() -> String, req: &RawItem<'_>) -> Result<Item, Problem> {
+    let message = req.message.decode(|| format!("{}message", prefix()))?;
+    let bytes = req.signature.bytes(|| format!("{}signature", prefix()))?;
     Ok(match Signature::from_bytes(&bytes) {
         Ok(sig) => Item::Ready { message, sig },
         Err(e) => Item::Malformed(format!("not a DGSP signature encoding: {e}")),
@@ -130,16 +130,6 @@ fn settle(mut a: VerifyAnswer, verdict: Result<WotsPk, CoreError>) -> VerifyAnsw
     a
 }
 
-/// Signatures verified in one call on one pool thread: enough to fill the verifier's hash
-/// lanes across signatures, few enough that a batch still spreads over the cores.
-const MAX_CHUNK: usize = 64;
-
-/// How many items each pool job verifies: the batch spread evenly over the workers, at
-/// most [`MAX_CHUNK`] per job.
-fn chunk_len(items: usize, workers: usize) -> usize {
-    items.div_ceil(workers.max(1)).clamp(1, MAX_CHUNK)
-}
-
 /// The cryptographic half of a plan, waiting for its verdict.
 struct Pending {
     message: Vec<u8>,
@@ -147,20 +137,23 @@ struct Pending {
     answer: VerifyAnswer,
 }
 
-/// Verifies a chunk with one batch call (the native verifier fills its lanes across the
-/// chunk's signatures); one answer per item, in order.
-fn verify_chunk(group: &ManagerPublicKey, chunk: Vec<Pending>) -> Vec<VerifyAnswer> {
-    let items: Vec<(&[u8], &Signature)> = chunk
-        .iter()
-        .map(|p| (p.message.as_slice(), &*p.sig))
-        .collect();
-    let verdicts = group.verify_batch_ignoring_revocation(&items);
-    chunk
-        .into_iter()
-        .zip(verdicts)
-        .map(|(p, v)| settle(p.answer, v))
-        .collect()
+/// A 200 JSON answer, written into one buffer sized for it up front (an answer carries a
+/// checkpoint note of up to ~70 KB in JSON: growing a small buffer would copy it repeatedly).
+fn json<T: serde::Serialize>(answer: &T) -> Response {
+    let mut buf = Vec::with_capacity(ANSWER_CAPACITY);
+    match serde_json::to_writer(&mut buf, answer) {
+        Ok(()) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            buf,
+        )
+            .into_response(),
+        Err(e) => Problem::internal("answer", e).into_response(),
+    }
 }
+
+/// The starting size of an answer buffer: a sha2-128f answer is ~26 KB, a shake-256f one
+/// ~70 KB; larger answers (batches) grow it.
+const ANSWER_CAPACITY: usize = 32 << 10;
 
 fn busy(s: &Shared, e: PoolError) -> Response {
     match e {
@@ -182,8 +175,8 @@ fn busy(s: &Shared, e: PoolError) -> Response {
     }
 }
 
-/// Runs the plans: the cryptographic ones on the pool, in chunks verified as batches, the
-/// chunks in parallel.
+/// Runs the plans: the cryptographic ones on the pool, which verifies them in engine batches
+/// (coalesced with other requests' signatures) on all its workers.
 async fn run(
     s: &Shared,
     view: &Arc<View>,
@@ -202,17 +195,19 @@ async fn run(
             }
         }
     }
-    let per_job = chunk_len(pending.len(), s.pool.workers());
-    let mut jobs = Vec::with_capacity(pending.len().div_ceil(per_job));
-    let mut rest = pending.into_iter().peekable();
-    while rest.peek().is_some() {
-        let chunk: Vec<Pending> = rest.by_ref().take(per_job).collect();
-        let group = view.group.clone();
-        jobs.push((chunk.len(), move || verify_chunk(&group, chunk)));
+    let mut answers_of_pending = Vec::with_capacity(pending.len());
+    let mut items = Vec::with_capacity(pending.len());
+    for p in pending {
+        items.push(VerifyItem {
+            group: view.group.clone(),
+            message: p.message,
+            sig: p.sig,
+        });
+        answers_of_pending.push(p.answer);
     }
-    let done = s.pool.run_weighted(jobs).await.map_err(|e| busy(s, e))?;
-    for (slot, a) in slots.into_iter().zip(done.into_iter().flatten()) {
-        out[slot] = Some(a);
+    let verdicts = s.pool.verify(items).await.map_err(|e| busy(s, e))?;
+    for ((slot, a), v) in slots.into_iter().zip(answers_of_pending).zip(verdicts) {
+        out[slot] = Some(settle(a, v));
     }
     let mut answers: Vec<VerifyAnswer> = out.into_iter().flatten().collect();
     for a in &mut answers {
@@ -237,15 +232,18 @@ async fn run(
 /// with its note) and, when that is older than the gateway's bound, status `stale` and no
 /// verdict (unless the gateway serves stale answers: then the verdict with `stale: true`).
 /// A body whose `signature` is base64 but not a signature encoding is answered 422.
-#[utoipa::path(post, path = "/v1/verify", tag = "verify", request_body = VerifyRequest,
+#[utoipa::path(post, path = "/v1/verify", tag = "verify",
+    request_body(description = "JSON with base64 fields, or the compact binary form `application/vnd.dgsp.verify`: a 4-byte big-endian message length, the message, a 4-byte big-endian signature length, the signature encoding. Both give the same answers and errors.",
+        content((VerifyRequest = "application/json"), ("application/vnd.dgsp.verify"))),
     responses(
         (status = 200, description = "verified (see `status`)", body = VerifyAnswer),
         (status = 400, description = "malformed body or field", body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "neither application/json nor application/vnd.dgsp.verify", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "not a signature encoding", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "queue full; see Retry-After", body = Problem, content_type = "application/problem+json")))]
-pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> Response {
-    let item = match decode_item(String::new, &req) {
+pub async fn verify(State(s): State<Shared>, body: VerifyBody) -> Response {
+    let item = match body.single().and_then(|req| decode_item(String::new, &req)) {
         Ok(Item::Malformed(why)) => {
             s.counters.verify[Status::Malformed.index()].fetch_add(1, Ordering::Relaxed);
             return Problem::new(
@@ -268,7 +266,7 @@ pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> 
         item,
     );
     match run(&s, &view, vec![p]).await {
-        Ok(mut answers) => Json(answers.pop().expect("one answer")).into_response(),
+        Ok(mut answers) => json(&answers.pop().expect("one answer")),
         Err(r) => r,
     }
 }
@@ -278,24 +276,26 @@ pub async fn verify(State(s): State<Shared>, Body(req): Body<VerifyRequest>) -> 
 /// are not signature encodings get status `malformed`; a field that is not base64 fails the
 /// whole batch (400 naming `items[i].field`). The batch is refused whole (503) when the pool
 /// cannot take all of its items.
-#[utoipa::path(post, path = "/v1/verify/batch", tag = "verify", request_body = BatchRequest,
+#[utoipa::path(post, path = "/v1/verify/batch", tag = "verify",
+    request_body(description = "JSON with base64 fields, or the compact binary form `application/vnd.dgsp.verify`: a 4-byte big-endian item count, then per item a 4-byte big-endian message length, the message, a 4-byte big-endian signature length and the signature encoding. Both give the same answers and errors.",
+        content((BatchRequest = "application/json"), ("application/vnd.dgsp.verify"))),
     responses(
         (status = 200, body = BatchAnswer),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "neither application/json nor application/vnd.dgsp.verify", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "empty or too many items", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "queue full; see Retry-After", body = Problem, content_type = "application/problem+json")))]
-pub async fn verify_batch(State(s): State<Shared>, Body(req): Body<BatchRequest>) -> Response {
-    let max = s.config.max_batch;
-    if req.items.is_empty() || req.items.len() > max {
-        return Problem::invalid_field("items", format!("1 to {max} items per batch"))
-            .into_response();
-    }
+pub async fn verify_batch(State(s): State<Shared>, body: VerifyBody) -> Response {
+    let items = match body.batch(s.config.max_batch) {
+        Ok(items) => items,
+        Err(p) => return p.into_response(),
+    };
     let view = current(&s.view);
     let freshness = request_freshness(&s, &view);
     let fresh = freshness.without_note();
-    let mut plans = Vec::with_capacity(req.items.len());
-    for (i, it) in req.items.iter().enumerate() {
+    let mut plans = Vec::with_capacity(items.len());
+    for (i, it) in items.iter().enumerate() {
         match decode_item(|| format!("items[{i}]."), it) {
             Ok(item) => plans.push(plan(&view, &fresh, s.config.serve_stale, item)),
             Err(p) => return p.into_response(),
@@ -306,13 +306,12 @@ pub async fn verify_batch(State(s): State<Shared>, Body(req): Body<BatchRequest>
             s.counters.batches.fetch_add(1, Ordering::Relaxed);
             let ok = results.iter().filter(|a| a.valid).count();
             let not_ok = results.len() - ok;
-            Json(BatchAnswer {
+            json(&BatchAnswer {
                 results,
                 freshness,
                 ok,
                 not_ok,
             })
-            .into_response()
         }
         Err(r) => r,
     }
@@ -395,20 +394,5 @@ pub async fn judge(State(s): State<Shared>, Body(req): Body<JudgeRequest>) -> Re
             })
             .into_response()
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{chunk_len, MAX_CHUNK};
-
-    #[test]
-    fn batches_spread_over_the_workers_in_bounded_chunks() {
-        assert_eq!(chunk_len(1, 16), 1);
-        assert_eq!(chunk_len(64, 16), 4);
-        assert_eq!(chunk_len(65, 16), 5);
-        assert_eq!(chunk_len(256, 2), MAX_CHUNK);
-        assert_eq!(chunk_len(3, 0), 3);
-        assert_eq!(chunk_len(0, 4), 1);
     }
 }

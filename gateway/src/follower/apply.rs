@@ -291,10 +291,7 @@ pub fn check_checkpoint(view: &View, e: &Entry) -> Result<Verified, Fault> {
     let cp =
         check_note(view, note).map_err(|detail| Fault::BadCheckpoint { seq: e.seq, detail })?;
     check_checkpoint_entry(e, &cp)?;
-    Ok(Verified {
-        checkpoint: cp,
-        note: note.to_owned(),
-    })
+    Ok(Verified::new(cp, note.to_owned()))
 }
 
 /// Two timed checkpoints of one log must agree: the later one (by signed time) covers at

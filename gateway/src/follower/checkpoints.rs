@@ -44,10 +44,7 @@ impl Follower {
                 "the answer's size or head differs from its signed note".into(),
             ));
         }
-        let new = Arc::new(Verified {
-            checkpoint: cp,
-            note: info.note,
-        });
+        let new = Arc::new(Verified::new(cp, info.note));
         let held = [view.checkpoint.as_deref(), self.latest.as_deref()];
         for h in held.into_iter().flatten() {
             let (new_t, held_t) = (new.time_unix_ms(), h.time_unix_ms());

@@ -212,23 +212,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 fn from_rejection(rej: JsonRejection) -> Problem {
     let text = rej.body_text();
     match rej {
-        JsonRejection::JsonDataError(_) => {
-            // axum reports "...target type: <path>: <serde message>".
-            let detail = text
-                .split_once("target type: ")
-                .map_or(text.as_str(), |(_, d)| d);
-            let field = detail.split_once(": ").map(|(f, _)| f.to_owned());
-            let mut p = Problem::new(
-                StatusCode::BAD_REQUEST,
-                "malformed-json",
-                "Malformed request body",
-                detail,
-            );
-            p.field = field
-                .filter(|f| !f.contains(' ') && f != ".")
-                .or_else(|| backticked_field(detail));
-            p
-        }
+        JsonRejection::JsonDataError(_) => data_problem(&text),
         JsonRejection::JsonSyntaxError(_) => Problem::new(
             StatusCode::BAD_REQUEST,
             "malformed-json",
@@ -250,6 +234,54 @@ fn from_rejection(rej: JsonRejection) -> Problem {
             }
         }
     }
+}
+
+/// 400 for a body that is JSON but not of the expected shape, naming the field from axum's
+/// "...target type: <path>: <serde message>" text.
+fn data_problem(text: &str) -> Problem {
+    let detail = text.split_once("target type: ").map_or(text, |(_, d)| d);
+    let field = detail.split_once(": ").map(|(f, _)| f.to_owned());
+    let mut p = Problem::new(
+        StatusCode::BAD_REQUEST,
+        "malformed-json",
+        "Malformed request body",
+        detail,
+    );
+    p.field = field
+        .filter(|f| !f.contains(' ') && f != ".")
+        .or_else(|| backticked_field(detail));
+    p
+}
+
+/// The problem for a JSON body that a handler parsed itself (for example into borrowed
+/// fields) with `serde_path_to_error`: the same answer [`Body`] gives for the same body.
+pub fn json_problem(err: serde_path_to_error::Error<serde_json::Error>) -> Problem {
+    match err.inner().classify() {
+        serde_json::error::Category::Data => data_problem(&format!(
+            "Failed to deserialize the JSON body into the target type: {err}"
+        )),
+        _ => Problem::new(
+            StatusCode::BAD_REQUEST,
+            "malformed-json",
+            "Malformed request body",
+            format!("Failed to parse the request body as JSON: {err}"),
+        ),
+    }
+}
+
+/// The problem for trailing characters after a JSON body a handler parsed itself.
+pub fn json_trailing_problem(err: serde_json::Error) -> Problem {
+    Problem::new(
+        StatusCode::BAD_REQUEST,
+        "malformed-json",
+        "Malformed request body",
+        format!("Failed to parse the request body as JSON: {err}"),
+    )
+}
+
+/// The problem for a body that could not be read (too large: 413; broken stream: 400).
+pub fn bytes_problem(rej: axum::extract::rejection::BytesRejection) -> Problem {
+    from_rejection(JsonRejection::from(rej))
 }
 
 /// The field serde names in "missing field `x`" / "unknown field `x`" messages (at the top
