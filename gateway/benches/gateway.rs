@@ -11,6 +11,8 @@
 //! - `POST /v1/verify` open loop at half the measured saturation rate, p50/p99 latency
 //!   (measured from the scheduled send time, so a stall is not hidden);
 //! - `POST /v1/verify/batch` with 64 items per batch (closed loop), signatures/s;
+//! - overload: twice as many closed-loop clients as the queue has slots, for half a run:
+//!   accepted and shed (503) rates and the latency of accepted requests;
 //! - the same runs with the compact binary body (`application/vnd.dgsp.verify`);
 //! - CPU per request of the HTTP runtime and of the verify pool (from /proc), and how many
 //!   signatures the pool verified per engine call (coalescing).
@@ -590,7 +592,10 @@ fn main() {
             // 4. Batches of 64.
             batch.closed(batch_clients, s.warmup()).await;
             let batch = batch.closed(batch_clients, s.secs).await;
-            runs.push((*name, sat, half, batch));
+            // 5. Overload: twice as many clients as the queue has slots; the excess must be
+            // shed with 503 while accepted requests keep a bounded latency.
+            let over = single.closed(2 * capacity, s.secs / 2).await;
+            runs.push((*name, sat, half, batch, over));
         }
         runs
     });
@@ -603,8 +608,19 @@ fn main() {
         "| raw core verify, rayon, {} threads (before / after the HTTP runs) | {raw_rate:.0} sig/s ({raw_before:.0} / {raw_after:.0}) |",
         s.cores
     );
-    for (name, sat, half, batch) in &runs {
+    for (name, sat, half, batch, over) in &runs {
         report(&s, name, raw_rate, sat, half, batch, batch_clients);
+        println!(
+            "| {name}: overload, {} clients (queue {capacity}): accepted / shed with 503 | {:.0} req/s / {:.0} req/s |",
+            2 * capacity,
+            over.rate(),
+            over.shed as f64 / over.elapsed.as_secs_f64()
+        );
+        println!(
+            "| {name}: overload: p50 / p99 of accepted requests; other failures | {}; {} |",
+            over.p50_p99(),
+            over.other + over.errors + over.bad
+        );
     }
 
     drop(clients);
