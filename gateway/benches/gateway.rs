@@ -28,7 +28,8 @@
 //! cores, at least 1), `DGSP_BENCH_HTTP_THREADS` and `DGSP_BENCH_WORKERS` (the gateway's
 //! thread layout, default as `dgsp-gateway serve`: see `dgsp_gateway::layout`),
 //! `DGSP_BENCH_COALESCE_US` (the gateway's coalescing wait, default as `serve`),
-//! `DGSP_BENCH_BINARY` and `DGSP_BENCH_JSON` (0 skips the binary-body or the JSON runs).
+//! `DGSP_BENCH_BINARY` and `DGSP_BENCH_JSON` (0 skips the binary-body or the JSON runs),
+//! `DGSP_BENCH_DEBUG_SLOW` (set: print every open-loop request slower than 10 ms).
 //!
 //! Cores are those this process may use: run it under `taskset -c 0-3` to measure 4 cores.
 
@@ -48,6 +49,11 @@ use serde_json::json;
 mod support;
 
 const BATCH: usize = 64;
+
+/// `DGSP_BENCH_DEBUG_SLOW` set: the open loop prints every request slower than 10 ms (when it
+/// was sent, how long it took), to find what a tail lines up with.
+static PRINT_SLOW: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("DGSP_BENCH_DEBUG_SLOW").is_some());
 const MIN_MEMBERS: usize = 8;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -355,6 +361,13 @@ impl Load {
                 tasks.push(handle.spawn(async move {
                     let mut out = Outcome::default();
                     load.one(at, &mut out).await;
+                    if *PRINT_SLOW && at.elapsed() > Duration::from_millis(10) {
+                        eprintln!(
+                            "slow: sent at {:.3} s, answered after {:.1} ms",
+                            (at - start).as_secs_f64(),
+                            at.elapsed().as_secs_f64() * 1e3
+                        );
+                    }
                     out
                 }));
             }
