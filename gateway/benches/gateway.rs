@@ -54,6 +54,9 @@ const BATCH: usize = 64;
 /// was sent, how long it took), to find what a tail lines up with.
 static PRINT_SLOW: std::sync::LazyLock<bool> =
     std::sync::LazyLock::new(|| std::env::var_os("DGSP_BENCH_DEBUG_SLOW").is_some());
+
+/// The clock of those prints.
+static T0: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
 const MIN_MEMBERS: usize = 8;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -364,7 +367,7 @@ impl Load {
                     if *PRINT_SLOW && at.elapsed() > Duration::from_millis(10) {
                         eprintln!(
                             "slow: sent at {:.3} s, answered after {:.1} ms",
-                            (at - start).as_secs_f64(),
+                            (at - *T0).as_secs_f64(),
                             at.elapsed().as_secs_f64() * 1e3
                         );
                     }
@@ -530,6 +533,30 @@ fn main() {
             encode_binary(&items, true).into()
         })
         .collect();
+    if *PRINT_SLOW {
+        // When the gateway's view changes (a new checkpoint or range), on the same clock.
+        let state = services.gateway.state().clone();
+        std::thread::spawn(move || {
+            let mut last = None;
+            loop {
+                let v = dgsp_gateway::state::current(&state.view);
+                let now = (
+                    v.applied.seq,
+                    v.checkpoint.as_ref().and_then(|c| c.time_unix_ms()),
+                );
+                if last != Some(now) {
+                    eprintln!(
+                        "view: at {:.3} s, applied {} checkpoint time {:?}",
+                        T0.elapsed().as_secs_f64(),
+                        now.0,
+                        now.1
+                    );
+                    last = Some(now);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+    }
     let base = services.gateway.url.clone();
     let pool = &services.gateway.state().pool;
     let (workers, capacity) = (pool.workers(), pool.capacity());
