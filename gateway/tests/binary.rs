@@ -115,8 +115,8 @@ async fn binary_bodies_get_the_json_answers_and_errors() {
 async fn concurrent_singles_are_coalesced_and_keep_their_answers() {
     let reg = registry().await;
     let mut alice = reg.member("alice", 24).await;
-    // One worker with a coalescing wait: while it verifies, the next requests queue up and
-    // are taken together.
+    // One worker (a coalescing wait never applies to a pool of one): while it verifies, the
+    // next requests queue up and are taken together.
     let gw = reg
         .follower(|c| {
             c.workers = 1;

@@ -6,8 +6,9 @@
 //!   with one batch call. Under load the queue holds what arrived
 //!   while every worker was busy, so requests are coalesced without any waiting.
 //! - Only when it finds fewer than [`FILL`] signatures **and every other worker is busy**
-//!   may it wait for more, at most the configured coalescing wait. With a worker idle
-//!   nothing waits: at low load a request is verified as soon as it arrives.
+//!   (so never in a pool of one) may it wait for more, at most the configured coalescing
+//!   wait. With a worker idle nothing waits: at low load a request is verified as soon as it
+//!   arrives.
 //! - Other jobs (judge) run one at a time, in queue order.
 
 use std::collections::VecDeque;
@@ -146,10 +147,12 @@ impl Queue {
     /// wait configured.
     fn coalesce<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         let wants_more = |st: &State| {
-            matches!(st.jobs.front(), Some(Job::Verify(_)))
-                && st.jobs.len() < FILL
-                && st.running + 1 >= self.workers
-                && !st.closed
+            should_wait(
+                matches!(st.jobs.front(), Some(Job::Verify(_))),
+                st.jobs.len(),
+                st.running,
+                self.workers,
+            ) && !st.closed
         };
         if self.coalesce_wait.is_zero() || !wants_more(&st) {
             return st;
@@ -213,6 +216,10 @@ impl Queue {
                         .collect();
                     group.verify_batch_ignoring_revocation(&items)
                 }));
+                // Counted before any verdict is sent, so a caller that has its answers sees
+                // them in the stats.
+                self.verified.fetch_add(n, Ordering::Relaxed);
+                self.engine_calls.fetch_add(1, Ordering::Relaxed);
                 match verdicts {
                     Ok(verdicts) => {
                         for (job, v) in chunk.into_iter().zip(verdicts) {
@@ -227,11 +234,17 @@ impl Queue {
                     // Dropping the senders answers every waiting request `Crashed`.
                     Err(_) => tracing::error!(signatures = n, "a verification batch panicked"),
                 }
-                self.verified.fetch_add(n, Ordering::Relaxed);
-                self.engine_calls.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
+}
+
+/// Whether a free worker that finds `queued` jobs (the first a signature or not) while
+/// `running` of the pool's `workers` are busy should wait to coalesce more: only with fewer
+/// than [`FILL`] signatures and every *other* worker busy. A lone worker that is free means an
+/// idle pool, where waiting would only add latency.
+fn should_wait(front_is_verify: bool, queued: usize, running: usize, workers: usize) -> bool {
+    front_is_verify && queued < FILL && workers > 1 && running + 1 >= workers
 }
 
 /// What a worker took.
@@ -260,6 +273,20 @@ mod tests {
         };
         w.join().unwrap();
         assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn only_a_busy_pool_waits_to_coalesce() {
+        // Idle pools never wait: a pool of one, or another worker free.
+        assert!(!should_wait(true, 1, 0, 1));
+        assert!(!should_wait(true, 1, 0, 2));
+        assert!(!should_wait(true, 1, 2, 4));
+        // Every other worker busy and few signatures queued: wait.
+        assert!(should_wait(true, 1, 1, 2));
+        assert!(should_wait(true, FILL - 1, 3, 4));
+        // Enough queued to fill the lanes, or a task first: go at once.
+        assert!(!should_wait(true, FILL, 1, 2));
+        assert!(!should_wait(false, 1, 1, 2));
     }
 
     #[test]
