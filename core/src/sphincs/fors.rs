@@ -5,15 +5,38 @@
 use super::address::{Address, FORS_ROOTS, FORS_TREE};
 use super::hash::{Hasher, NodeJob};
 use super::merkle::{compute_roots, RootTask};
-use super::params::Params;
+use super::params::{Params, Standard};
 use super::Item;
 
 /// The largest `k`.
 const MAX_K: usize = 35;
 
-/// The `k` leaf indices (`a` bits each) of the FORS message `md`, least significant bit
-/// first within each byte (PQClean `message_to_indices`).
+/// The `k` leaf indices (`a` bits each) of the FORS message `md`, by the key's standard.
 pub(crate) fn indices(p: &Params, md: &[u8]) -> [u32; MAX_K] {
+    match p.standard {
+        Standard::Round3 => indices_lsb_first(p, md),
+        Standard::Fips205 => indices_msb_first(p, md),
+    }
+}
+
+/// FIPS 205 `base_2b(md, a, k)`: the bit string read most significant bit first, `a` bits
+/// per index.
+fn indices_msb_first(p: &Params, md: &[u8]) -> [u32; MAX_K] {
+    let mut out = [0u32; MAX_K];
+    let mut offset = 0usize;
+    for idx in out.iter_mut().take(p.k) {
+        for _ in 0..p.a {
+            let bit = (md[offset >> 3] >> (7 - (offset & 7))) & 1;
+            *idx = (*idx << 1) | u32::from(bit);
+            offset += 1;
+        }
+    }
+    out
+}
+
+/// Round 3.1: least significant bit first within each byte, and each index's bits from its
+/// least significant up (PQClean `message_to_indices`).
+fn indices_lsb_first(p: &Params, md: &[u8]) -> [u32; MAX_K] {
     let mut out = [0u32; MAX_K];
     let mut offset = 0usize;
     for idx in out.iter_mut().take(p.k) {

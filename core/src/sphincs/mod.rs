@@ -37,6 +37,20 @@ mod merkle;
 mod params;
 mod wots;
 
+pub use self::params::Standard;
+
+/// FIPS 205's pure-mode message `M' = 0x00 || len(ctx) || ctx || M` (Algorithms 22 and 24)
+/// that [`VerifyingKey::verify`] takes under [`Standard::Fips205`]; `None` when the context
+/// is longer than 255 bytes.
+pub fn fips205_message(ctx: &[u8], msg: &[u8]) -> Option<Vec<u8>> {
+    let len = u8::try_from(ctx.len()).ok()?;
+    let mut m = Vec::with_capacity(2 + ctx.len() + msg.len());
+    m.extend_from_slice(&[0, len]);
+    m.extend_from_slice(ctx);
+    m.extend_from_slice(msg);
+    Some(m)
+}
+
 use core::fmt;
 
 use crate::error::DecodeError;
@@ -76,10 +90,22 @@ pub struct VerifyingKey {
 }
 
 impl VerifyingKey {
-    /// A verifying key for `params` from the `2N`-byte public key `PK.seed || PK.root`.
+    /// A SPHINCS+ round 3.1 verifying key for `params` from the `2N`-byte public key
+    /// `PK.seed || PK.root`.
     ///
     /// Any other length is [`DecodeError::WrongFieldLength`] (`field: "spx_pk"`).
     pub fn new(params: ParamSet, pk: &[u8]) -> Result<Self, DecodeError> {
+        Self::with_standard(params, Standard::Round3, pk)
+    }
+
+    /// A verifying key for `params` under `standard`: [`Standard::Fips205`] verifies
+    /// SLH-DSA signatures of the same constants (`slh_verify_internal`: the message given to
+    /// [`verify`](Self::verify) is FIPS 205's `M'`, see [`fips205_message`]).
+    pub fn with_standard(
+        params: ParamSet,
+        standard: Standard,
+        pk: &[u8],
+    ) -> Result<Self, DecodeError> {
         if pk.len() != params.spx_pk_len() {
             return Err(DecodeError::WrongFieldLength {
                 field: "spx_pk",
@@ -87,7 +113,10 @@ impl VerifyingKey {
                 found: pk.len(),
             });
         }
-        let p = Params::of(params);
+        let p = Params {
+            standard,
+            ..Params::of(params)
+        };
         let mut bytes = [0u8; 64];
         bytes[..pk.len()].copy_from_slice(pk);
         Ok(VerifyingKey {
@@ -101,6 +130,11 @@ impl VerifyingKey {
     /// The parameter set.
     pub fn params(&self) -> ParamSet {
         self.set
+    }
+
+    /// The specification the key follows.
+    pub fn standard(&self) -> Standard {
+        self.p.standard
     }
 
     /// The public key bytes `PK.seed || PK.root` (`2N`).

@@ -22,6 +22,20 @@ pub(crate) struct Params {
     pub len: usize,
     /// Hash family.
     pub family: HashFamily,
+    /// Which specification's rules apply where the two differ.
+    pub standard: Standard,
+}
+
+/// The specification a key follows. Verification differs in one rule only: how the FORS
+/// leaf indices are read from the message digest. (The FIPS 205 pure-mode message prefix is
+/// the caller's: see [`super::fips205_message`].)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Standard {
+    /// SPHINCS+ round 3.1 ("simple"), as PQClean implements it: index bits read least
+    /// significant first within each byte.
+    Round3,
+    /// FIPS 205 SLH-DSA: `base_2b`, index bits read most significant first.
+    Fips205,
 }
 
 impl Params {
@@ -44,6 +58,7 @@ impl Params {
             k,
             len: 2 * n + 3,
             family: set.hash_family(),
+            standard: Standard::Round3,
         }
     }
 
