@@ -7,9 +7,9 @@
 //! (`--http-threads`, `--workers`).
 //!
 //! The default gives every core to verification and a quarter of them (at least one) to
-//! HTTP: a verify costs ~10× more CPU than parsing its request and writing the answer, so
-//! more HTTP threads only add runnable threads that compete for the same cores (measured in
-//! docs/gateway.md, "Thread layout").
+//! HTTP: a verify costs ~5× (sha2-128f) to ~10× (shake-256f) the CPU of reading its request
+//! and writing the answer, so more HTTP threads only add runnable threads that compete for
+//! the same cores (docs/gateway.md, "Thread layout"; numbers in docs/benchmarks.md).
 
 /// Threads of each kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
