@@ -29,7 +29,8 @@
 //! thread layout, default as `dgsp-gateway serve`: see `dgsp_gateway::layout`),
 //! `DGSP_BENCH_COALESCE_US` (the gateway's coalescing wait, default as `serve`),
 //! `DGSP_BENCH_BINARY` and `DGSP_BENCH_JSON` (0 skips the binary-body or the JSON runs),
-//! `DGSP_BENCH_DEBUG_SLOW` (set: print every open-loop request slower than 10 ms).
+//! `DGSP_BENCH_DEBUG_SLOW` (set: print every open-loop request slower than 10 ms, every
+//! send the generator made over 5 ms late, and every change of the gateway's view).
 //!
 //! Cores are those this process may use: run it under `taskset -c 0-3` to measure 4 cores.
 
@@ -359,6 +360,14 @@ impl Load {
                 let at = start + period * k;
                 if let Some(wait) = at.checked_duration_since(Instant::now()) {
                     std::thread::sleep(wait);
+                }
+                let late = at.elapsed();
+                if *PRINT_SLOW && late > Duration::from_millis(5) {
+                    eprintln!(
+                        "late: the generator sent the request due at {:.3} s {:.1} ms late",
+                        (at - *T0).as_secs_f64(),
+                        late.as_secs_f64() * 1e3
+                    );
                 }
                 let load = load.clone();
                 tasks.push(handle.spawn(async move {
