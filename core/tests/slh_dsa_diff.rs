@@ -43,7 +43,7 @@ fn check<P: ParameterSet>(set: ParamSet, seed: u64) {
     let round3 = VerifyingKey::new(set, &pk).unwrap();
     assert_eq!(
         round3.verify(&m, &sig),
-        fors_a(set) == 8,
+        shape(set).1 == 8,
         "{set}: the round 3.1 rules and FIPS 205 should differ exactly when a != 8"
     );
     // Without the pure-mode prefix, or with another context: rejected.
@@ -57,7 +57,7 @@ fn check<P: ParameterSet>(set: ParamSet, seed: u64) {
     // Mutations: the message, then the first byte of every region of the signature (R,
     // each FORS tree's secret and path, each layer's WOTS+ signature and path), then the
     // last byte, truncation and extension.
-    let (n, k, a) = (set.n(), fors_k(set), fors_a(set));
+    let (n, (k, a, d, hp)) = (set.n(), shape(set));
     let mut m2 = m.clone();
     *m2.last_mut().unwrap() ^= 1;
     assert!(
@@ -69,7 +69,7 @@ fn check<P: ParameterSet>(set: ParamSet, seed: u64) {
         offsets.push(n + t * (a + 1) * n); // secret
         offsets.push(n + t * (a + 1) * n + n); // first path node
     }
-    let (len, hp, d) = (2 * n + 3, layers_height(set), layers(set));
+    let len = 2 * n + 3;
     let ht = n + k * (a + 1) * n;
     for layer in 0..d {
         let base = ht + layer * (len + hp) * n;
@@ -103,47 +103,16 @@ fn check<P: ParameterSet>(set: ParamSet, seed: u64) {
     }
 }
 
-fn fors_k(set: ParamSet) -> usize {
+/// FIPS 205 Table 2 for `set`: FORS trees `k`, FORS height `a`, layers `d` and the height
+/// of one layer's tree `h'` (they depend only on the security level and s/f).
+fn shape(set: ParamSet) -> (usize, usize, usize, usize) {
     match set.name().rsplit('-').next().unwrap() {
-        "128s" => 14,
-        "128f" => 33,
-        "192s" => 17,
-        "192f" => 33,
-        "256s" => 22,
-        _ => 35,
-    }
-}
-
-fn fors_a(set: ParamSet) -> usize {
-    match set.name().rsplit('-').next().unwrap() {
-        "128s" => 12,
-        "128f" => 6,
-        "192s" => 14,
-        "192f" => 8,
-        "256s" => 14,
-        _ => 9,
-    }
-}
-
-fn layers(set: ParamSet) -> usize {
-    match set.name().rsplit('-').next().unwrap() {
-        "128s" => 7,
-        "128f" => 22,
-        "192s" => 7,
-        "192f" => 22,
-        "256s" => 8,
-        _ => 17,
-    }
-}
-
-fn layers_height(set: ParamSet) -> usize {
-    match set.name().rsplit('-').next().unwrap() {
-        "128s" => 9,
-        "128f" => 3,
-        "192s" => 9,
-        "192f" => 3,
-        "256s" => 8,
-        _ => 4,
+        "128s" => (14, 12, 7, 9),
+        "128f" => (33, 6, 22, 3),
+        "192s" => (17, 14, 7, 9),
+        "192f" => (33, 8, 22, 3),
+        "256s" => (22, 14, 8, 8),
+        _ => (35, 9, 17, 4),
     }
 }
 

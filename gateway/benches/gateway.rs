@@ -446,13 +446,13 @@ fn all_valid_batch(body: &[u8]) -> bool {
     body.ends_with(br#""not_ok":0}"#)
 }
 
-fn batch_bodies(single: &[Vec<u8>], join: impl Fn(&[&[u8]]) -> Vec<u8>) -> Vec<Bytes> {
-    (0..single.len().div_ceil(BATCH))
+/// Batch bodies of [`BATCH`] items cycling through `n` samples: `body` makes one from the
+/// samples' indices.
+fn batch_bodies(n: usize, body: impl Fn(&[usize]) -> Vec<u8>) -> Vec<Bytes> {
+    (0..n.div_ceil(BATCH))
         .map(|b| {
-            let items: Vec<&[u8]> = (0..BATCH)
-                .map(|j| single[(b * BATCH + j) % single.len()].as_slice())
-                .collect();
-            join(&items).into()
+            let items: Vec<usize> = (0..BATCH).map(|j| (b * BATCH + j) % n).collect();
+            body(&items).into()
         })
         .collect()
 }
@@ -525,23 +525,20 @@ fn main() {
         .zip(&sig_bytes)
         .map(|(x, sig)| encode_binary(&[(&x.message, sig)], false))
         .collect();
-    let json_batches = batch_bodies(&json, |items| {
+    let json_batches = batch_bodies(samples.len(), |items| {
+        let parts: Vec<&[u8]> = items.iter().map(|&k| json[k].as_slice()).collect();
         let mut body = br#"{"items":["#.to_vec();
-        body.extend_from_slice(&items.join(&b','));
+        body.extend_from_slice(&parts.join(&b','));
         body.extend_from_slice(b"]}");
         body
     });
-    let binary_batches: Vec<Bytes> = (0..samples.len().div_ceil(BATCH))
-        .map(|b| {
-            let items: Vec<(&[u8], &[u8])> = (0..BATCH)
-                .map(|j| {
-                    let k = (b * BATCH + j) % samples.len();
-                    (samples[k].message.as_slice(), sig_bytes[k].as_slice())
-                })
-                .collect();
-            encode_binary(&items, true).into()
-        })
-        .collect();
+    let binary_batches = batch_bodies(samples.len(), |items| {
+        let pairs: Vec<(&[u8], &[u8])> = items
+            .iter()
+            .map(|&k| (samples[k].message.as_slice(), sig_bytes[k].as_slice()))
+            .collect();
+        encode_binary(&pairs, true)
+    });
     if *PRINT_SLOW {
         // When the gateway's view changes (a new checkpoint or range), on the same clock.
         let state = services.gateway.state().clone();

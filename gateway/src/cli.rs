@@ -116,7 +116,7 @@ impl ServeArgs {
         }
         let anchor = Anchor::parse(&self.group_key)?;
         let mut c = Config::new(&self.registry, anchor, self.data.clone());
-        c.workers = self.layout().verify_workers;
+        c.workers = self.workers;
         c.coalesce_wait = Duration::from_micros(self.coalesce_us);
         c.queue = self.queue;
         c.api = ApiConfig {

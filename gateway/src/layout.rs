@@ -46,7 +46,7 @@ impl Layout {
 }
 
 /// The cores this process may use (affinity and cgroup quota honoured), at least 1.
-pub fn available_cores() -> usize {
+fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

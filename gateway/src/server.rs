@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use crate::anchor::{Anchor, ResolveError};
 use crate::api::{self, ApiConfig, AppState, Shared};
 use crate::follower::{FollowConfig, Follower};
-use crate::layout::available_cores;
+use crate::layout::Layout;
 use crate::pool::{PoolConfig, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
 use crate::replica::Replica;
 use crate::state::{SyncStatus, View};
@@ -180,12 +180,9 @@ fn queue_for(config: &Config) -> Result<usize, StartError> {
     }
 }
 
-/// Verify workers: `config.workers`, or one per available core.
+/// Verify workers: `config.workers`, or the layout's default for the available cores.
 fn workers_for(config: &Config) -> usize {
-    match config.workers {
-        0 => available_cores(),
-        n => n,
-    }
+    Layout::detect(0, config.workers).verify_workers
 }
 
 async fn resolve(config: &Config) -> Result<dgsp_core::ManagerPublicKey, StartError> {

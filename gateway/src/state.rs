@@ -23,10 +23,8 @@ pub use dgsp_registry::log::now_ms;
 pub struct Verified {
     /// The checkpoint the note signs.
     pub checkpoint: Checkpoint,
-    /// The whole signed note, as the registry served it.
-    pub note: String,
-    /// The same note ready to go into answers.
-    pub note_json: Note,
+    /// The whole signed note, as the registry served it (ready to go into answers).
+    pub note: Note,
 }
 
 impl Verified {
@@ -34,8 +32,7 @@ impl Verified {
     pub fn new(checkpoint: Checkpoint, note: String) -> Self {
         Verified {
             checkpoint,
-            note_json: Note::new(note.clone()),
-            note,
+            note: Note::new(note),
         }
     }
 

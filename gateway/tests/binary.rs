@@ -10,20 +10,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_gateway::api::body::{encode_binary, BINARY};
 use serde_json::{json, Value};
-use support::registry;
-
-/// POSTs raw bytes with a content type; status and JSON body.
-async fn post_bytes(url: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .post(url)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
+use support::{post_bytes, registry, statuses};
 
 /// An answer without what differs from one request to the next (the state's age), at the
 /// top and in every batch result.
@@ -64,47 +51,52 @@ async fn binary_bodies_get_the_json_answers_and_errors() {
     let mut tampered = (b"bye".to_vec(), alice.sign(b"bye").to_bytes());
     *tampered.1.last_mut().unwrap() ^= 1;
     let items = [good.clone(), revoked, tampered, (b"x".to_vec(), vec![1, 2])];
-    let single = format!("{}/v1/verify", gw.url);
-    let batch = format!("{}/v1/verify/batch", gw.url);
+    let (single, batch) = ("/v1/verify", "/v1/verify/batch");
 
     for (m, s) in &items {
         let j = json!({"message": B64.encode(m), "signature": B64.encode(s)});
-        let (js, jv) = post_bytes(&single, "application/json", j.to_string().into()).await;
-        let (bs, bv) = post_bytes(&single, BINARY, encode_binary(&[(m, s)], false)).await;
+        let (js, jv) = gw
+            .post_bytes(single, "application/json", j.to_string().into())
+            .await;
+        let (bs, bv) = gw
+            .post_bytes(single, BINARY, encode_binary(&[(m, s)], false))
+            .await;
         same("single", (bs, bv), (js, jv));
     }
     let pairs: Vec<(&[u8], &[u8])> = items.iter().map(|(m, s)| (&m[..], &s[..])).collect();
     let j = json!({"items": items.iter().map(|(m, s)| json!({
         "message": B64.encode(m), "signature": B64.encode(s)})).collect::<Vec<_>>()});
-    let (js, jv) = post_bytes(&batch, "application/json", j.to_string().into()).await;
-    let (bs, bv) = post_bytes(&batch, BINARY, encode_binary(&pairs, true)).await;
+    let (js, jv) = gw
+        .post_bytes(batch, "application/json", j.to_string().into())
+        .await;
+    let (bs, bv) = gw
+        .post_bytes(batch, BINARY, encode_binary(&pairs, true))
+        .await;
     assert_eq!(js, 200);
     same("batch", (bs, bv.clone()), (js, jv));
-    let statuses: Vec<&str> = bv["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["status"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        statuses,
+        statuses(&bv),
         ["ok", "revoked", "invalid_signature", "malformed"]
     );
 
     // Errors: truncated, too many items, wrong media type.
     let mut cut = encode_binary(&pairs, true);
     cut.truncate(cut.len() - 1);
-    let (s, p) = post_bytes(&batch, BINARY, cut).await;
+    let (s, p) = gw.post_bytes(batch, BINARY, cut).await;
     assert_eq!((s, p["field"].as_str()), (400, Some("items[3].signature")));
     let nine: Vec<(&[u8], &[u8])> = (0..9).map(|_| pairs[0]).collect();
-    let (s, p) = post_bytes(&batch, BINARY, encode_binary(&nine, true)).await;
+    let (s, p) = gw
+        .post_bytes(batch, BINARY, encode_binary(&nine, true))
+        .await;
     assert_eq!((s, p["field"].as_str()), (422, Some("items")));
-    let (s, p) = post_bytes(&single, "text/plain", b"x".to_vec()).await;
+    let (s, p) = gw.post_bytes(single, "text/plain", b"x".to_vec()).await;
     assert_eq!(
         (s, p["type"].as_str()),
         (415, Some("urn:dgsp:problem:unsupported-media-type"))
     );
-    let (s, p) = post_bytes(&single, BINARY, encode_binary(&[(b"m", b"junk")], false)).await;
+    let (s, p) = gw
+        .post_bytes(single, BINARY, encode_binary(&[(b"m", b"junk")], false))
+        .await;
     assert_eq!((s, p["field"].as_str()), (422, Some("signature")));
 
     gw.shutdown().await;
@@ -137,9 +129,9 @@ async fn concurrent_singles_are_coalesced_and_keep_their_answers() {
     }
     let before = gw.state().pool.stats();
     let answers = futures_join(sent.iter().map(|(m, s, _)| {
-        let url = url.clone();
+        let (client, url) = (gw.client.clone(), url.clone());
         let body = encode_binary(&[(m, s)], false);
-        async move { post_bytes(&url, BINARY, body).await }
+        async move { post_bytes(&client, &url, BINARY, body).await }
     }))
     .await;
     for ((_, _, want_ok), (status, a)) in sent.iter().zip(&answers) {

@@ -155,14 +155,8 @@ async fn two_gateways_follow_one_registry_through_a_revocation_and_a_restart() {
     ]});
     let (status, batch) = g1.post("/v1/verify/batch", &items).await;
     assert_eq!(status, 200, "{batch}");
-    let statuses: Vec<&str> = batch["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["status"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        statuses,
+        support::statuses(&batch),
         ["ok", "revoked", "invalid_signature", "malformed"]
     );
     assert_eq!(

@@ -11,37 +11,20 @@ use super::Item;
 /// The largest `k`.
 const MAX_K: usize = 35;
 
-/// The `k` leaf indices (`a` bits each) of the FORS message `md`, by the key's standard.
+/// The `k` leaf indices (`a` bits each) of the FORS message `md`. Round 3.1 (PQClean
+/// `message_to_indices`) reads the bits least significant first within each byte and fills
+/// each index from its least significant bit up; FIPS 205 (`base_2b`) reads them most
+/// significant first, as one big-endian bit string.
 pub(crate) fn indices(p: &Params, md: &[u8]) -> [u32; MAX_K] {
-    match p.standard {
-        Standard::Round3 => indices_lsb_first(p, md),
-        Standard::Fips205 => indices_msb_first(p, md),
-    }
-}
-
-/// FIPS 205 `base_2b(md, a, k)`: the bit string read most significant bit first, `a` bits
-/// per index.
-fn indices_msb_first(p: &Params, md: &[u8]) -> [u32; MAX_K] {
-    let mut out = [0u32; MAX_K];
-    let mut offset = 0usize;
-    for idx in out.iter_mut().take(p.k) {
-        for _ in 0..p.a {
-            let bit = (md[offset >> 3] >> (7 - (offset & 7))) & 1;
-            *idx = (*idx << 1) | u32::from(bit);
-            offset += 1;
-        }
-    }
-    out
-}
-
-/// Round 3.1: least significant bit first within each byte, and each index's bits from its
-/// least significant up (PQClean `message_to_indices`).
-fn indices_lsb_first(p: &Params, md: &[u8]) -> [u32; MAX_K] {
     let mut out = [0u32; MAX_K];
     let mut offset = 0usize;
     for idx in out.iter_mut().take(p.k) {
         for j in 0..p.a {
-            *idx |= u32::from((md[offset >> 3] >> (offset & 7)) & 1) << j;
+            let byte = md[offset >> 3];
+            *idx = match p.standard {
+                Standard::Round3 => *idx | u32::from((byte >> (offset & 7)) & 1) << j,
+                Standard::Fips205 => (*idx << 1) | u32::from((byte >> (7 - (offset & 7))) & 1),
+            };
             offset += 1;
         }
     }

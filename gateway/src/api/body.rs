@@ -23,6 +23,8 @@ use dgsp_registry::api::problem::{
 };
 use serde::Deserialize;
 
+use super::model::{BatchRequest, VerifyRequest};
+
 /// The compact binary media type of verify requests.
 pub const BINARY: &str = "application/vnd.dgsp.verify";
 
@@ -102,24 +104,8 @@ pub struct RawItem<'a> {
     pub signature: Field<'a>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonItem<'a> {
-    #[serde(borrow)]
-    message: Cow<'a, str>,
-    #[serde(borrow)]
-    signature: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonBatch<'a> {
-    #[serde(borrow)]
-    items: Vec<JsonItem<'a>>,
-}
-
-impl<'a> From<JsonItem<'a>> for RawItem<'a> {
-    fn from(j: JsonItem<'a>) -> Self {
+impl<'a> From<VerifyRequest<'a>> for RawItem<'a> {
+    fn from(j: VerifyRequest<'a>) -> Self {
         RawItem {
             message: Field::Text(j.message),
             signature: Field::Text(j.signature),
@@ -138,7 +124,7 @@ impl VerifyBody {
     /// The body as one item (`/v1/verify`).
     pub fn single(&self) -> Result<RawItem<'_>, Problem> {
         match self.encoding {
-            Encoding::Json => parse_json::<JsonItem>(&self.bytes).map(RawItem::from),
+            Encoding::Json => parse_json::<VerifyRequest>(&self.bytes).map(RawItem::from),
             Encoding::Binary => {
                 let mut r = Reader::new(&self.bytes);
                 let item = r.item(String::new)?;
@@ -154,7 +140,7 @@ impl VerifyBody {
         let count_problem =
             || Problem::invalid_field("items", format!("1 to {max} items per batch"));
         let items: Vec<RawItem<'_>> = match self.encoding {
-            Encoding::Json => parse_json::<JsonBatch>(&self.bytes)?
+            Encoding::Json => parse_json::<BatchRequest>(&self.bytes)?
                 .items
                 .into_iter()
                 .map(RawItem::from)

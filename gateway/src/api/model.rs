@@ -1,9 +1,11 @@
 //! Request and answer bodies. Binary values are standard base64 with padding.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use dgsp_core::revocation::{Membership, RevocationProof, SignedSnapshot};
 use dgsp_core::Zeta;
 use dgsp_registry::api::problem::to_b64;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -11,25 +13,31 @@ use utoipa::ToSchema;
 
 use crate::state::View;
 
+// The base64 fields are borrowed from the request body (owned only when the JSON string has
+// escapes): the gateway parses verify bodies into these types directly (`api::body`).
+
 /// A signature to verify.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct VerifyRequest {
+pub struct VerifyRequest<'a> {
     /// The signed message (base64).
-    #[schema(content_encoding = "base64")]
-    pub message: String,
+    #[schema(content_encoding = "base64", value_type = String)]
+    #[serde(borrow)]
+    pub message: Cow<'a, str>,
     /// The group signature (base64 of its encoding).
-    #[schema(content_encoding = "base64")]
-    pub signature: String,
+    #[schema(content_encoding = "base64", value_type = String)]
+    #[serde(borrow)]
+    pub signature: Cow<'a, str>,
 }
 
 /// Several signatures to verify in parallel.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BatchRequest {
+pub struct BatchRequest<'a> {
     /// 1 to `max_batch` (default 256) items.
     #[schema(min_items = 1)]
-    pub items: Vec<VerifyRequest>,
+    #[serde(borrow)]
+    pub items: Vec<VerifyRequest<'a>>,
 }
 
 /// A claimed opening to judge.
@@ -263,7 +271,7 @@ impl Freshness {
                     size: v.checkpoint.size,
                     time_unix_ms: v.checkpoint.time_unix_ms?,
                     snapshot_number: v.checkpoint.snapshot.map(|s| s.number),
-                    note: Some(v.note_json.clone()),
+                    note: Some(v.note.clone()),
                 })
             }),
             age_ms: view.age_ms(now_unix_ms),

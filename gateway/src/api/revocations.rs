@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::model::{Freshness, Revocation};
+use super::model::{Freshness, Note, Revocation};
 use super::Shared;
 use crate::state::{current, now_ms};
 
@@ -30,7 +30,8 @@ pub struct GroupAnswer {
     /// The newest verified checkpoint note covering the applied entries (absent before the
     /// first).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub checkpoint: Option<Note>,
     /// How current this gateway is.
     pub freshness: Freshness,
 }

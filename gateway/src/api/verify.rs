@@ -7,7 +7,6 @@
 //! bounded pool.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -45,7 +44,8 @@ fn decode_item(prefix: impl Fn() -> String, req: &RawItem<'_>) -> Result<Item, P
 /// What the cheap checks decide before any cryptography.
 enum Plan {
     Done(VerifyAnswer),
-    Crypto(Pending),
+    /// The signature to verify, and its answer once the verdict is in.
+    Crypto(VerifyItem, VerifyAnswer),
 }
 
 /// The freshness every answer of one request shares.
@@ -108,15 +108,16 @@ fn plan(view: &View, fresh: &Freshness, serve_stale: bool, item: Item) -> Plan {
         answer.detail = Some("the signature's certificate is revoked".into());
         return Plan::Done(answer);
     }
-    Plan::Crypto(Pending {
+    let item = VerifyItem {
+        group: view.group.clone(),
         message,
         sig: Box::new(sig),
-        answer,
-    })
+    };
+    Plan::Crypto(item, answer)
 }
 
 /// Settles an answer with the cryptographic verdict.
-fn settle(mut a: VerifyAnswer, verdict: Result<WotsPk, CoreError>) -> VerifyAnswer {
+fn settle(a: &mut VerifyAnswer, verdict: Result<WotsPk, CoreError>) {
     match verdict {
         Ok(_) => {
             a.valid = true;
@@ -127,14 +128,6 @@ fn settle(mut a: VerifyAnswer, verdict: Result<WotsPk, CoreError>) -> VerifyAnsw
             a.detail = Some(e.to_string());
         }
     }
-    a
-}
-
-/// The cryptographic half of a plan, waiting for its verdict.
-struct Pending {
-    message: Vec<u8>,
-    sig: Box<Signature>,
-    answer: VerifyAnswer,
 }
 
 /// A 200 JSON answer, written into one buffer sized for it up front (an answer carries a
@@ -177,39 +170,24 @@ fn busy(s: &Shared, e: PoolError) -> Response {
 
 /// Runs the plans: the cryptographic ones on the pool, which verifies them in engine batches
 /// (coalesced with other requests' signatures) on all its workers.
-async fn run(
-    s: &Shared,
-    view: &Arc<View>,
-    plans: Vec<Plan>,
-) -> Result<Vec<VerifyAnswer>, Response> {
-    let mut out: Vec<Option<VerifyAnswer>> = Vec::with_capacity(plans.len());
-    let mut pending = Vec::new();
+async fn run(s: &Shared, plans: Vec<Plan>) -> Result<Vec<VerifyAnswer>, Response> {
+    let mut answers = Vec::with_capacity(plans.len());
+    let mut items = Vec::new();
     let mut slots = Vec::new();
     for p in plans {
         match p {
-            Plan::Done(a) => out.push(Some(a)),
-            Plan::Crypto(p) => {
-                slots.push(out.len());
-                out.push(None);
-                pending.push(p);
+            Plan::Done(a) => answers.push(a),
+            Plan::Crypto(item, a) => {
+                slots.push(answers.len());
+                answers.push(a);
+                items.push(item);
             }
         }
     }
-    let mut answers_of_pending = Vec::with_capacity(pending.len());
-    let mut items = Vec::with_capacity(pending.len());
-    for p in pending {
-        items.push(VerifyItem {
-            group: view.group.clone(),
-            message: p.message,
-            sig: p.sig,
-        });
-        answers_of_pending.push(p.answer);
-    }
     let verdicts = s.pool.verify(items).await.map_err(|e| busy(s, e))?;
-    for ((slot, a), v) in slots.into_iter().zip(answers_of_pending).zip(verdicts) {
-        out[slot] = Some(settle(a, v));
+    for (slot, v) in slots.into_iter().zip(verdicts) {
+        settle(&mut answers[slot], v);
     }
-    let mut answers: Vec<VerifyAnswer> = out.into_iter().flatten().collect();
     for a in &mut answers {
         s.counters.verify[a.status.index()].fetch_add(1, Ordering::Relaxed);
         if a.freshness.stale {
@@ -265,7 +243,7 @@ pub async fn verify(State(s): State<Shared>, body: VerifyBody) -> Response {
         s.config.serve_stale,
         item,
     );
-    match run(&s, &view, vec![p]).await {
+    match run(&s, vec![p]).await {
         Ok(mut answers) => json(&answers.pop().expect("one answer")),
         Err(r) => r,
     }
@@ -301,7 +279,7 @@ pub async fn verify_batch(State(s): State<Shared>, body: VerifyBody) -> Response
             Err(p) => return p.into_response(),
         }
     }
-    match run(&s, &view, plans).await {
+    match run(&s, plans).await {
         Ok(results) => {
             s.counters.batches.fetch_add(1, Ordering::Relaxed);
             let ok = results.iter().filter(|a| a.valid).count();

@@ -123,7 +123,7 @@ pub fn apply_range(
         unsnapshotted.iter().map(|(_, seq)| *seq).min(),
     )
     .map_err(|detail| Fault::BadCheckpoint { seq: at, detail })?;
-    update.checkpoint = checkpoint.note.clone();
+    update.checkpoint = checkpoint.note.to_string();
     let next = View {
         group: view.group.clone(),
         applied: update.applied,

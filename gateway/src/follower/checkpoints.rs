@@ -17,7 +17,7 @@ impl Follower {
     /// checked against every timed checkpoint held, then held as `latest`; applied at once
     /// when it covers the applied position or entries already pending.
     pub(super) async fn on_registry_note(&mut self, info: CheckpointInfo) -> Result<(), Fault> {
-        if self.latest.as_ref().is_some_and(|l| l.note == info.note) {
+        if self.latest.as_ref().is_some_and(|l| *l.note == info.note) {
             return self.try_latest().await;
         }
         let view = current(&self.view);
@@ -107,7 +107,7 @@ impl Follower {
     pub(super) async fn check_log_checkpoint(&self) -> Result<Verified, Fault> {
         let e = &self.pending[self.pending.len() - 1].entry;
         let note = apply::checkpoint_note(e)?;
-        if let Some(l) = self.latest.as_ref().filter(|l| l.note == note) {
+        if let Some(l) = self.latest.as_ref().filter(|l| *l.note == *note) {
             apply::check_checkpoint_entry(e, &l.checkpoint)?;
             return Ok((**l).clone());
         }

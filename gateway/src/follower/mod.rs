@@ -468,7 +468,7 @@ impl Follower {
         .map_err(|detail| Fault::BadCheckpoint { seq: at, detail })?;
         let replica = self.replica.clone();
         let note = checkpoint.note.clone();
-        tokio::task::spawn_blocking(move || replica.confirm(&note))
+        tokio::task::spawn_blocking(move || replica.confirm(note.as_str()))
             .await
             .map_err(|e| Fault::Storage(format!("confirm task: {e}")))?
             .map_err(|e| Fault::Storage(e.to_string()))?;

@@ -19,8 +19,8 @@ use std::time::Duration;
 use dgsp_core::{Error as CoreError, ManagerPublicKey, Signature, WotsPk};
 use tokio::sync::{oneshot, Semaphore};
 
+pub use queue::PoolStats;
 use queue::{Job, Queue, VerifyJob};
-pub use queue::{PoolStats, MAX_CHUNK};
 
 /// Queue slots per worker when no capacity is configured.
 pub const DEFAULT_SLOTS_PER_WORKER: usize = 64;
@@ -41,8 +41,8 @@ pub enum PoolError {
 pub struct PoolConfig {
     /// Worker threads (at least 1).
     pub workers: usize,
-    /// Verifications that may wait or run at once (0: [`DEFAULT_SLOTS_PER_WORKER`] per
-    /// worker).
+    /// Verifications that may wait or run at once (at least 1; the server's default is
+    /// [`DEFAULT_SLOTS_PER_WORKER`] per worker).
     pub capacity: usize,
     /// How long a worker that finds fewer than a lane-filling number of signatures queued
     /// may wait for more, and only while every other worker is busy (zero: never wait;
@@ -75,10 +75,7 @@ impl VerifyPool {
     /// Starts `config.workers` threads named `dgsp-verify-N`.
     pub fn new(config: &PoolConfig) -> std::io::Result<Self> {
         let workers = config.workers.max(1);
-        let capacity = match config.capacity {
-            0 => DEFAULT_SLOTS_PER_WORKER * workers,
-            n => n,
-        };
+        let capacity = config.capacity.max(1);
         let queue = Arc::new(Queue::new(workers, config.coalesce_wait));
         let mut threads = Vec::with_capacity(workers);
         for i in 0..workers {
@@ -143,7 +140,7 @@ impl VerifyPool {
             jobs.push(Job::Verify(VerifyJob {
                 item,
                 done: tx,
-                _slot: slot,
+                slot,
             }));
             waits.push(rx);
         }
@@ -185,17 +182,6 @@ impl Drop for VerifyPool {
             if t.join().is_err() {
                 tracing::error!("a verification worker ended by panic");
             }
-        }
-    }
-}
-
-impl PoolStats {
-    /// Mean signatures per engine call so far (0 before any).
-    pub fn mean_batch(&self) -> f64 {
-        if self.engine_calls == 0 {
-            0.0
-        } else {
-            self.verified as f64 / self.engine_calls as f64
         }
     }
 }

@@ -24,17 +24,17 @@ use super::{Verdict, VerifyItem};
 /// Most signatures verified in one engine call: enough to fill the hash lanes across
 /// signatures (the engine works in chunks of 16), few enough that the signatures of one
 /// batch request spread over the workers.
-pub const MAX_CHUNK: usize = 16;
+const MAX_CHUNK: usize = 16;
 
 /// Below this many queued signatures a worker may wait (bounded) for more.
-pub const FILL: usize = 4;
+const FILL: usize = 4;
 
 /// A queued signature and where its verdict goes.
 pub(super) struct VerifyJob {
     pub item: VerifyItem,
     pub done: oneshot::Sender<Verdict>,
-    /// The queue slot, released when the verdict is sent.
-    pub _slot: OwnedSemaphorePermit,
+    /// The queue slot, released just before the verdict is sent.
+    pub slot: OwnedSemaphorePermit,
 }
 
 /// Work for a worker.
@@ -173,30 +173,28 @@ impl Queue {
         st
     }
 
-    /// This worker's share of the queue.
+    /// This worker's share of the queue: the next task, or the next signatures of one group
+    /// key, `ceil(queued / workers)` of them and at most [`MAX_CHUNK`].
     fn take(&self, st: &mut State) -> Option<Work> {
-        match st.jobs.front()? {
-            Job::Task(_) => match st.jobs.pop_front() {
-                Some(Job::Task(t)) => Some(Work::Task(t)),
-                _ => None,
-            },
-            Job::Verify(first) => {
-                let group = first.item.group.clone();
-                let share = st.jobs.len().div_ceil(self.workers).clamp(1, MAX_CHUNK);
-                let mut chunk = Vec::with_capacity(share);
-                while chunk.len() < share {
-                    match st.jobs.front() {
-                        Some(Job::Verify(j))
-                            if Arc::ptr_eq(&j.item.group, &group) || j.item.group == group => {}
-                        _ => break,
-                    }
-                    if let Some(Job::Verify(j)) = st.jobs.pop_front() {
-                        chunk.push(j);
-                    }
-                }
-                Some(Work::Verify(chunk))
+        let share = st.jobs.len().div_ceil(self.workers).clamp(1, MAX_CHUNK);
+        let first = match st.jobs.pop_front()? {
+            Job::Task(t) => return Some(Work::Task(t)),
+            Job::Verify(j) => j,
+        };
+        let mut chunk = Vec::with_capacity(share);
+        chunk.push(first);
+        while chunk.len() < share {
+            let lead = &chunk[0].item.group;
+            match st.jobs.front() {
+                Some(Job::Verify(j))
+                    if Arc::ptr_eq(&j.item.group, lead) || *j.item.group == **lead => {}
+                _ => break,
+            }
+            if let Some(Job::Verify(j)) = st.jobs.pop_front() {
+                chunk.push(j);
             }
         }
+        Some(Work::Verify(chunk))
     }
 
     fn run(&self, work: Work) {
@@ -223,10 +221,10 @@ impl Queue {
                 match verdicts {
                     Ok(verdicts) => {
                         for (job, v) in chunk.into_iter().zip(verdicts) {
-                            let VerifyJob { done, _slot, .. } = job;
+                            let VerifyJob { done, slot, .. } = job;
                             // The slot is free before the request hears its verdict, so a
                             // client that sends its next request at once finds it free.
-                            drop(_slot);
+                            drop(slot);
                             // The request may have gone (client hung up): nothing to tell.
                             let _ = done.send(v);
                         }

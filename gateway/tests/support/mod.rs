@@ -325,22 +325,19 @@ impl Gateway {
 
     /// POST JSON, returning status and JSON; error answers must be problem+json.
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let r = self
-            .client
-            .post(format!("{}{path}", self.url))
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        if !status.is_success() {
-            assert_eq!(
-                r.headers()["content-type"],
-                "application/problem+json",
-                "{path}"
-            );
-        }
-        (status.as_u16(), r.json().await.unwrap_or(Value::Null))
+        let body = serde_json::to_vec(body).unwrap();
+        self.post_bytes(path, "application/json", body).await
+    }
+
+    /// POST a body of any content type, as [`post`](Self::post).
+    pub async fn post_bytes(&self, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
+        post_bytes(
+            &self.client,
+            &format!("{}{path}", self.url),
+            content_type,
+            body,
+        )
+        .await
     }
 
     /// Verifies one signature.
@@ -394,6 +391,42 @@ impl Gateway {
         })
         .await
     }
+}
+
+/// POSTs `body` as `content_type` to `url`, returning status and JSON; error answers must be
+/// problem+json. A free function so that spawned tasks can use it with a cloned client.
+pub async fn post_bytes(
+    client: &reqwest::Client,
+    url: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    let r = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    if !status.is_success() {
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/problem+json",
+            "{url}"
+        );
+    }
+    (status.as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+/// The `status` of every result of a batch answer, in order.
+pub fn statuses(batch: &Value) -> Vec<&str> {
+    batch["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect()
 }
 
 /// A metric's value in Prometheus text (the line `name value`), if present.

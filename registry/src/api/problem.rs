@@ -213,12 +213,7 @@ fn from_rejection(rej: JsonRejection) -> Problem {
     let text = rej.body_text();
     match rej {
         JsonRejection::JsonDataError(_) => data_problem(&text),
-        JsonRejection::JsonSyntaxError(_) => Problem::new(
-            StatusCode::BAD_REQUEST,
-            "malformed-json",
-            "Malformed request body",
-            text,
-        ),
+        JsonRejection::JsonSyntaxError(_) => syntax_problem(text),
         JsonRejection::MissingJsonContentType(_) => Problem::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported-media-type",
@@ -260,22 +255,22 @@ pub fn json_problem(err: serde_path_to_error::Error<serde_json::Error>) -> Probl
         serde_json::error::Category::Data => data_problem(&format!(
             "Failed to deserialize the JSON body into the target type: {err}"
         )),
-        _ => Problem::new(
-            StatusCode::BAD_REQUEST,
-            "malformed-json",
-            "Malformed request body",
-            format!("Failed to parse the request body as JSON: {err}"),
-        ),
+        _ => syntax_problem(format!("Failed to parse the request body as JSON: {err}")),
     }
 }
 
 /// The problem for trailing characters after a JSON body a handler parsed itself.
 pub fn json_trailing_problem(err: serde_json::Error) -> Problem {
+    syntax_problem(format!("Failed to parse the request body as JSON: {err}"))
+}
+
+/// 400 for a body that is not JSON (axum's or our own "Failed to parse ..." text).
+fn syntax_problem(detail: String) -> Problem {
     Problem::new(
         StatusCode::BAD_REQUEST,
         "malformed-json",
         "Malformed request body",
-        format!("Failed to parse the request body as JSON: {err}"),
+        detail,
     )
 }
 
