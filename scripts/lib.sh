@@ -46,6 +46,12 @@ ensure_python_crypto() {
       || python3 -m pip install --quiet --break-system-packages cryptography \
       || { as_root apt-get update -qq && as_root apt-get install -y -qq python3-cryptography; }
   fi
+  # The FIPS 205 signer of the SLH-DSA vectors, pinned: present and exactly 0.2.5, else (re)install.
+  if ! python3 -c 'import slhdsa, sys, importlib.metadata as m; sys.exit(m.version("slh-dsa") != "0.2.5")' 2>/dev/null; then
+    say "installing the Python 'slh-dsa' 0.2.5 package (FIPS 205 signer for the known-answer vectors)"
+    python3 -m pip install --quiet 'slh-dsa==0.2.5' \
+      || python3 -m pip install --quiet --break-system-packages 'slh-dsa==0.2.5'
+  fi
 }
 
 # RocksDB comes from Debian (librocksdb-dev 7.8, linked by the rocksdb crate 0.20.1) and

@@ -20,11 +20,11 @@ pub enum DecodeError {
     /// An encoding version this implementation does not know.
     #[error("unsupported DGSP encoding version {0} (this implementation reads version 1)")]
     UnsupportedVersion(u8),
-    /// A parameter-set id outside 1..=12.
-    #[error("unknown parameter set id {0} (valid ids are 1..=12)")]
+    /// A parameter-set id outside 1..=24.
+    #[error("unknown parameter set id {0} (valid ids are 1..=24)")]
     UnknownParamSet(u8),
-    /// A parameter-set name that is not one of the twelve canonical names.
-    #[error("unknown parameter set {0:?} (expected one of sha2-128s, sha2-128f, sha2-192s, sha2-192f, sha2-256s, sha2-256f, shake-128s, shake-128f, shake-192s, shake-192f, shake-256s, shake-256f)")]
+    /// A parameter-set name that is not one of the 24 canonical names.
+    #[error("unknown parameter set {0:?} (expected one of sha2-128s, sha2-128f, sha2-192s, sha2-192f, sha2-256s, sha2-256f, shake-128s, shake-128f, shake-192s, shake-192f, shake-256s, shake-256f, or any of these prefixed with slh-dsa- for FIPS 205, e.g. slh-dsa-sha2-128f)")]
     UnknownParamSetName(String),
     /// The header names another kind of object.
     #[error("wrong object kind: expected {expected} ({expected_name}), found {found}")]
@@ -81,6 +81,18 @@ pub enum StoreError {
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl Error {
+    /// The error for an object of set `found` used with a key of set `expected` (which
+    /// differ): [`Error::FamilyMismatch`] between twins, otherwise [`Error::ParamMismatch`].
+    pub fn mismatch(expected: ParamSet, found: ParamSet) -> Self {
+        if expected.twin() == found {
+            Error::FamilyMismatch { expected, found }
+        } else {
+            Error::ParamMismatch { expected, found }
+        }
+    }
+}
+
 /// Errors of the DGSP protocol operations.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -91,6 +103,16 @@ pub enum Error {
     /// An object of one parameter set was used with a key of another.
     #[error("parameter set mismatch: the key is {expected}, the object is {found}")]
     ParamMismatch {
+        /// the key's set
+        expected: ParamSet,
+        /// the object's set
+        found: ParamSet,
+    },
+    /// An object of one family was used with a key of the other family's twin set (the same
+    /// sizes, another standard: `sha2-128f` against `slh-dsa-sha2-128f`). Refused before any
+    /// cryptography runs.
+    #[error("signature family mismatch: the key is {expected} ({}), the object is {found} ({})", expected.standard(), found.standard())]
+    FamilyMismatch {
         /// the key's set
         expected: ParamSet,
         /// the object's set

@@ -272,17 +272,19 @@ pub fn keccak_f1600_x4_bench(kernel: &str, states: &mut [[u64; 25]; 4], iteratio
     }
 }
 
-/// A fresh PQClean SPHINCS+ key pair `(public key, secret key)` from the OS randomness.
+/// A fresh manager signature key pair `(public key, secret key)` from the OS randomness:
+/// PQClean SPHINCS+ for round 3.1 sets, `slh-dsa` for FIPS 205 sets.
 /// The oracle for tests and benches of [`crate::sphincs`]; not part of the supported API.
-/// Requires the `sign` feature, as do the other two `spx_*` oracles.
+/// Requires the `sign` feature, as do the other `spx_*` and `slh_*` oracles.
 #[cfg(feature = "sign")]
 #[doc(hidden)]
 pub fn spx_keypair(params: ParamSet) -> (Vec<u8>, Vec<u8>) {
-    let (pk, sk) = crate::spx::keypair(params);
+    let (pk, sk) = crate::spx::keypair(params, &mut rand_core::OsRng);
     (pk, sk.to_vec())
 }
 
-/// A PQClean SPHINCS+ signature of `msg` with secret key `sk` (`4N` bytes).
+/// A manager signature of `msg` with secret key `sk` (`4N` bytes): PQClean SPHINCS+, or
+/// FIPS 205 pure mode with the empty context and fresh `addrnd` (`slh-dsa`).
 /// The oracle for tests and benches; not part of the supported API.
 ///
 /// # Panics
@@ -294,12 +296,44 @@ pub fn spx_sign(params: ParamSet, sk: &[u8], msg: &[u8]) -> Vec<u8> {
     crate::spx::sign(params, sk, msg)
 }
 
-/// PQClean's verdict on a SPHINCS+ signature (any length or content error is `false`).
-/// The oracle the native [`crate::sphincs::VerifyingKey`] is tested against.
+/// PQClean's verdict on a round 3.1 SPHINCS+ signature (any length or content error is
+/// `false`; always `false` for a FIPS 205 set). The oracle the native
+/// [`crate::sphincs::VerifyingKey`] is tested against.
 #[cfg(feature = "sign")]
 #[doc(hidden)]
 pub fn spx_verify_pqclean(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
-    crate::spx::verify(params, pk, msg, sig)
+    crate::spx::verify_pqclean(params, pk, msg, sig)
+}
+
+/// FIPS 205 `slh_keygen_internal(SK.seed, SK.prf, PK.seed)` with `slh-dsa`: the key pair
+/// `(PK.seed || PK.root, SK.seed || SK.prf || PK.seed || PK.root)` of given seeds, for
+/// known-answer tests. `None` unless `params` is a FIPS 205 set and every seed is `N` bytes.
+#[cfg(feature = "sign")]
+#[doc(hidden)]
+pub fn slh_keypair_from_seeds(
+    params: ParamSet,
+    sk_seed: &[u8],
+    sk_prf: &[u8],
+    pk_seed: &[u8],
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let n = params.n();
+    if params.standard() != crate::params::Standard::Fips205
+        || [sk_seed, sk_prf, pk_seed].iter().any(|s| s.len() != n)
+    {
+        return None;
+    }
+    let (pk, sk) = crate::spx::keypair_from_seeds(params, sk_seed, sk_prf, pk_seed);
+    Some((pk, sk.to_vec()))
+}
+
+/// FIPS 205's deterministic variant (`opt_rand = PK.seed`) of the manager's signature of
+/// `msg` (pure mode, empty context), for known-answer tests; DGSP itself always hedges.
+/// `None` unless `params` is a FIPS 205 set and `sk` is `4N` bytes.
+#[cfg(feature = "sign")]
+#[doc(hidden)]
+pub fn slh_sign_deterministic(params: ParamSet, sk: &[u8], msg: &[u8]) -> Option<Vec<u8>> {
+    (params.standard() == crate::params::Standard::Fips205 && sk.len() == params.spx_sk_len())
+        .then(|| crate::spx::sign_deterministic(params, sk, msg))
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ impl ManagerSecretKey {
     /// Requires the `sign` feature.
     #[cfg(feature = "sign")]
     pub fn generate(params: ParamSet, rng: &mut impl CryptoRngCore) -> Self {
-        let (_pk, spx_sk) = crate::spx::keypair(params);
+        let (_pk, spx_sk) = crate::spx::keypair(params, rng);
         ManagerSecretKey {
             params,
             hash_secret: HashSecret::random(params, rng),

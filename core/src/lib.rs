@@ -123,7 +123,7 @@ pub use error::{DecodeError, Error, StoreError};
 pub use keys::{ManagerPublicKey, ManagerSecretKey, MemberKey};
 pub use manager::{Manager, Opening};
 pub use member::{CsrItem, SigningKey};
-pub use params::{HashFamily, ParamSet, MAX_N, MAX_WOTS_LEN, WOTS_LEN2, WOTS_W};
+pub use params::{HashFamily, ParamSet, Standard, MAX_N, MAX_WOTS_LEN, WOTS_LEN2, WOTS_W};
 pub use plm::{Deactivation, InMemoryPlm, MemberRecord, Plm};
 pub use revoked::{InMemoryRevokedList, RevokedList};
 pub use signature::Signature;

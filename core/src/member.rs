@@ -105,10 +105,7 @@ impl MemberKey {
         let params = group.params();
         for found in [self.params(), item.params, cert.params()] {
             if found != params {
-                return Err(Error::ParamMismatch {
-                    expected: params,
-                    found,
-                });
+                return Err(Error::mismatch(params, found));
             }
         }
         let tau = derive::tau(params, &item.wots_pk, cert.pi(), self.id());

@@ -1,4 +1,6 @@
-//! The twelve SPHINCS+ v3.1 "simple" parameter sets (spec section 1), chosen at run time.
+//! The 24 parameter sets, chosen at run time: the twelve SPHINCS+ round 3.1 "simple" sets
+//! (spec section 1, ids 1-12) and their twelve FIPS 205 SLH-DSA twins (spec section 7,
+//! ids 13-24), which change only the manager's signature scheme.
 
 use core::fmt;
 use core::str::FromStr;
@@ -14,9 +16,41 @@ pub enum HashFamily {
     Shake,
 }
 
-/// A DGSP parameter set: a SPHINCS+ v3.1 "simple" set plus the matching DGSP sizes.
+/// Which specification the manager's signature scheme follows (spec sections 1 and 7).
 ///
-/// One binary handles all twelve; the set travels in every encoded object's header
+/// The two families share every constant (`N`, tree heights, sizes) and every DGSP layer;
+/// they differ in the manager's signatures only. A key, certificate or signature of one
+/// family never verifies under the other: the parameter id in every header differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Standard {
+    /// SPHINCS+ round 3.1 ("simple"), as PQClean implements it (ids 1-12): what the published
+    /// `dgsp` crate and spec v1 started from.
+    Round3,
+    /// FIPS 205 SLH-DSA (ids 13-24): the standard since 2024, pure mode with the empty
+    /// context; recommended for new groups.
+    Fips205,
+}
+
+impl Standard {
+    /// A short human name: `SPHINCS+ round 3.1` or `FIPS 205 SLH-DSA`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Standard::Round3 => "SPHINCS+ round 3.1",
+            Standard::Fips205 => "FIPS 205 SLH-DSA",
+        }
+    }
+}
+
+impl fmt::Display for Standard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A DGSP parameter set: the manager's hash-based signature scheme (a SPHINCS+ round 3.1
+/// "simple" set, or its FIPS 205 SLH-DSA twin) plus the matching DGSP sizes.
+///
+/// One binary handles all 24; the set travels in every encoded object's header
 /// (spec section 5), so decoding tells which set an object belongs to.
 ///
 /// The `f` ("fast") sets sign quickly and make large signatures; the `s` ("small") sets make
@@ -48,6 +82,30 @@ pub enum ParamSet {
     Shake256s = 11,
     /// `shake-256f` (id 12)
     Shake256f = 12,
+    /// `slh-dsa-sha2-128s` (id 13)
+    SlhDsaSha2_128s = 13,
+    /// `slh-dsa-sha2-128f` (id 14)
+    SlhDsaSha2_128f = 14,
+    /// `slh-dsa-sha2-192s` (id 15)
+    SlhDsaSha2_192s = 15,
+    /// `slh-dsa-sha2-192f` (id 16)
+    SlhDsaSha2_192f = 16,
+    /// `slh-dsa-sha2-256s` (id 17)
+    SlhDsaSha2_256s = 17,
+    /// `slh-dsa-sha2-256f` (id 18)
+    SlhDsaSha2_256f = 18,
+    /// `slh-dsa-shake-128s` (id 19)
+    SlhDsaShake128s = 19,
+    /// `slh-dsa-shake-128f` (id 20)
+    SlhDsaShake128f = 20,
+    /// `slh-dsa-shake-192s` (id 21)
+    SlhDsaShake192s = 21,
+    /// `slh-dsa-shake-192f` (id 22)
+    SlhDsaShake192f = 22,
+    /// `slh-dsa-shake-256s` (id 23)
+    SlhDsaShake256s = 23,
+    /// `slh-dsa-shake-256f` (id 24)
+    SlhDsaShake256f = 24,
 }
 
 /// WOTS+ Winternitz parameter `w` (spec section 3).
@@ -60,8 +118,8 @@ pub const MAX_N: usize = 32;
 pub const MAX_WOTS_LEN: usize = 2 * MAX_N + WOTS_LEN2;
 
 impl ParamSet {
-    /// All twelve sets, in id order.
-    pub const ALL: [ParamSet; 12] = [
+    /// All 24 sets, in id order.
+    pub const ALL: [ParamSet; 24] = [
         ParamSet::Sha2_128s,
         ParamSet::Sha2_128f,
         ParamSet::Sha2_192s,
@@ -74,7 +132,41 @@ impl ParamSet {
         ParamSet::Shake192f,
         ParamSet::Shake256s,
         ParamSet::Shake256f,
+        ParamSet::SlhDsaSha2_128s,
+        ParamSet::SlhDsaSha2_128f,
+        ParamSet::SlhDsaSha2_192s,
+        ParamSet::SlhDsaSha2_192f,
+        ParamSet::SlhDsaSha2_256s,
+        ParamSet::SlhDsaSha2_256f,
+        ParamSet::SlhDsaShake128s,
+        ParamSet::SlhDsaShake128f,
+        ParamSet::SlhDsaShake192s,
+        ParamSet::SlhDsaShake192f,
+        ParamSet::SlhDsaShake256s,
+        ParamSet::SlhDsaShake256f,
     ];
+
+    /// The twelve SPHINCS+ round 3.1 sets (ids 1-12).
+    pub const ROUND3: [ParamSet; 12] = {
+        let mut out = [ParamSet::Sha2_128s; 12];
+        let mut i = 0;
+        while i < 12 {
+            out[i] = Self::ALL[i];
+            i += 1;
+        }
+        out
+    };
+
+    /// The twelve FIPS 205 SLH-DSA sets (ids 13-24).
+    pub const FIPS205: [ParamSet; 12] = {
+        let mut out = [ParamSet::Sha2_128s; 12];
+        let mut i = 0;
+        while i < 12 {
+            out[i] = Self::ALL[i + 12];
+            i += 1;
+        }
+        out
+    };
 
     /// The one-byte id used in encoding headers.
     pub const fn id(self) -> u8 {
@@ -83,7 +175,7 @@ impl ParamSet {
 
     /// The set with this header id, if any.
     pub const fn from_id(id: u8) -> Option<ParamSet> {
-        if id >= 1 && id <= 12 {
+        if id >= 1 && id as usize <= Self::ALL.len() {
             Some(Self::ALL[id as usize - 1])
         } else {
             None
@@ -105,12 +197,50 @@ impl ParamSet {
             ParamSet::Shake192f => "shake-192f",
             ParamSet::Shake256s => "shake-256s",
             ParamSet::Shake256f => "shake-256f",
+            ParamSet::SlhDsaSha2_128s => "slh-dsa-sha2-128s",
+            ParamSet::SlhDsaSha2_128f => "slh-dsa-sha2-128f",
+            ParamSet::SlhDsaSha2_192s => "slh-dsa-sha2-192s",
+            ParamSet::SlhDsaSha2_192f => "slh-dsa-sha2-192f",
+            ParamSet::SlhDsaSha2_256s => "slh-dsa-sha2-256s",
+            ParamSet::SlhDsaSha2_256f => "slh-dsa-sha2-256f",
+            ParamSet::SlhDsaShake128s => "slh-dsa-shake-128s",
+            ParamSet::SlhDsaShake128f => "slh-dsa-shake-128f",
+            ParamSet::SlhDsaShake192s => "slh-dsa-shake-192s",
+            ParamSet::SlhDsaShake192f => "slh-dsa-shake-192f",
+            ParamSet::SlhDsaShake256s => "slh-dsa-shake-256s",
+            ParamSet::SlhDsaShake256f => "slh-dsa-shake-256f",
         }
+    }
+
+    /// Position among the twelve shapes of one family: 0 for `*-128s` ... 11 for `shake-256f`.
+    const fn shape(self) -> u8 {
+        (self as u8 - 1) % 12
+    }
+
+    /// The specification of the manager's signature scheme.
+    pub const fn standard(self) -> Standard {
+        if (self as u8) <= 12 {
+            Standard::Round3
+        } else {
+            Standard::Fips205
+        }
+    }
+
+    /// The set with the same constants under the other [`Standard`]: `sha2-128f` <->
+    /// `slh-dsa-sha2-128f`.
+    pub const fn twin(self) -> ParamSet {
+        let i = self as usize - 1;
+        Self::ALL[(i + 12) % 24]
+    }
+
+    /// The round 3.1 set with the same constants (`self` for ids 1-12).
+    pub const fn round3(self) -> ParamSet {
+        Self::ALL[self.shape() as usize]
     }
 
     /// The hash family.
     pub const fn hash_family(self) -> HashFamily {
-        if (self as u8) <= 6 {
+        if self.shape() < 6 {
             HashFamily::Sha2
         } else {
             HashFamily::Shake
@@ -119,7 +249,7 @@ impl ParamSet {
 
     /// The security parameter `N` in bytes: 16, 24 or 32.
     pub const fn n(self) -> usize {
-        match (self as u8 - 1) % 6 {
+        match self.shape() % 6 {
             0 | 1 => 16,
             2 | 3 => 24,
             _ => 32,
@@ -128,7 +258,7 @@ impl ParamSet {
 
     /// Whether this is a "fast" (`f`) set.
     pub const fn is_fast(self) -> bool {
-        (self as u8).is_multiple_of(2)
+        self.shape() % 2 == 1
     }
 
     /// WOTS+ `len1 = 2N`: message digits.
@@ -146,19 +276,19 @@ impl ParamSet {
         self.wots_len() * self.n()
     }
 
-    /// Length of a SPHINCS+ public key: `2N`.
+    /// Length of the manager's SPHINCS+ / SLH-DSA public key `PK.seed || PK.root`: `2N`.
     pub const fn spx_pk_len(self) -> usize {
         2 * self.n()
     }
 
-    /// Length of a SPHINCS+ secret key: `4N`.
+    /// Length of its secret key `SK.seed || SK.prf || PK.seed || PK.root`: `4N`.
     pub const fn spx_sk_len(self) -> usize {
         4 * self.n()
     }
 
-    /// Length of a SPHINCS+ v3.1 signature for this set.
+    /// Length of a manager signature (SPHINCS+ round 3.1 and its SLH-DSA twin alike).
     pub const fn spx_sig_len(self) -> usize {
-        match (self as u8 - 1) % 6 {
+        match self.shape() % 6 {
             0 => 7_856,
             1 => 17_088,
             2 => 16_224,
@@ -220,7 +350,22 @@ mod tests {
             assert_eq!(p.wots_len(), 2 * p.n() + 3);
         }
         assert_eq!(ParamSet::from_id(0), None);
-        assert_eq!(ParamSet::from_id(13), None);
+        assert_eq!(ParamSet::from_id(25), None);
+        assert_eq!(ParamSet::ALL.len(), 24);
+        for (r, f) in ParamSet::ROUND3.into_iter().zip(ParamSet::FIPS205) {
+            assert_eq!(r.standard(), Standard::Round3);
+            assert_eq!(f.standard(), Standard::Fips205);
+            assert_eq!((r.twin(), f.twin(), f.round3(), r.round3()), (f, r, r, r));
+            assert_eq!(f.name(), format!("slh-dsa-{}", r.name()));
+            assert_eq!(f.id(), r.id() + 12);
+            assert_eq!(
+                (f.n(), f.hash_family(), f.is_fast(), f.spx_sig_len()),
+                (r.n(), r.hash_family(), r.is_fast(), r.spx_sig_len())
+            );
+        }
+        assert_eq!(ParamSet::SlhDsaShake256f.id(), 24);
+        assert_eq!(ParamSet::SlhDsaSha2_128f.hash_family(), HashFamily::Sha2);
+        assert_eq!(ParamSet::SlhDsaShake128s.hash_family(), HashFamily::Shake);
         assert!("sha2-128".parse::<ParamSet>().is_err());
         assert_eq!(ParamSet::Shake256f.n(), 32);
         assert_eq!(ParamSet::Sha2_192s.n(), 24);

@@ -15,7 +15,7 @@ impl ManagerPublicKey {
     ///
     /// Returns [`Error::Revoked`] if the signature's zeta is on the revoked list (checked
     /// first, as the spec says), [`Error::ParamMismatch`] if it belongs to another
-    /// parameter set, and [`Error::InvalidSignature`] if it does not verify.
+    /// parameter set ([`Error::FamilyMismatch`] for the twin set of the other family), and [`Error::InvalidSignature`] if it does not verify.
     pub fn verify<R: RevokedList + ?Sized>(
         &self,
         message: &[u8],
@@ -247,10 +247,7 @@ impl ManagerPublicKey {
 
     fn check_params(&self, sig: &Signature) -> Result<(), Error> {
         if sig.params() != self.params() {
-            return Err(Error::ParamMismatch {
-                expected: self.params(),
-                found: sig.params(),
-            });
+            return Err(Error::mismatch(self.params(), sig.params()));
         }
         Ok(())
     }

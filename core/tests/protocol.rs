@@ -144,6 +144,18 @@ flow_tests! {
     flow_shake_128s => ParamSet::Shake128s,
     flow_shake_192s => ParamSet::Shake192s,
     flow_shake_256s => ParamSet::Shake256s,
+    flow_slh_dsa_sha2_128f => ParamSet::SlhDsaSha2_128f,
+    flow_slh_dsa_sha2_192f => ParamSet::SlhDsaSha2_192f,
+    flow_slh_dsa_sha2_256f => ParamSet::SlhDsaSha2_256f,
+    flow_slh_dsa_shake_128f => ParamSet::SlhDsaShake128f,
+    flow_slh_dsa_shake_192f => ParamSet::SlhDsaShake192f,
+    flow_slh_dsa_shake_256f => ParamSet::SlhDsaShake256f,
+    flow_slh_dsa_sha2_128s => ParamSet::SlhDsaSha2_128s,
+    flow_slh_dsa_sha2_192s => ParamSet::SlhDsaSha2_192s,
+    flow_slh_dsa_sha2_256s => ParamSet::SlhDsaSha2_256s,
+    flow_slh_dsa_shake_128s => ParamSet::SlhDsaShake128s,
+    flow_slh_dsa_shake_192s => ParamSet::SlhDsaShake192s,
+    flow_slh_dsa_shake_256s => ParamSet::SlhDsaShake256s,
 }
 
 /// Spec section 6: in dgsp 0.1.2 every chain starts from the same secret and the checksum
@@ -470,6 +482,76 @@ fn a_signature_of_another_parameter_set_is_a_mismatch() {
         other.public_key().verify(b"m", &sig, &a.revoked),
         Err(Error::InvalidSignature)
     ));
+}
+
+/// Spec section 7: a signature, certificate or member key of one family is refused under the
+/// twin set of the other (same sizes) with a typed error, before any cryptography; and even
+/// bytes re-labelled with the twin's id (key and signature alike) do not verify, because
+/// FIPS 205 signs `0x00 0x00 || M` — also on the 192f sets, where both standards read the
+/// FORS indices the same way.
+#[test]
+fn the_two_families_never_cross() {
+    for params in [
+        ParamSet::Sha2_128f,
+        ParamSet::Sha2_192f,
+        ParamSet::SlhDsaShake128f,
+    ] {
+        let twin = params.twin();
+        let mut a = Group::new(params);
+        let mut b = Group::new(twin);
+        let alice = a.member("alice");
+        let sig = a.keys(&alice, 1).remove(0).sign(b"m");
+        let e = b.pk().verify(b"m", &sig, &b.revoked).unwrap_err();
+        assert!(
+            matches!(e, Error::FamilyMismatch { expected, found } if expected == twin && found == params),
+            "{params}: {e:?}"
+        );
+        assert!(e.to_string().contains("FIPS 205 SLH-DSA"), "{e}");
+        assert!(matches!(
+            b.pk().judge(
+                b"m",
+                &sig,
+                alice.id(),
+                &a.manager.open(b"m", &sig).unwrap().pi
+            ),
+            Err(Error::FamilyMismatch { .. })
+        ));
+
+        // A certificate of this family imported against the twin group's key, and this
+        // family's member key with the twin group: both refused.
+        let item = alice.csr(1, &mut a.rng).remove(0);
+        let cert = &a
+            .manager
+            .issue(&a.plm, alice.id(), alice.cid_star(), &[*item.wots_pk()])
+            .unwrap()[0];
+        assert!(matches!(
+            alice.import(b.pk(), item, cert),
+            Err(Error::FamilyMismatch { .. })
+        ));
+        let bob = b.member("bob");
+        let item = bob.csr(1, &mut b.rng).remove(0);
+        assert!(matches!(
+            bob.import(a.pk(), item, cert),
+            Err(Error::FamilyMismatch { .. })
+        ));
+
+        // Re-labelled: the same manager key bytes and signature bytes under the twin id.
+        let relabel = |bytes: &[u8]| {
+            let mut b = bytes.to_vec();
+            b[2] = twin.id();
+            b
+        };
+        let pk = ManagerPublicKey::from_bytes(&relabel(&a.pk().to_bytes())).unwrap();
+        let forged = Signature::from_bytes(&relabel(&sig.to_bytes())).unwrap();
+        assert_eq!((pk.params(), forged.params()), (twin, twin));
+        assert!(
+            matches!(
+                pk.verify(b"m", &forged, &b.revoked),
+                Err(Error::InvalidSignature)
+            ),
+            "{params}: a re-labelled signature verifies under the other standard"
+        );
+    }
 }
 
 /// 100 concurrent issuances for one member: no counter value, so no zeta, is shared.

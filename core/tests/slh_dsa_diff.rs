@@ -1,12 +1,14 @@
-//! The native verifier in its FIPS 205 mode against RustCrypto's `slh-dsa` (an independent
-//! FIPS 205 implementation) on all 12 SLH-DSA parameter sets: signatures `slh-dsa` makes
-//! (pure mode, with a context string) verify natively, and every mutation class rejects on
-//! both sides. Also: the same signature does not verify under the round 3.1 rules (the FORS
-//! index rule differs), except on the 192f sets (a = 8), where the two rules coincide.
+//! The native verifier on the 12 FIPS 205 sets (ids 13-24) against RustCrypto's `slh-dsa`
+//! (an independent FIPS 205 implementation, also the crate's signer for these sets):
+//! signatures `slh-dsa` makes (pure mode, with the empty context as DGSP signs, and with
+//! another context) verify natively, and every mutation class rejects on both sides. Also:
+//! the same signature does not verify under the round 3.1 twin's rules (the FORS index rule
+//! differs), except on the 192f sets (a = 8), where the two rules coincide — there only the
+//! parameter id in every DGSP header keeps the families apart (tests/protocol.rs).
 
-use dgsp_core::sphincs::{fips205_message, Standard, VerifyingKey};
-use dgsp_core::ParamSet;
-use rand_chacha::rand_core::SeedableRng;
+use dgsp_core::sphincs::{fips205_message, VerifyingKey};
+use dgsp_core::{ParamSet, Standard};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use slh_dsa::signature::Keypair;
 use slh_dsa::{ParameterSet, Signature, SigningKey};
@@ -14,33 +16,59 @@ use slh_dsa::{ParameterSet, Signature, SigningKey};
 /// Signs with `slh-dsa` and checks the native verdicts (and `slh-dsa`'s own) on the
 /// signature and on one mutation of each region.
 fn check<P: ParameterSet>(set: ParamSet, seed: u64) {
+    assert_eq!(set.standard(), Standard::Fips205);
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let sk = SigningKey::<P>::new(&mut rng);
+    let mut seeds = [0u8; 96];
+    rng.fill_bytes(&mut seeds);
+    let n = set.n();
+    let sk =
+        SigningKey::<P>::slh_keygen_internal(&seeds[..n], &seeds[32..32 + n], &seeds[64..64 + n]);
     let vk = sk.verifying_key();
     let pk = vk.to_bytes().to_vec();
-    let (msg, ctx) = (
-        b"a message signed under FIPS 205".as_slice(),
-        b"dgsp".as_slice(),
-    );
+    // The empty context, as DGSP signs, on the slow-to-sign `s` sets; another context on the
+    // `f` sets, which also sign once with the empty one.
+    let msg = b"a message signed under FIPS 205".as_slice();
+    let ctx: &[u8] = if set.is_fast() { b"dgsp" } else { b"" };
     let sig = sk
         .try_sign_with_context(msg, ctx, Some(&[7u8; 32][..set.n()]))
         .unwrap()
         .to_vec();
-    let native = VerifyingKey::with_standard(set, Standard::Fips205, &pk).unwrap();
+    let native = VerifyingKey::new(set, &pk).unwrap();
     let m = fips205_message(ctx, msg).unwrap();
     let theirs = |m: &[u8], s: &[u8]| {
-        Signature::<P>::try_from(s).is_ok_and(|s| vk.slh_verify_internal(m, &s).is_ok())
+        Signature::<P>::try_from(s).is_ok_and(|s| vk.slh_verify_internal(&[m], &s).is_ok())
     };
     assert!(theirs(&m, &sig), "{set}: slh-dsa rejects its own signature");
     assert!(
-        native.verify(&m, &sig),
+        native.verify_internal(&m, &sig),
         "{set}: native FIPS 205 rejects a valid signature"
+    );
+    // The empty context, as DGSP signs: `verify` adds the prefix itself.
+    let plain = if ctx.is_empty() {
+        sig.clone()
+    } else {
+        let plain = sk
+            .try_sign_with_context(msg, &[], Some(&[5u8; 32][..n]))
+            .unwrap()
+            .to_vec();
+        assert!(
+            !native.verify(msg, &sig),
+            "{set}: context \"dgsp\" taken for the empty one"
+        );
+        plain
+    };
+    assert!(native.verify(msg, &plain), "{set}: empty context");
+    assert!(native.verify_internal(&fips205_message(&[], msg).unwrap(), &plain));
+    assert!(
+        !native.verify_internal(msg, &plain),
+        "{set}: accepted without the prefix"
     );
     // The other standard's FORS index rule gives another FORS key: rejected. Except where
     // an index is exactly one byte (a = 8: the 192f sets), where both rules read the same
     // indices, so the standards coincide on the same M': there, only the parameter set id a
     // DGSP encoding carries can keep the families apart (issue 14).
-    let round3 = VerifyingKey::new(set, &pk).unwrap();
+    let round3 = VerifyingKey::new(set.twin(), &pk).unwrap();
+    assert_eq!(round3.standard(), Standard::Round3);
     assert_eq!(
         round3.verify(&m, &sig),
         shape(set).1 == 8,
@@ -48,16 +76,16 @@ fn check<P: ParameterSet>(set: ParamSet, seed: u64) {
     );
     // Without the pure-mode prefix, or with another context: rejected.
     assert!(
-        !native.verify(msg, &sig),
+        !native.verify_internal(msg, &sig),
         "{set}: accepted without the M' prefix"
     );
     let other_ctx = fips205_message(b"other", msg).unwrap();
-    assert!(!native.verify(&other_ctx, &sig));
+    assert!(!native.verify_internal(&other_ctx, &sig));
 
     // Mutations: the message, then the first byte of every region of the signature (R,
     // each FORS tree's secret and path, each layer's WOTS+ signature and path), then the
     // last byte, truncation and extension.
-    let (n, (k, a, d, hp)) = (set.n(), shape(set));
+    let (k, a, d, hp) = shape(set);
     let mut m2 = m.clone();
     *m2.last_mut().unwrap() ^= 1;
     assert!(
@@ -82,22 +110,22 @@ fn check<P: ParameterSet>(set: ParamSet, seed: u64) {
         let mut s = sig.clone();
         s[o] ^= 0x20;
         assert!(
-            !native.verify(&m, &s),
+            !native.verify_internal(&m, &s),
             "{set}: byte {o} flipped, native accepts"
         );
         assert!(!theirs(&m, &s), "{set}: byte {o} flipped, slh-dsa accepts");
     }
-    assert!(!native.verify(&m, &sig[..sig.len() - 1]));
+    assert!(!native.verify_internal(&m, &sig[..sig.len() - 1]));
     let mut longer = sig.clone();
     longer.push(0);
-    assert!(!native.verify(&m, &longer));
+    assert!(!native.verify_internal(&m, &longer));
     // A mutated public key (seed or root byte).
     for i in [0, pk.len() - 1] {
         let mut bad = pk.clone();
         bad[i] ^= 1;
-        let v = VerifyingKey::with_standard(set, Standard::Fips205, &bad).unwrap();
+        let v = VerifyingKey::new(set, &bad).unwrap();
         assert!(
-            !v.verify(&m, &sig),
+            !v.verify_internal(&m, &sig),
             "{set}: public key byte {i} flipped, accepted"
         );
     }
@@ -116,18 +144,27 @@ fn shape(set: ParamSet) -> (usize, usize, usize, usize) {
     }
 }
 
-#[test]
-fn fips205_mode_agrees_with_slh_dsa_on_every_set() {
-    check::<slh_dsa::Sha2_128s>(ParamSet::Sha2_128s, 1);
-    check::<slh_dsa::Sha2_128f>(ParamSet::Sha2_128f, 2);
-    check::<slh_dsa::Sha2_192s>(ParamSet::Sha2_192s, 3);
-    check::<slh_dsa::Sha2_192f>(ParamSet::Sha2_192f, 4);
-    check::<slh_dsa::Sha2_256s>(ParamSet::Sha2_256s, 5);
-    check::<slh_dsa::Sha2_256f>(ParamSet::Sha2_256f, 6);
-    check::<slh_dsa::Shake128s>(ParamSet::Shake128s, 7);
-    check::<slh_dsa::Shake128f>(ParamSet::Shake128f, 8);
-    check::<slh_dsa::Shake192s>(ParamSet::Shake192s, 9);
-    check::<slh_dsa::Shake192f>(ParamSet::Shake192f, 10);
-    check::<slh_dsa::Shake256s>(ParamSet::Shake256s, 11);
-    check::<slh_dsa::Shake256f>(ParamSet::Shake256f, 12);
+/// One test per set, so that the harness runs them in parallel.
+macro_rules! sets {
+    ($($name:ident: $P:ty => $set:ident, $seed:literal;)*) => {$(
+        #[test]
+        fn $name() {
+            check::<$P>(ParamSet::$set, $seed);
+        }
+    )*};
+}
+
+sets! {
+    slh_dsa_sha2_128s: slh_dsa::Sha2_128s => SlhDsaSha2_128s, 1;
+    slh_dsa_sha2_128f: slh_dsa::Sha2_128f => SlhDsaSha2_128f, 2;
+    slh_dsa_sha2_192s: slh_dsa::Sha2_192s => SlhDsaSha2_192s, 3;
+    slh_dsa_sha2_192f: slh_dsa::Sha2_192f => SlhDsaSha2_192f, 4;
+    slh_dsa_sha2_256s: slh_dsa::Sha2_256s => SlhDsaSha2_256s, 5;
+    slh_dsa_sha2_256f: slh_dsa::Sha2_256f => SlhDsaSha2_256f, 6;
+    slh_dsa_shake_128s: slh_dsa::Shake128s => SlhDsaShake128s, 7;
+    slh_dsa_shake_128f: slh_dsa::Shake128f => SlhDsaShake128f, 8;
+    slh_dsa_shake_192s: slh_dsa::Shake192s => SlhDsaShake192s, 9;
+    slh_dsa_shake_192f: slh_dsa::Shake192f => SlhDsaShake192f, 10;
+    slh_dsa_shake_256s: slh_dsa::Shake256s => SlhDsaShake256s, 11;
+    slh_dsa_shake_256f: slh_dsa::Shake256f => SlhDsaShake256f, 12;
 }

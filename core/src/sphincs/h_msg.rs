@@ -29,8 +29,14 @@ fn low_bits(x: u64, bits: usize) -> u64 {
     }
 }
 
-/// Computes and splits `H_msg(R, PK, M)`.
-pub(crate) fn digest(p: &Params, hasher: &Hasher, r: &[u8], pk: &[u8], msg: &[u8]) -> MsgDigest {
+/// Computes and splits `H_msg(R, PK, M)`, `M` the concatenation of `msg`'s two parts.
+pub(crate) fn digest(
+    p: &Params,
+    hasher: &Hasher,
+    r: &[u8],
+    pk: &[u8],
+    msg: [&[u8]; 2],
+) -> MsgDigest {
     let mut buf = [0u8; 64];
     let len = p.digest_bytes();
     hasher.h_msg(r, pk, msg, &mut buf[..len]);

@@ -1,8 +1,10 @@
-//! A native SPHINCS+ v3.1 ("simple") verifier for the twelve parameter sets, byte-compatible
-//! with PQClean (`pqcrypto-sphincsplus`), in safe Rust.
+//! A native verifier for the manager's hash-based signatures, in safe Rust: SPHINCS+ round 3.1
+//! ("simple", byte-compatible with PQClean's `pqcrypto-sphincsplus`) on ids 1-12, and FIPS 205
+//! SLH-DSA (pure mode, empty context; checked against RustCrypto's `slh-dsa`) on ids 13-24.
 //!
-//! Keys are still generated and signatures made by PQClean (`spx`); everything that
-//! *checks* a SPHINCS+ signature in this crate goes through [`VerifyingKey`].
+//! Keys are generated and signatures made by PQClean (round 3.1) or `slh-dsa` (FIPS 205) in
+//! the crate's `spx` module; everything that *checks* a manager signature in this crate goes
+//! through [`VerifyingKey`].
 //!
 //! # Structure
 //!
@@ -39,9 +41,10 @@ mod wots;
 
 pub use self::params::Standard;
 
-/// FIPS 205's pure-mode message `M' = 0x00 || len(ctx) || ctx || M` (Algorithms 22 and 24)
-/// that [`VerifyingKey::verify`] takes under [`Standard::Fips205`]; `None` when the context
-/// is longer than 255 bytes.
+/// FIPS 205's pure-mode message `M' = 0x00 || len(ctx) || ctx || M` (Algorithms 22 and 24),
+/// what [`VerifyingKey::verify_internal`] takes under [`Standard::Fips205`]; `None` when the
+/// context is longer than 255 bytes. ([`VerifyingKey::verify`] adds the empty context's
+/// prefix `0x00 0x00` itself, without a copy.)
 pub fn fips205_message(ctx: &[u8], msg: &[u8]) -> Option<Vec<u8>> {
     let len = u8::try_from(ctx.len()).ok()?;
     let mut m = Vec::with_capacity(2 + ctx.len() + msg.len());
@@ -79,7 +82,11 @@ pub(crate) struct Item<'a> {
     root: [u8; 32],
 }
 
-/// A SPHINCS+ public key ready to verify: the parameter set, the key bytes
+/// The pure-mode prefix of the empty context, `0x00 || len("")`: what DGSP's FIPS 205 sets
+/// sign in front of every message (spec section 7).
+const PURE_EMPTY_CONTEXT: &[u8] = &[0, 0];
+
+/// A manager public key ready to verify: the parameter set, the key bytes
 /// `PK.seed || PK.root`, and the hash state precomputed from `PK.seed`.
 #[derive(Clone)]
 pub struct VerifyingKey {
@@ -90,22 +97,12 @@ pub struct VerifyingKey {
 }
 
 impl VerifyingKey {
-    /// A SPHINCS+ round 3.1 verifying key for `params` from the `2N`-byte public key
-    /// `PK.seed || PK.root`.
+    /// A verifying key for `params` from the `2N`-byte public key `PK.seed || PK.root`:
+    /// SPHINCS+ round 3.1 for ids 1-12, FIPS 205 SLH-DSA for ids 13-24
+    /// ([`ParamSet::standard`]).
     ///
     /// Any other length is [`DecodeError::WrongFieldLength`] (`field: "spx_pk"`).
     pub fn new(params: ParamSet, pk: &[u8]) -> Result<Self, DecodeError> {
-        Self::with_standard(params, Standard::Round3, pk)
-    }
-
-    /// A verifying key for `params` under `standard`: [`Standard::Fips205`] verifies
-    /// SLH-DSA signatures of the same constants (`slh_verify_internal`: the message given to
-    /// [`verify`](Self::verify) is FIPS 205's `M'`, see [`fips205_message`]).
-    pub fn with_standard(
-        params: ParamSet,
-        standard: Standard,
-        pk: &[u8],
-    ) -> Result<Self, DecodeError> {
         if pk.len() != params.spx_pk_len() {
             return Err(DecodeError::WrongFieldLength {
                 field: "spx_pk",
@@ -113,10 +110,7 @@ impl VerifyingKey {
                 found: pk.len(),
             });
         }
-        let p = Params {
-            standard,
-            ..Params::of(params)
-        };
+        let p = Params::of(params);
         let mut bytes = [0u8; 64];
         bytes[..pk.len()].copy_from_slice(pk);
         Ok(VerifyingKey {
@@ -142,16 +136,34 @@ impl VerifyingKey {
         &self.pk[..2 * self.p.n]
     }
 
-    /// Whether `sig` is a valid signature of `msg` under this key. Any problem (wrong
-    /// length, any content) is `false`; never panics.
+    /// Whether `sig` is a valid signature of `msg` under this key: SPHINCS+ round 3.1
+    /// verification, or FIPS 205 `slh_verify(msg, sig, ctx = "", pk)` (pure mode, the empty
+    /// context), as DGSP signs. Any problem (wrong length, any content) is `false`; never
+    /// panics.
     pub fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
         self.verify_batch(&[(msg, sig)])[0]
+    }
+
+    /// [`verify`](Self::verify) without the FIPS 205 pure-mode prefix: `msg` is what is
+    /// hashed (`slh_verify_internal`; pass [`fips205_message`] for another context). The same
+    /// as `verify` for round 3.1 keys.
+    pub fn verify_internal(&self, msg: &[u8], sig: &[u8]) -> bool {
+        self.verify_items(&[(msg, sig)], &[])[0]
     }
 
     /// Verifies `(message, signature)` pairs: one verdict per item, each the same as
     /// [`verify`](Self::verify) on that item, computed with the items' hash calls run
     /// together (chunks of [`BATCH_CHUNK`]).
     pub fn verify_batch(&self, items: &[(&[u8], &[u8])]) -> Vec<bool> {
+        let prefix = match self.p.standard {
+            Standard::Round3 => &[][..],
+            Standard::Fips205 => PURE_EMPTY_CONTEXT,
+        };
+        self.verify_items(items, prefix)
+    }
+
+    /// The batch verifier; `prefix` is hashed in front of every message.
+    fn verify_items(&self, items: &[(&[u8], &[u8])], prefix: &[u8]) -> Vec<bool> {
         let mut verdicts = vec![false; items.len()];
         let wanted = self.p.sig_bytes();
         let ok: Vec<usize> = (0..items.len())
@@ -160,7 +172,7 @@ impl VerifyingKey {
         for chunk in ok.chunks(BATCH_CHUNK) {
             let mut batch: Vec<Item<'_>> = chunk
                 .iter()
-                .map(|&i| self.start(items[i].0, items[i].1))
+                .map(|&i| self.start(prefix, items[i].0, items[i].1))
                 .collect();
             fors::public_keys(&self.p, &self.hasher, &mut batch);
             hypertree::climb(&self.p, &self.hasher, &mut batch);
@@ -172,10 +184,16 @@ impl VerifyingKey {
         verdicts
     }
 
-    /// `H_msg` of one item (its signature has the right length).
-    fn start<'a>(&self, msg: &[u8], sig: &'a [u8]) -> Item<'a> {
+    /// `H_msg` of one item (its signature has the right length) over `prefix || msg`.
+    fn start<'a>(&self, prefix: &[u8], msg: &[u8], sig: &'a [u8]) -> Item<'a> {
         let n = self.p.n;
-        let d = h_msg::digest(&self.p, &self.hasher, &sig[..n], self.as_bytes(), msg);
+        let d = h_msg::digest(
+            &self.p,
+            &self.hasher,
+            &sig[..n],
+            self.as_bytes(),
+            [prefix, msg],
+        );
         Item {
             sig,
             md: d.md,

@@ -1,6 +1,8 @@
 //! Per-set constants of the twelve SPHINCS+ v3.1 "simple" parameter sets, as in PQClean's
-//! `params.h` (`w = 16` everywhere, so `len2 = 3` and `len = 2N + 3`).
+//! `params.h` (`w = 16` everywhere, so `len2 = 3` and `len = 2N + 3`), which FIPS 205's
+//! twelve SLH-DSA sets share.
 
+pub use crate::params::Standard;
 use crate::params::{HashFamily, ParamSet};
 
 /// The structural constants of one parameter set.
@@ -26,28 +28,17 @@ pub(crate) struct Params {
     pub standard: Standard,
 }
 
-/// The specification a key follows. Verification differs in one rule only: how the FORS
-/// leaf indices are read from the message digest. (The FIPS 205 pure-mode message prefix is
-/// the caller's: see [`super::fips205_message`].)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Standard {
-    /// SPHINCS+ round 3.1 ("simple"), as PQClean implements it: index bits read least
-    /// significant first within each byte.
-    Round3,
-    /// FIPS 205 SLH-DSA: `base_2b`, index bits read most significant first.
-    Fips205,
-}
-
 impl Params {
-    /// The constants of `set`.
+    /// The constants of `set`, and its standard.
     pub(crate) const fn of(set: ParamSet) -> Params {
-        let (n, h, d, a, k) = match set {
+        let (n, h, d, a, k) = match set.round3() {
             ParamSet::Sha2_128s | ParamSet::Shake128s => (16, 63, 7, 12, 14),
             ParamSet::Sha2_128f | ParamSet::Shake128f => (16, 66, 22, 6, 33),
             ParamSet::Sha2_192s | ParamSet::Shake192s => (24, 63, 7, 14, 17),
             ParamSet::Sha2_192f | ParamSet::Shake192f => (24, 66, 22, 8, 33),
             ParamSet::Sha2_256s | ParamSet::Shake256s => (32, 64, 8, 14, 22),
             ParamSet::Sha2_256f | ParamSet::Shake256f => (32, 68, 17, 9, 35),
+            _ => unreachable!(),
         };
         Params {
             n,
@@ -58,7 +49,7 @@ impl Params {
             k,
             len: 2 * n + 3,
             family: set.hash_family(),
-            standard: Standard::Round3,
+            standard: set.standard(),
         }
     }
 

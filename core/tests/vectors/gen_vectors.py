@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Independent known-answer-test (KAT) generator for DGSP v1.
 
-Written only from /work/shared/spec/dgsp-v1.md (sections 1-4), without reference to the
-Rust implementation, so that the vectors it produces are a genuine cross-check.
+Written only from /work/shared/spec/dgsp-v1.md (sections 1-4 and 7), without reference to
+the Rust implementation, so that the vectors it produces are a genuine cross-check.
 
 Usage:
-    python3 gen_vectors.py [--out DIR]          write <set-name>.json for all 12 sets
+    python3 gen_vectors.py [--out DIR]          write <set-name>.json for all 24 sets
     python3 gen_vectors.py [--out DIR] --check  regenerate in memory, compare byte-for-byte
 
-Dependencies: Python 3.11 standard library plus `cryptography` (AES only).
+Dependencies: Python 3.11 standard library, `cryptography` (AES only) and `slh-dsa` 0.2.5
+(import name `slhdsa`; FIPS 205 key generation and signing for the "manager" section of the
+SLH-DSA sets 13-24): `python3 -m pip install slh-dsa==0.2.5`. The sets are generated in
+parallel, one process per CPU (the FIPS 205 "s" sets take seconds each to sign).
 
 Input-derivation rule (every seed, secret and message is deterministic):
 
@@ -22,6 +25,8 @@ integer (e.g. b"0", b"1"). The fields used are:
     seed_u, wots_seed      index = wots entry number (0, 1, 2), length N
     message                index = wots entry number; used only for the 1000-byte message
     hl_input               index = the label itself (e.g. b"cid*"), length 200
+    spx_sk_seed, spx_sk_prf, spx_pk_seed
+                           index = b"0", length N (SLH-DSA sets 13-24 only)
 
 Fixed choices:
     labelled hashes:  for each of the 7 labels, inputs b"", b"\\x00" and a 200-byte derived input
@@ -31,15 +36,30 @@ Fixed choices:
                       entry 1: message b"abc" (3 bytes),         id 2^32+5
                       entry 2: message derived (1000 bytes),     id 2^64-1
                       cid for a wots entry uses groups[0].hash_secret and the entry's id.
+    manager (ids 13-24 only): the FIPS 205 key pair from the three spx_* seeds
+                      (slh_keygen_internal), and one certificate: wots entry 0 (its wots_pk,
+                      tau and id), ctr 7, zeta under groups[0].aes_key, message
+                      b"DGSP-v1:cert" || wots_pk || zeta || tau, spx_sig = FIPS 205 pure
+                      slh_sign(message, ctx = b"") in its deterministic variant
+                      (addrnd = opt_rand = PK.seed, recorded as "addrnd").
 """
 
 import argparse
 import hashlib
 import json
+import multiprocessing
 import os
 import sys
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+try:
+    import slhdsa
+    from slhdsa.lowlevel import parameters as slh_parameters
+    from slhdsa.lowlevel.addresses import Address as SlhAddress
+    from slhdsa.lowlevel.xmss import XMSS as SlhXMSS
+except ImportError:
+    slhdsa = None
 
 # ---------------------------------------------------------------------------
 # Section 1: parameter sets (id, name, hash family, N)
@@ -58,7 +78,28 @@ PARAM_SETS = [
     (10, "shake-192f", "shake", 24),
     (11, "shake-256s", "shake", 32),
     (12, "shake-256f", "shake", 32),
+    # Section 7: FIPS 205 SLH-DSA; same N and hash family as the round-3.1 twin (id - 12).
+    (13, "slh-dsa-sha2-128s", "sha2", 16),
+    (14, "slh-dsa-sha2-128f", "sha2", 16),
+    (15, "slh-dsa-sha2-192s", "sha2", 24),
+    (16, "slh-dsa-sha2-192f", "sha2", 24),
+    (17, "slh-dsa-sha2-256s", "sha2", 32),
+    (18, "slh-dsa-sha2-256f", "sha2", 32),
+    (19, "slh-dsa-shake-128s", "shake", 16),
+    (20, "slh-dsa-shake-128f", "shake", 16),
+    (21, "slh-dsa-shake-192s", "shake", 24),
+    (22, "slh-dsa-shake-192f", "shake", 24),
+    (23, "slh-dsa-shake-256s", "shake", 32),
+    (24, "slh-dsa-shake-256f", "shake", 32),
 ]
+SLH_DSA_PREFIX = "slh-dsa-"
+
+# Signature bytes of the round-3.1 sets, by size suffix; section 7: the FIPS 205 twins match.
+SPX_SIG_BYTES = {"128s": 7856, "128f": 17088, "192s": 16224, "192f": 35664,
+                 "256s": 29792, "256f": 49856}
+CERT_PREFIX = b"DGSP-v1:cert"
+CERT_WOTS_ENTRY = 0
+CERT_CTR = 7
 
 LABELS = ["rho", "wots-sk", "msg", "cid", "cid*", "pi", "tau"]
 
@@ -111,6 +152,7 @@ class Params:
         self.n = n
         self.len1 = 2 * n
         self.len = self.len1 + LEN2
+        self.fips205 = name.startswith(SLH_DSA_PREFIX)
         # Optional hook used by the self-test to observe what gets hashed.
         self.trace = None
 
@@ -321,11 +363,69 @@ def gen_set(p):
     # distinct ids across entries
     assert len({e["id"] for e in wots}) == len(wots)
     obj["wots"] = wots
+    if p.fips205:
+        obj["manager"] = gen_manager(p, groups, wots)
     return obj
+
+
+def gen_manager(p, groups, wots):
+    """Section 7: FIPS 205 manager key pair and one certificate, signed by the `slhdsa` package."""
+    n = p.n
+    par = getattr(slh_parameters, p.name[len(SLH_DSA_PREFIX):].replace("-", "_"))
+    assert par.n == n, p.name
+    sk_seed = derive(p.name, "spx_sk_seed", "0", n)
+    sk_prf = derive(p.name, "spx_sk_prf", "0", n)
+    pk_seed = derive(p.name, "spx_pk_seed", "0", n)
+    # FIPS 205 slh_keygen_internal: PK.root = xmss_node(SK.seed, 0, h', PK.seed, ADRS{layer d-1}).
+    pk_root = SlhXMSS(par).node(sk_seed, 0, par.h_m, pk_seed, SlhAddress(par.d - 1, 0))
+    assert len(pk_root) == n
+
+    entry = wots[CERT_WOTS_ENTRY]
+    id_ = entry["id"]
+    aes_key = bytes.fromhex(groups[0]["aes_key"])
+    zeta = p.zeta(aes_key, id_, CERT_CTR)
+    assert p.aes_dec(aes_key, zeta) == be64(id_) + be64(CERT_CTR)
+    message = CERT_PREFIX + bytes.fromhex(entry["wots_pk"]) + zeta + bytes.fromhex(entry["tau"])
+    assert len(message) == len(CERT_PREFIX) + n + 16 + n
+
+    # SecretKey() itself recomputes PK.root from the seeds and refuses a mismatch.
+    sk = slhdsa.SecretKey((sk_seed, sk_prf, pk_seed, pk_root), par)
+    # Pure mode, empty context; randomize=False is the deterministic variant (opt_rand = PK.seed).
+    sig = sk.sign_pure(message, randomize=False, ctx=b"")
+    assert len(sig) == SPX_SIG_BYTES[p.name[-4:]], (p.name, len(sig))
+    pk = slhdsa.PublicKey((pk_seed, pk_root), par)
+    assert pk.verify_pure(message, sig, ctx=b""), f"{p.name}: verify_pure rejects"
+    flipped = bytearray(message)
+    flipped[-1] ^= 0x01
+    assert not pk.verify_pure(bytes(flipped), sig, ctx=b""), f"{p.name}: flipped byte accepted"
+    # The string actually signed is 0x00 (pure) || 0x00 (context length) || message.
+    assert pk.verify(b"\x00\x00" + message, sig), f"{p.name}: not 00 00 || message"
+
+    return {
+        "sk_seed": sk_seed.hex(),
+        "sk_prf": sk_prf.hex(),
+        "pk_seed": pk_seed.hex(),
+        "spx_pk": (pk_seed + pk_root).hex(),
+        "spx_sk": (sk_seed + sk_prf + pk_seed + pk_root).hex(),
+        "addrnd": pk_seed.hex(),
+        "certificate": {
+            "wots": CERT_WOTS_ENTRY,
+            "ctr": CERT_CTR,
+            "zeta": zeta.hex(),
+            "message": message.hex(),
+            "spx_sig": sig.hex(),
+        },
+    }
 
 
 def render(p):
     return json.dumps(gen_set(p), indent=1) + "\n"
+
+
+def render_entry(entry):
+    """Pool worker: (file name, JSON text) for one PARAM_SETS entry."""
+    pid, name, family, n = entry
+    return name + ".json", render(Params(pid, name, family, n))
 
 
 def self_test():
@@ -374,10 +474,17 @@ def main():
                     help="compare regenerated vectors with the files in --out; exit 1 on mismatch")
     args = ap.parse_args()
 
+    if slhdsa is None:
+        sys.exit("gen_vectors.py: the Python package 'slh-dsa' (import name slhdsa) is missing;"
+                 " install it with: python3 -m pip install slh-dsa==0.2.5")
+
     self_test()
-    outputs = {}
-    for pid, name, family, n in PARAM_SETS:
-        outputs[name + ".json"] = render(Params(pid, name, family, n))
+    # One process per CPU; the FIPS 205 "s" sets (seconds each) go first, then the rest.
+    order = sorted(PARAM_SETS, key=lambda s: (s[1].startswith(SLH_DSA_PREFIX),
+                                              s[1].endswith("s"), s[3]), reverse=True)
+    with multiprocessing.Pool(processes=os.cpu_count()) as pool:
+        rendered = dict(pool.imap_unordered(render_entry, order, chunksize=1))
+    outputs = {name + ".json": rendered[name + ".json"] for _, name, _, _ in PARAM_SETS}
 
     if args.check:
         bad = []

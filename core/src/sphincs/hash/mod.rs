@@ -202,7 +202,7 @@ impl Hasher {
     }
 
     /// `H_msg(R, PK, M)`, `out.len()` bytes.
-    pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: &[u8], out: &mut [u8]) {
+    pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: [&[u8]; 2], out: &mut [u8]) {
         match self {
             Hasher::Sha2(h) => h.h_msg(r, pk, msg, out),
             Hasher::Shake(_) => shake::h_msg(r, pk, msg, out),

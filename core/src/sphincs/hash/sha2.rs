@@ -211,20 +211,22 @@ impl Sha2Hasher {
         }
     }
 
-    pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: &[u8], out: &mut [u8]) {
+    pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: [&[u8]; 2], out: &mut [u8]) {
         let seed = &self.seed[..self.n];
         if self.n == 16 {
             let inner = Sha256::new()
                 .chain_update(r)
                 .chain_update(pk)
-                .chain_update(msg)
+                .chain_update(msg[0])
+                .chain_update(msg[1])
                 .finalize();
             mgf1::<Sha256>(&[r, seed, &inner], out);
         } else {
             let inner = Sha512::new()
                 .chain_update(r)
                 .chain_update(pk)
-                .chain_update(msg)
+                .chain_update(msg[0])
+                .chain_update(msg[1])
                 .finalize();
             mgf1::<Sha512>(&[r, seed, &inner], out);
         }

@@ -129,11 +129,12 @@ impl ShakeHasher {
 }
 
 /// `H_msg = SHAKE256(R || PK || M)`, `out.len()` bytes.
-pub(crate) fn h_msg(r: &[u8], pk: &[u8], msg: &[u8], out: &mut [u8]) {
+pub(crate) fn h_msg(r: &[u8], pk: &[u8], msg: [&[u8]; 2], out: &mut [u8]) {
     let mut h = Shake256::default();
     h.update(r);
     h.update(pk);
-    h.update(msg);
+    h.update(msg[0]);
+    h.update(msg[1]);
     h.finalize_xof().read(out);
 }
 

@@ -1,6 +1,7 @@
-//! SPHINCS+ v3.1 ("simple") signatures for the manager key, dispatched at run time to the
-//! twelve `pqcrypto-sphincsplus` modules (PQClean; AVX2 code is chosen automatically on
-//! x86-64 CPUs that have it).
+//! SPHINCS+ round 3.1 ("simple") key generation and signing for ids 1-12, dispatched at run
+//! time to the twelve `pqcrypto-sphincsplus` modules (PQClean; AVX2 code is chosen
+//! automatically on x86-64 CPUs that have it). Its `verify` is only the test oracle of the
+//! native verifier.
 //!
 //! Known limit: `pqcrypto` keeps the secret key in its own `SecretKey` type, which does not
 //! zeroize on drop. We build one only for the duration of a signing call.
@@ -61,11 +62,13 @@ macro_rules! dispatch {
                 use pqcrypto_sphincsplus::sphincsshake256fsimple as $m;
                 $body
             }
+            fips205 => unreachable!("{fips205} is signed by slh-dsa, not PQClean"),
         }
     };
 }
 
-/// A fresh key pair `(public key, secret key)` from the operating system's randomness.
+/// A fresh key pair `(public key, secret key)` from the operating system's randomness;
+/// `params` a round 3.1 set.
 pub(crate) fn keypair(params: ParamSet) -> (Vec<u8>, Zeroizing<Vec<u8>>) {
     dispatch!(params, m => {
         let (pk, sk) = m::keypair();
@@ -73,7 +76,8 @@ pub(crate) fn keypair(params: ParamSet) -> (Vec<u8>, Zeroizing<Vec<u8>>) {
     })
 }
 
-/// Signs `msg`. `sk` must be `4N` bytes (checked when the key was decoded).
+/// Signs `msg`. `sk` must be `4N` bytes (checked when the key was decoded); `params` a
+/// round 3.1 set.
 pub(crate) fn sign(params: ParamSet, sk: &[u8], msg: &[u8]) -> Vec<u8> {
     dispatch!(params, m => {
         let sk = m::SecretKey::from_bytes(sk).expect("secret key length checked at decode");
@@ -103,7 +107,7 @@ mod tests {
 
     #[test]
     fn size_table_matches_the_library() {
-        for p in ParamSet::ALL {
+        for p in ParamSet::ROUND3 {
             assert_eq!(
                 library_sizes(p),
                 (p.spx_pk_len(), p.spx_sk_len(), p.spx_sig_len()),
