@@ -32,6 +32,14 @@ pub enum Standard {
 }
 
 impl Standard {
+    /// The machine-readable tag used in JSON (`round3` or `fips205`).
+    pub const fn tag(self) -> &'static str {
+        match self {
+            Standard::Round3 => "round3",
+            Standard::Fips205 => "fips205",
+        }
+    }
+
     /// A short human name: `SPHINCS+ round 3.1` or `FIPS 205 SLH-DSA`.
     pub const fn name(self) -> &'static str {
         match self {

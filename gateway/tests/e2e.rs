@@ -244,3 +244,71 @@ async fn a_gateway_pinned_to_another_group_applies_nothing() {
     gw.shutdown().await;
     reg.shutdown().await;
 }
+
+/// A FIPS 205 group (spec section 7) end to end: the registry reports its standard, the
+/// gateway follows its SLH-DSA-signed checkpoints and snapshots, verifies, proves offline and
+/// answers `revoked` after a revocation; a signature of the round 3.1 twin set (same sizes)
+/// is `wrong_group`, naming the family mismatch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fips205_group_end_to_end() {
+    let params = dgsp_core::ParamSet::SlhDsaSha2_128f;
+    let reg = support::registry_with(params).await;
+    let group = reg.manager.public_key().clone();
+    let info: Value = reg
+        .client
+        .get(format!("{}/v1/group", reg.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (info["params"].as_str(), info["standard"].as_str()),
+        (Some("slh-dsa-sha2-128f"), Some("fips205"))
+    );
+    let mut alice = reg.member("alice", 2).await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(gateway_config(
+        &reg.url,
+        Anchor::Key(Box::new(group.clone())),
+        dir.path(),
+    ))
+    .await;
+    gw.reach(reg.settled().await).await;
+
+    let sig = alice.sign(b"order 1");
+    let a = gw.verify(b"order 1", &sig).await;
+    assert_eq!(
+        (a["status"].as_str(), a["params"].as_str()),
+        (Some("ok"), Some("slh-dsa-sha2-128f")),
+        "{a}"
+    );
+    assert_eq!(offline(&gw, &group, &a).await, Membership::NotRevoked);
+
+    // The round 3.1 twin: same lengths, another family.
+    let twin = support::registry_with(params.twin()).await;
+    let mut mallory = twin.member("mallory", 1).await;
+    let foreign = mallory.sign(b"order 1");
+    let w = gw.verify(b"order 1", &foreign).await;
+    assert_eq!(
+        (w["status"].as_str(), w["params"].as_str()),
+        (Some("wrong_group"), Some("sha2-128f")),
+        "{w}"
+    );
+    let detail = w["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("family mismatch") && detail.contains("FIPS 205"),
+        "{detail}"
+    );
+
+    reg.revoke(alice.id).await;
+    gw.reach(reg.settled().await).await;
+    let r = gw.verify(b"order 1", &sig).await;
+    assert_eq!(r["status"], "revoked", "{r}");
+    assert_eq!(offline(&gw, &group, &r).await, Membership::Revoked);
+
+    gw.shutdown().await;
+    twin.shutdown().await;
+    reg.shutdown().await;
+}

@@ -61,11 +61,15 @@ impl Run {
 
 impl Fixture {
     fn new(seed: u64) -> Fixture {
+        Fixture::of(ParamSet::Sha2_128f, seed)
+    }
+
+    fn of(params: ParamSet, seed: u64) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let wallet = dir.path().join("wallet.json");
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         Fixture {
-            manager: Manager::generate(ParamSet::Sha2_128f, &mut rng),
+            manager: Manager::generate(params, &mut rng),
             dir,
             wallet,
             counter: 0,
@@ -153,14 +157,15 @@ impl Fixture {
         let csr: CsrFile = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
         assert_eq!(csr.format, CSR_FORMAT);
         assert_eq!(csr.id, ID);
-        assert_eq!(csr.params, ParamSet::Sha2_128f);
+        let params = self.manager.params();
+        assert_eq!(csr.params, params);
         assert_eq!(
             B64.decode(&csr.cid_star).unwrap(),
             self.manager.cid_star(ID).as_bytes()
         );
         csr.wots_pks
             .iter()
-            .map(|pk| WotsPk::from_slice(ParamSet::Sha2_128f, &B64.decode(pk).unwrap()).unwrap())
+            .map(|pk| WotsPk::from_slice(params, &B64.decode(pk).unwrap()).unwrap())
             .collect()
     }
 
@@ -182,7 +187,11 @@ impl Fixture {
 
     /// keygen, then `n` certificates requested, issued and imported.
     fn ready(seed: u64, n: usize) -> Fixture {
-        let mut f = Fixture::new(seed);
+        Fixture::ready_of(ParamSet::Sha2_128f, seed, n)
+    }
+
+    fn ready_of(params: ParamSet, seed: u64, n: usize) -> Fixture {
+        let mut f = Fixture::of(params, seed);
         f.keygen();
         let pks = f.csr(n);
         let certs = f.issue(&pks);
@@ -439,6 +448,49 @@ fn full_path_and_refusals() {
     // No secret in the clear, and the member key is never printed.
     let status = f.run(&["status"]);
     assert!(!String::from_utf8_lossy(&status.stdout).contains("seed"));
+}
+
+/// A FIPS 205 group (spec section 7): the wallet imports SLH-DSA-signed certificates and
+/// signs; certificates signed by the round 3.1 twin's manager (same sizes) are refused.
+#[test]
+fn a_fips205_wallet_imports_and_signs() {
+    let mut f = Fixture::ready_of(ParamSet::SlhDsaSha2_128f, 21, 2);
+    let sig_file = f.path("sig-fips");
+    let run = f.sign_to(&sig_file);
+    assert!(run.ok, "{}", run.stderr);
+    assert_eq!(f.verified(&sig_file).params(), ParamSet::SlhDsaSha2_128f);
+
+    let pks = f.csr(1);
+    let twin = Manager::generate(ParamSet::Sha2_128f, &mut ChaCha8Rng::seed_from_u64(22));
+    let certs = twin.certify(ID, f.counter, &[]);
+    assert!(certs.is_empty());
+    let twin_pks: Vec<WotsPk> = pks
+        .iter()
+        .map(|p| WotsPk::from_slice(ParamSet::Sha2_128f, p.as_bytes()).unwrap())
+        .collect();
+    let file = CertificatesFile {
+        format: CERTIFICATES_FORMAT.into(),
+        id: ID,
+        first_counter: f.counter,
+        wots_pks: pks.iter().map(|p| B64.encode(p.as_bytes())).collect(),
+        certificates: twin
+            .certify(ID, f.counter, &twin_pks)
+            .iter()
+            .map(|c| B64.encode(c.to_bytes()))
+            .collect(),
+    };
+    let path = f.fresh("twin-certs.json");
+    fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let run = f.run(&["import", path.to_str().unwrap()]);
+    assert!(
+        !run.ok,
+        "a round 3.1 certificate was imported into a FIPS 205 wallet"
+    );
+    assert!(
+        run.stderr.contains("family mismatch") || run.stderr.contains("sha2-128f"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -30,8 +30,10 @@ pub struct Cli {
 pub enum Command {
     /// Create a new group: manager keys (encrypted at rest) and the genesis log entry.
     Init {
-        /// Parameter set, e.g. sha2-128f or shake-256f.
-        #[arg(long, value_parser = parse_params)]
+        /// Parameter set: a FIPS 205 SLH-DSA set (slh-dsa-sha2-128f, slh-dsa-shake-256s, ...;
+        /// the standard) or a SPHINCS+ round 3.1 set (sha2-128f, shake-256s, ...). `f` sets
+        /// sign fast with large signatures, `s` sets small and slow. See docs/parameter-sets.md.
+        #[arg(long, env = "DGSP_PARAMS", value_parser = parse_params, default_value = DEFAULT_PARAMS)]
         params: ParamSet,
         /// Data directory (created if missing; must not hold a group yet).
         #[arg(long, env = "DGSP_DATA")]
@@ -276,6 +278,9 @@ impl Token {
 pub fn key_path(data: &Path, key_file: Option<&Path>) -> PathBuf {
     key_file.map_or_else(|| data.join("manager.key"), Path::to_path_buf)
 }
+
+/// The parameter set of `init` when none is given: chosen by measurement (docs/parameter-sets.md).
+pub const DEFAULT_PARAMS: &str = "sha2-128f";
 
 fn parse_params(s: &str) -> Result<ParamSet, String> {
     s.parse().map_err(|e: dgsp_core::DecodeError| e.to_string())

@@ -87,9 +87,10 @@ fn plan(view: &View, fresh: &Freshness, serve_stale: bool, item: Item) -> Plan {
         answer.status = Status::WrongGroup;
         answer.params = sig.params().name().to_owned();
         answer.detail = Some(format!(
-            "a {} signature cannot belong to this {} group",
+            "a {} signature cannot belong to this {} group ({})",
             sig.params().name(),
-            group_params.name()
+            group_params.name(),
+            dgsp_core::Error::mismatch(group_params, sig.params())
         ));
         return Plan::Done(answer);
     }

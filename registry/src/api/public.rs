@@ -22,6 +22,12 @@ pub const MAX_PAGE: usize = 1000;
 pub struct GroupInfo {
     /// Parameter set name.
     pub params: String,
+    /// The manager signature's standard: `fips205` (FIPS 205 SLH-DSA, `slh-dsa-*` sets) or
+    /// `round3` (SPHINCS+ round 3.1). Absent from registries older than the FIPS 205 sets,
+    /// which serve only round 3.1 groups.
+    #[serde(default = "round3")]
+    #[schema(example = "fips205")]
+    pub standard: String,
     /// Group public key (standard base64 of its encoding).
     pub public_key: String,
     /// SHA3-256 of the public key encoding (hex).
@@ -39,11 +45,16 @@ pub async fn group(State(s): State<Shared>) -> Result<Json<GroupInfo>, Problem> 
     let head = s.store.head().map_err(|e| Problem::storage("head", e))?;
     Ok(Json(GroupInfo {
         params: pk.params().name().to_owned(),
+        standard: pk.params().standard().tag().to_owned(),
         public_key: to_b64(&pk.to_bytes()),
         fingerprint: hex::encode(pk.fingerprint()),
         head_seq: head.seq,
         head_hash: hex::encode(head.hash),
     }))
+}
+
+fn round3() -> String {
+    dgsp_core::Standard::Round3.tag().to_owned()
 }
 
 /// Feed position.
