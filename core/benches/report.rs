@@ -1,5 +1,5 @@
-//! Ratio table of our DGSP against the reference `dgsp` crate, built from
-//! criterion's saved estimates.
+//! Ratio table of our DGSP (on a round 3.1 set and on its FIPS 205 twin)
+//! against the reference `dgsp` crate, built from criterion's saved estimates.
 //!
 //! Include it from a criterion bench target with
 //!
@@ -29,7 +29,8 @@
 //! workspace root found from `CARGO_MANIFEST_DIR`, since `cargo bench` runs
 //! the bench binary in the package directory, not in the workspace root).
 //!
-//! Under that root, the benchmark `compare/<op>/<impl>` registered as
+//! Under that root, the benchmark `compare/<op>/<impl>` (`<impl>` one of
+//! [`REFERENCE`], [`OURS`], [`OURS_FIPS205`]) registered as
 //! `c.benchmark_group("compare").bench_function("<op>/<impl>", ..)` lives in
 //! `compare/<op>_<impl>/new/estimates.json`: criterion replaces `/` (and
 //! `?"\*<>:|^`) in the function id by `_`. A benchmark registered as
@@ -45,8 +46,12 @@ use std::path::{Path, PathBuf};
 /// Criterion group holding the comparison benchmarks.
 pub const GROUP: &str = "compare";
 
-/// Implementation label of our crate in the benchmark ids.
+/// Implementation label of our crate on the round 3.1 set in the benchmark ids.
 pub const OURS: &str = "ours";
+
+/// Implementation label of our crate on the FIPS 205 twin of that set in the
+/// benchmark ids.
+pub const OURS_FIPS205: &str = "ours-fips205";
 
 /// Implementation label of the reference crate in the benchmark ids.
 pub const REFERENCE: &str = "reference";
@@ -182,27 +187,37 @@ pub fn format_ratio(ratio: f64) -> String {
     }
 }
 
-/// Builds a Markdown table comparing the mean times of `compare/<op>/ours`
-/// and `compare/<op>/reference` for each op, read from criterion's output
-/// root `criterion_dir` (see [`criterion_dir`]). Columns: operation, ours
-/// (mean), reference (mean), ours/reference. A missing estimate shows "—".
-/// The caller prints the returned string.
+/// Builds a Markdown table of the mean times of `compare/<op>/reference`,
+/// `compare/<op>/ours` (round 3.1 set) and `compare/<op>/ours-fips205` (its
+/// FIPS 205 twin) for each op, read from criterion's output root
+/// `criterion_dir` (see [`criterion_dir`]). Columns: operation, the three means,
+/// then ours/reference, fips205/reference and fips205/round3 (below 1 means the
+/// first named is faster). A missing estimate shows "—". The caller prints the
+/// returned string.
 pub fn print_ratio_table(criterion_dir: &Path, ops: &[&str]) -> String {
     let mut out = String::new();
-    out.push_str("| operation | ours (mean) | reference (mean) | ours/reference |\n");
-    out.push_str("|---|---:|---:|---:|\n");
+    out.push_str(
+        "| operation | reference | ours round 3.1 | ours FIPS 205 \
+         | ours/reference | fips205/reference | fips205/round3 |\n",
+    );
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
+    let cell = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "—".to_string());
+    let ratio = |num: Option<f64>, den: Option<f64>| match (num, den) {
+        (Some(n), Some(d)) if d > 0.0 => format_ratio(n / d),
+        _ => "—".to_string(),
+    };
     for op in ops {
-        let ours = mean_ns(criterion_dir, op, OURS);
         let reference = mean_ns(criterion_dir, op, REFERENCE);
-        let cell = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "—".to_string());
-        let ratio = match (ours, reference) {
-            (Some(o), Some(r)) if r > 0.0 => format_ratio(o / r),
-            _ => "—".to_string(),
-        };
+        let ours = mean_ns(criterion_dir, op, OURS);
+        let fips = mean_ns(criterion_dir, op, OURS_FIPS205);
         out.push_str(&format!(
-            "| {op} | {} | {} | {ratio} |\n",
+            "| {op} | {} | {} | {} | {} | {} | {} |\n",
+            cell(reference),
             cell(ours),
-            cell(reference)
+            cell(fips),
+            ratio(ours, reference),
+            ratio(fips, reference),
+            ratio(fips, ours),
         ));
     }
     out
