@@ -27,7 +27,7 @@ cargo clippy -p dgsp-core --no-default-features --target wasm32-unknown-unknown 
 # `dgsp` 0.1.2, which does not build without one; it does not touch the library.)
 cargo test -p dgsp-core --no-default-features --features baseline-shake-256f --lib --locked
 
-say "tests (all twelve parameter sets)"
+say "tests (all 24 parameter sets)"
 cargo test --workspace --locked
 
 say "differential fuzzing of the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS, default 60; 0 skips)"

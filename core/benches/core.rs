@@ -1,5 +1,5 @@
 //! Every operation of the core, per parameter set: shake-256f and sha2-128f by default,
-//! all twelve sets with `DGSP_BENCH_ALL=1`.
+//! all 24 sets with `DGSP_BENCH_ALL=1`.
 //!
 //! `cargo bench -p dgsp-core --bench core`
 

@@ -3,7 +3,7 @@
 //! verify fails as revoked.
 //!
 //! `cargo run --release -p dgsp-core --example demo -- [PARAM_SET ...]`
-//! (default: shake-256f and sha2-128f; `all` runs the twelve sets).
+//! (default: shake-256f and sha2-128f; `all` runs all 24 sets).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

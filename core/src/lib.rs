@@ -66,11 +66,13 @@
 //!   public key from the signature (real chain/hash addresses and checksum, spec section 3)
 //!   and verifies the manager's SPHINCS+ signature over
 //!   `"DGSP-v1:cert" || wots_pk || zeta || tau` with the crate's own verifier
-//!   ([`sphincs::VerifyingKey`], differentially tested against PQClean on all twelve
-//!   sets). [`ManagerPublicKey::verify_batch`] checks many signatures at once, with the
-//!   same verdict per item.
-//! - PQClean (`pqcrypto-sphincsplus`, feature `sign`) is used only to generate the
-//!   manager's SPHINCS+ key and to sign; it never decides whether a signature is valid.
+//!   ([`sphincs::VerifyingKey`], differentially tested against PQClean on the twelve round
+//!   3.1 sets and against RustCrypto `slh-dsa` on the twelve FIPS 205 sets).
+//!   [`ManagerPublicKey::verify_batch`] checks many signatures at once, with the same
+//!   verdict per item.
+//! - PQClean (`pqcrypto-sphincsplus`, round 3.1) and `slh-dsa` (FIPS 205), feature `sign`,
+//!   are used only to generate the manager's key and to sign; they never decide whether a
+//!   signature is valid.
 //! - [`Manager::open`] verifies the signature first and never opens an invalid one.
 //!   [`ManagerPublicKey::judge`] checks the opening exactly as the spec defines it (tau
 //!   against the recomputed WOTS+ key); pair it with `verify` when validity is in question.
