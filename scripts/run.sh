@@ -2,7 +2,9 @@
 # The README's main-job command: a registry and a gateway on loopback, each with an embedded
 # RocksDB data directory, and a demo group (created on first run, kept across runs).
 #   ./scripts/run.sh            # registry on 127.0.0.1:7300 (DGSP_LISTEN to change),
-#                               # gateway on 127.0.0.1:7400 (DGSP_GATEWAY_LISTEN)
+#                               # gateway on 127.0.0.1:7400 (DGSP_GATEWAY_LISTEN);
+#                               # DGSP_PARAMS (default sha2-128f, e.g. slh-dsa-sha2-128f) sets
+#                               # the demo group's set when DGSP_DEMO_DIR holds none yet
 #   ./scripts/run.sh demo [SET ...]   # the core demo: a whole group life cycle with timings
 #   ./scripts/run.sh build      # only build dgsp-registry, dgsp-gateway and dgsp-manager (release)
 set -euo pipefail
