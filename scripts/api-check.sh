@@ -18,6 +18,8 @@
 #   API_CHECK_CHECKS    [not_a_server_error,response_schema_conformance,status_code_conformance,
 #                        content_type_conformance,response_headers_conformance]  ("all" to explore)
 #   API_CHECK_OUT       [~/.cache/dgsp/api-check/<stamp>]  report directory
+#   API_CHECK_PARAMS    [slh-dsa-sha2-128f]  the group's parameter set (a FIPS 205 set, so
+#                       that CI runs the real binaries on the standard family end to end)
 #   API_CHECK_KEEP      [0]         1: keep the state directory (data dirs, wallets)
 #   API_CHECK_PROFILE   [release]   cargo profile of the binaries (dev: reuse a test build)
 #   SCHEMATHESIS_VERSION [4.32.5]   installed with pip into ~/.cache/dgsp/tools/schemathesis-venv
@@ -97,7 +99,7 @@ trap 'exit 130' INT TERM
 # The registry's auditor token: start_stack's registry inherits it (nothing else below reads it).
 export DGSP_AUDITOR_TOKEN
 DGSP_AUDITOR_TOKEN=$(cat "$STATE/auditor-token")
-start_stack "$BIN" "$STATE" sha2-128f "127.0.0.1:$REG_PORT" "127.0.0.1:$GW_PORT" \
+start_stack "$BIN" "$STATE" "${API_CHECK_PARAMS:-slh-dsa-sha2-128f}" "127.0.0.1:$REG_PORT" "127.0.0.1:$GW_PORT" \
   || { API_CHECK_KEEP=1; exit 1; }
 TOKEN=$(cat "$STATE/admin-token")
 
