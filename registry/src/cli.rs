@@ -79,6 +79,33 @@ pub enum Command {
         #[arg(long, env = "DGSP_CHECKPOINT_INTERVAL_SECS", default_value_t = 15,
               value_parser = clap::value_parser!(u64).range(1..=3600))]
         checkpoint_interval_secs: u64,
+        /// Where online backups (`dgsp-registry backup --registry`, `POST /admin/v1/backup`)
+        /// are written, one directory per backup (default DATA/backups). On the data
+        /// directory's file system, a backup hard-links the database files and takes seconds.
+        #[arg(long, env = "DGSP_BACKUP_DIR", value_name = "DIR")]
+        backup_dir: Option<PathBuf>,
+    },
+    /// Back the group up into a new directory, online or with the registry stopped.
+    ///
+    /// A consistent checkpoint of the database, the encrypted manager key (copied as is) and
+    /// a manifest (docs/deploy.md, "Backups"). Online, while the registry serves:
+    /// --registry URL (the registry writes the backup under its --backup-dir). Registry
+    /// stopped: --data DIR --to DIR.
+    Backup(BackupArgs),
+    /// Restore a backup into a new data directory, verified before it is put in place.
+    ///
+    /// Checks the copy's log (hash chain and commitments from the first entry), its head
+    /// against the backup's manifest, the group and the key.
+    Restore {
+        /// The backup directory (made by `dgsp-registry backup`).
+        #[arg(long, value_name = "BACKUP")]
+        from: PathBuf,
+        /// The new data directory (must not exist or be empty).
+        #[arg(long, env = "DGSP_DATA")]
+        data: PathBuf,
+        /// Where to put the encrypted manager key (default DATA/manager.key); never replaced.
+        #[arg(long, env = "DGSP_KEY_FILE")]
+        key_file: Option<PathBuf>,
     },
     /// Replay the log into fresh projections (registry stopped). Crash-safe: run it again
     /// after an interruption and it resumes; `serve` finishes an interrupted one first.
@@ -104,6 +131,38 @@ pub enum Command {
         #[arg(long, env = "DGSP_KEY_FILE")]
         key_file: Option<PathBuf>,
     },
+}
+
+/// `backup`: online (`--registry`) or direct (`--data` and `--to`, registry stopped).
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The running registry (http://HOST:PORT): ask it for an online backup. Needs the
+    /// admin token.
+    #[arg(long, env = "DGSP_REGISTRY_URL", value_name = "URL")]
+    pub registry: Option<String>,
+    /// Online: the backup's name under the registry's backup directory (1 to 64
+    /// characters A-Z a-z 0-9 . _ -; default the UTC time, 20250131T235959Z).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Admin API bearer token (online). Prefer DGSP_ADMIN_TOKEN or --admin-token-file:
+    /// a token given here is visible in the process list (a warning is logged).
+    #[arg(long, value_name = "TOKEN")]
+    pub admin_token: Option<String>,
+    /// File holding the admin token (online; used when neither --admin-token nor
+    /// DGSP_ADMIN_TOKEN is set); private to its owner (chmod 600).
+    #[arg(long, env = "DGSP_ADMIN_TOKEN_FILE", value_name = "FILE")]
+    pub admin_token_file: Option<PathBuf>,
+    /// Registry stopped: back up this data directory directly (refused while the
+    /// registry holds its lock).
+    #[arg(long, env = "DGSP_DATA")]
+    pub data: Option<PathBuf>,
+    /// Registry stopped: the new backup directory (must not exist or be empty). Given,
+    /// the backup is made directly, even if --registry is set.
+    #[arg(long, value_name = "DIR")]
+    pub to: Option<PathBuf>,
+    /// Registry stopped: the encrypted manager key file (default DATA/manager.key).
+    #[arg(long, env = "DGSP_KEY_FILE")]
+    pub key_file: Option<PathBuf>,
 }
 
 /// Where the manager key is and how to unlock it.

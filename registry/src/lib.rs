@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod backup;
 pub mod cli;
 pub mod events;
 pub mod feed;

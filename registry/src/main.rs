@@ -7,6 +7,7 @@ use base64::Engine;
 use clap::Parser;
 use dgsp_core::{Manager, ManagerSecretKey};
 use dgsp_registry::api;
+use dgsp_registry::backup;
 use dgsp_registry::cli::{self, Cli, Command};
 use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::{self, KdfParams};
@@ -32,8 +33,13 @@ fn main() -> ExitCode {
             auditor_token_file,
             max_body_bytes,
             checkpoint_interval_secs,
+            backup_dir,
         } => token(admin_token, admin_token_file).and_then(|admin| {
             let auditor = auditor_token_of(auditor_token, auditor_token_file)?;
+            let backups = backup::Settings {
+                dir: backup_dir.unwrap_or_else(|| data.join("backups")),
+                key_file: key.path(&data),
+            };
             serve(
                 &data,
                 listen,
@@ -42,8 +48,15 @@ fn main() -> ExitCode {
                 auditor,
                 max_body_bytes,
                 std::time::Duration::from_secs(checkpoint_interval_secs),
+                backups,
             )
         }),
+        Command::Backup(args) => make_backup(args),
+        Command::Restore {
+            from,
+            data,
+            key_file,
+        } => restore(&from, &data, key_file.as_deref()),
         Command::Rebuild { data } => rebuild(&data),
         Command::Openapi => {
             print!("{}", api::openapi::document());
@@ -149,6 +162,7 @@ fn auditor_token_of(
         .map_err(|e| e.to_string())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn serve(
     data: &std::path::Path,
     listen: std::net::SocketAddr,
@@ -157,6 +171,7 @@ fn serve(
     auditor_token: Option<String>,
     body_limit: usize,
     checkpoint_interval: std::time::Duration,
+    backups: backup::Settings,
 ) -> Fallible {
     let mut store = open_store(data)?;
     let state = store.projections().map_err(|e| e.to_string())?;
@@ -165,6 +180,7 @@ fn serve(
         tracing::warn!(%state, "rebuilding the projections before serving");
         run_rebuild(&mut store)?;
     }
+    store.enable_backups(backups);
     let store = Arc::new(store);
     let manager = Arc::new(load_manager(data, key, &store)?);
     let head = store.head().map_err(|e| e.to_string())?;
@@ -233,5 +249,61 @@ fn verify(data: &std::path::Path) -> Fallible {
         head.seq,
         hex::encode(head.hash)
     );
+    Ok(())
+}
+
+/// `--to` given: a direct backup of `--data` (registry stopped); else an online one asked
+/// of `--registry`.
+fn make_backup(a: cli::BackupArgs) -> Fallible {
+    if let Some(to) = a.to {
+        let data = a
+            .data
+            .ok_or("--to backs up a stopped registry's data directory: give --data DIR too")?;
+        let key_file = cli::key_path(&data, a.key_file.as_deref());
+        let m = backup::create_offline(&data, &key_file, &to).map_err(|e| e.to_string())?;
+        print_backup(&to.display().to_string(), &m);
+        return Ok(());
+    }
+    let Some(url) = a.registry else {
+        return Err("which registry? online: --registry URL (or DGSP_REGISTRY_URL); registry stopped: --data DIR --to DIR".into());
+    };
+    let admin = token(a.admin_token, a.admin_token_file)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let created = rt
+        .block_on(backup::request(&url, &admin, a.name.as_deref()))
+        .map_err(|e| e.to_string())?;
+    print_backup(&created.path, &created.manifest);
+    Ok(())
+}
+
+fn print_backup(path: &str, m: &backup::Manifest) {
+    println!("backup created: {path}");
+    println!("group {} ({})", m.fingerprint, m.params);
+    println!("head {} {}", m.head_seq, m.head_hash);
+}
+
+fn restore(
+    from: &std::path::Path,
+    data: &std::path::Path,
+    key_file: Option<&std::path::Path>,
+) -> Fallible {
+    let r = backup::restore(from, data, key_file).map_err(|e| e.to_string())?;
+    let m = &r.manifest;
+    println!("restored {} into {}", from.display(), r.data.display());
+    println!("group {} ({})", m.fingerprint, m.params);
+    println!(
+        "log verified: {} entries, head {} (the backup's manifest head)",
+        m.head_seq, m.head_hash
+    );
+    println!(
+        "manager key: {} (encrypted, as backed up)",
+        r.key_file.display()
+    );
+    if r.projections != ProjectionState::Current {
+        println!("{}: 'serve' rebuilds them first", r.projections);
+    }
     Ok(())
 }

@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use rocksdb::{
     ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB,
@@ -159,6 +160,8 @@ pub struct Head {
 /// The registry database.
 pub struct Store {
     db: DB,
+    /// Where online backups go and the key file they copy (set by `serve`).
+    backup: OnceLock<crate::backup::Settings>,
     /// Writes until an injected failure (0: none planned).
     #[cfg(feature = "fault-injection")]
     fail_after: std::sync::atomic::AtomicU64,
@@ -192,9 +195,41 @@ impl Store {
             .map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
         Ok(Store {
             db: DB::open_cf_descriptors(&opts, dir, cfs)?,
+            backup: OnceLock::new(),
             #[cfg(feature = "fault-injection")]
             fail_after: Default::default(),
         })
+    }
+
+    /// Opens the database in `dir` read-only (a backup's checkpoint: nothing is written to
+    /// it); every write fails.
+    pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+        Ok(Store {
+            db: DB::open_cf_for_read_only(&Options::default(), dir, ALL_CFS, false)?,
+            backup: OnceLock::new(),
+            #[cfg(feature = "fault-injection")]
+            fail_after: Default::default(),
+        })
+    }
+
+    /// Writes a RocksDB checkpoint of the whole database into `dir`, which must not exist:
+    /// a consistent point in time (every committed batch or none of it), its table files
+    /// hard-linked when `dir` is on the same file system (copied otherwise). Safe while
+    /// the writer commits.
+    pub fn checkpoint(&self, dir: &Path) -> Result<(), StoreError> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)?;
+        Ok(())
+    }
+
+    /// Enables online backups of this store (`POST /admin/v1/backup`); the first settings
+    /// given stay. Returns false if some were already set.
+    pub fn enable_backups(&self, settings: crate::backup::Settings) -> bool {
+        self.backup.set(settings).is_ok()
+    }
+
+    /// The online backup settings, if [`Store::enable_backups`] was called.
+    pub fn backup_settings(&self) -> Option<&crate::backup::Settings> {
+        self.backup.get()
     }
 
     fn cf(&self, name: &str) -> &rocksdb::ColumnFamily {

@@ -1,5 +1,5 @@
-//! The operator's API (bearer admin token): join, issue, revoke, open, member lookup.
-//! Every write accepts an `Idempotency-Key` header: a retry with the same key and request
+//! The operator's API (bearer admin token): join, issue, revoke, open, member lookup,
+//! online backup. Every write to the log accepts an `Idempotency-Key` header: a retry with the same key and request
 //! returns the first answer and changes nothing.
 
 use axum::extract::State;
@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::problem::{b64, to_b64, Body, IdPath, Params, Problem};
 use super::{Admin, Shared};
+use crate::backup::{self, BackupError};
 use crate::events::Event;
 use crate::issuance::Job;
 use crate::writer::{Command, Idempotency, Outcome};
@@ -555,4 +556,74 @@ pub async fn open(
         pi: to_b64(opening.pi.as_bytes()),
         seq,
     }))
+}
+
+/// `POST /admin/v1/backup` body.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackupRequest {
+    /// Name of the backup directory under the registry's backup directory (`--backup-dir`,
+    /// default `DATA/backups`); default: the UTC time, `20250131T235959Z`.
+    #[serde(default)]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        nullable = false
+    )]
+    pub name: Option<String>,
+}
+
+/// Make an online backup on the registry's host.
+///
+/// A consistent RocksDB checkpoint of the log and its projections, the encrypted manager key
+/// (copied as is) and a manifest (`backup.json`: group, parameter set, log head at the
+/// checkpoint), written under the registry's backup directory. Writes go on meanwhile. The directory appears only once complete; an existing
+/// non-empty one is never written over. Same file system as the data directory: table files
+/// are hard-linked and a backup takes seconds (a request that times out, 408, may still
+/// complete). Restore with `dgsp-registry restore` (docs/deploy.md, "Backups").
+#[utoipa::path(post, path = "/admin/v1/backup", tag = "admin", request_body = BackupRequest,
+    responses((status = 201, body = backup::Created),
+        (status = 409, description = "a backup of that name exists (`backup-exists`), or this registry has no backup settings (`backups-disabled`)", body = Problem),
+        (status = 422, description = "the name is not acceptable", body = Problem),
+        (status = 500, description = "the backup failed (`backup-failed`: disk full, permissions, ...); nothing was left in its place", body = Problem)),
+    security(("admin" = [])))]
+pub async fn backup(
+    _: Admin,
+    State(s): State<Shared>,
+    Body(req): Body<BackupRequest>,
+) -> Result<(StatusCode, Json<backup::Created>), Problem> {
+    if let Some(name) = &req.name {
+        backup::check_name(name).map_err(|e| Problem::invalid_field("name", e.to_string()))?;
+    }
+    let store = s.store.clone();
+    let made =
+        tokio::task::spawn_blocking(move || backup::create_named(&store, req.name.as_deref()))
+            .await
+            .map_err(|e| Problem::internal("backup", e))?;
+    match made {
+        Ok(created) => Ok((StatusCode::CREATED, Json(created))),
+        Err(e @ (BackupError::TargetNotEmpty { .. } | BackupError::TargetNotDirectory { .. })) => {
+            Err(Problem::new(
+                StatusCode::CONFLICT,
+                "backup-exists",
+                "Backup exists",
+                e.to_string(),
+            )
+            .at("name"))
+        }
+        Err(e @ BackupError::BadName { .. }) => Err(Problem::invalid_field("name", e.to_string())),
+        Err(e @ BackupError::Disabled) => Err(Problem::new(
+            StatusCode::CONFLICT,
+            "backups-disabled",
+            "Backups disabled",
+            e.to_string(),
+        )),
+        Err(e) => Err(Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "backup-failed",
+            "Backup failed",
+            e.to_string(),
+        )),
+    }
 }

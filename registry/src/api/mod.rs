@@ -210,6 +210,7 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/admin/v1/members/{id}/certificates", post(admin::issue))
         .route("/admin/v1/members/{id}/revoke", post(admin::revoke))
         .route("/admin/v1/open", post(admin::open))
+        .route("/admin/v1/backup", post(admin::backup))
         .route("/v1/group", get(public::group))
         .route("/v1/log/entries", get(public::entries))
         .route("/v1/checkpoint", get(public::checkpoint))

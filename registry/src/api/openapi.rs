@@ -21,6 +21,7 @@ use super::{admin, problem, public};
     ),
     paths(
         admin::join, admin::join_bulk, admin::members, admin::member, admin::issue, admin::revoke, admin::open,
+        admin::backup,
         public::group, public::entries, public::checkpoint, public::latest_snapshot,
         public::snapshot, public::proof
     ),
