@@ -20,6 +20,9 @@ say "lints (cargo clippy -D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p dgsp-core --lib --features serde --locked -- -D warnings
 
+say "supply chain (cargo deny: licences, bans and duplicates, sources; advisories with a snapshot)"
+./scripts/supply-chain.sh
+
 say "the verifier alone (dgsp-core without 'sign': no C, no OS randomness) builds for wasm32 and passes its unit tests"
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 cargo clippy -p dgsp-core --no-default-features --target wasm32-unknown-unknown --locked -- -D warnings

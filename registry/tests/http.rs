@@ -266,13 +266,25 @@ async fn a_member_joins_gets_certificates_signs_and_is_opened_and_revoked() {
         reg.revocation_status([0x5a; 16]).await,
         Membership::NotRevoked
     );
-    let cp = reg.get("/v1/checkpoint", None).await;
-    let checkpoint = reg
-        .manager
-        .public_key()
-        .verify_checkpoint(cp["note"].as_str().unwrap())
-        .unwrap();
-    assert!(checkpoint.size >= 5);
+    // The publisher signs checkpoints after the writes, asynchronously: wait (bounded) for
+    // one that covers the five entries so far.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let cp = reg.get("/v1/checkpoint", None).await;
+        let checkpoint = reg
+            .manager
+            .public_key()
+            .verify_checkpoint(cp["note"].as_str().unwrap())
+            .unwrap();
+        if checkpoint.size >= 5 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint covers 5 entries after 30 s: {cp}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     // The public feed hides usernames; the auditor token reveals them; the chain verifies.
     let public = reg.get("/v1/log/entries", None).await;
