@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Differential fuzzing of the native SPHINCS+ verifier against PQClean (fuzz/, cargo-fuzz).
+# Coverage-guided fuzzing (fuzz/, cargo-fuzz): the native SPHINCS+ verifier against PQClean
+# (spx_verify_diff) and every binary decoder plus checkpoint notes (decoders).
 #   ./scripts/fuzz.sh                          # every target for DGSP_FUZZ_SECONDS (default 60) each
 #   DGSP_FUZZ_SECONDS=3600 ./scripts/fuzz.sh   # a long run
 #   DGSP_FUZZ_SECONDS=0 ./scripts/fuzz.sh      # skip (build nothing)
@@ -29,6 +30,9 @@ cd fuzz
 for t in $(cargo +nightly fuzz list); do
   say "fuzzing $t for ${seconds} s"
   mkdir -p "corpus/$t"
-  cargo +nightly fuzz run --target-dir "$target_dir" "$t" "corpus/$t" -- \
+  # Committed seeds (fuzz/seeds/<target>, read only) join the working corpus.
+  seeds=()
+  [ -d "seeds/$t" ] && seeds=("seeds/$t")
+  cargo +nightly fuzz run --target-dir "$target_dir" "$t" "corpus/$t" "${seeds[@]}" -- \
     -max_total_time="$seconds" -timeout=30 -print_final_stats=1
 done

@@ -150,3 +150,77 @@ fn random_and_truncated_inputs_never_panic() {
         }
     }
 }
+
+/// Seeds for the `decoders` fuzz target (fuzz/fuzz_targets/decoders.rs): one valid object
+/// per decoder, prefixed with the target's selector byte, for a round 3.1 and a FIPS 205
+/// set; real revocation proofs, snapshots and a checkpoint note. Always checks that every
+/// seed decodes; writes them only when `DGSP_FUZZ_SEEDS` names a directory.
+#[cfg(feature = "sign")]
+#[test]
+fn fuzz_seeds() {
+    use dgsp_core::checkpoint::{Checkpoint, SnapshotRef};
+    use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
+    use dgsp_core::{Manager, Zeta};
+
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    let mut seeds: Vec<(String, Vec<u8>)> = Vec::new();
+    for params in [ParamSet::Sha2_128f, ParamSet::SlhDsaSha2_128f] {
+        for (selector, kind) in KINDS.into_iter().enumerate() {
+            let b = valid(params, kind, &mut rng);
+            assert_eq!(decode_all(&b), 1);
+            seeds.push((
+                format!("{params}-{kind:?}"),
+                [&[selector as u8][..], &b].concat(),
+            ));
+        }
+    }
+    let manager = Manager::generate(ParamSet::SlhDsaSha2_128f, &mut rng);
+    let zetas: Vec<Zeta> = (0..40u8)
+        .map(|i| Zeta::from_slice(&[i.wrapping_mul(37); 16]).unwrap())
+        .collect();
+    let set = RevocationSet::from_zetas(zetas.iter().copied());
+    for (name, z) in [
+        ("inclusion", zetas[3]),
+        ("non-membership", Zeta::from_slice(&[0xee; 16]).unwrap()),
+    ] {
+        let proof = set.prove(&z).to_bytes();
+        seeds.push((format!("proof-{name}"), [&[5u8][..], &proof].concat()));
+    }
+    let record = SnapshotRecord {
+        group: manager.public_key().fingerprint(),
+        number: 1,
+        log_seq: 7,
+        count: set.len(),
+        root: set.root(),
+        prev_hash: [0; 32],
+        time_unix_ms: 1_795_000_000_000,
+    };
+    seeds.push((
+        "snapshot-record".into(),
+        [&[6u8][..], &record.to_bytes()].concat(),
+    ));
+    let signed = manager.sign_snapshot(&record);
+    seeds.push((
+        "signed-snapshot".into(),
+        [&[7u8][..], &signed.to_bytes()].concat(),
+    ));
+    let note = manager.sign_checkpoint(&Checkpoint {
+        origin: "dgsp/fuzz".into(),
+        size: 7,
+        head: [9; 32],
+        time_unix_ms: Some(1_795_000_000_000),
+        snapshot: Some(SnapshotRef::of(&record)),
+    });
+    manager.public_key().verify_checkpoint(&note).unwrap();
+    seeds.push((
+        "checkpoint-note".into(),
+        [&[8u8][..], note.as_bytes()].concat(),
+    ));
+
+    if let Ok(dir) = std::env::var("DGSP_FUZZ_SEEDS") {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in &seeds {
+            std::fs::write(std::path::Path::new(&dir).join(name), bytes).unwrap();
+        }
+    }
+}
