@@ -45,4 +45,11 @@ bash -n loadtest/run.sh
 say "deployment files (deploy/: kubeconform, compose, Dockerfile, systemd)"
 ./scripts/validate-deploy.sh
 
+if [ "${DGSP_CONTAINER_STACK:-1}" = 0 ]; then
+  say "container stack skipped (DGSP_CONTAINER_STACK=0)"
+else
+  say "the container stack for real: image, compose on host networking, HAProxy, revoke, restart (DGSP_CONTAINER_STACK=0 skips)"
+  ./scripts/container-stack.sh
+fi
+
 say "all checks passed"

@@ -144,17 +144,21 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------
-say "compose (deploy/compose/compose.yaml)"
+say "compose (deploy/compose/compose.yaml, compose.host.yaml)"
 
-if [ -n "$CHECK" ]; then
-  check "compose-go load (compose-spec schema, interpolation, references)" \
-    "$CHECK" compose deploy/compose/compose.yaml
-else
-  skip "compose-go load" "go unavailable to build deploy/check"
-fi
+for f in compose.yaml compose.host.yaml; do
+  if [ -n "$CHECK" ]; then
+    check "compose-go load of $f (compose-spec schema, interpolation, references)" \
+      "$CHECK" compose "deploy/compose/$f"
+  else
+    skip "compose-go load of $f" "go unavailable to build deploy/check"
+  fi
+done
 if python3 -c 'import yaml' 2>/dev/null; then
   check "compose invariants (registry on loopback only, feed network internal)" \
     python3 deploy/check/invariants.py compose deploy/compose/compose.yaml
+  check "host-network compose invariants (host networking, everything but HAProxy on loopback)" \
+    python3 deploy/check/invariants.py compose-host deploy/compose/compose.host.yaml
 else
   skip "compose invariants" "python3 yaml module unavailable"
 fi
@@ -163,10 +167,17 @@ if command -v docker >/dev/null && docker compose version >/dev/null 2>&1; then
 else
   skip "docker compose config" "no docker CLI with the compose plugin"
 fi
+if command -v docker-compose >/dev/null; then
+  # Debian 12's docker-compose 1.29 (what scripts/container-stack.sh runs the stack with).
+  check "docker-compose 1.29 config (compose.host.yaml)" \
+    docker-compose -f deploy/compose/compose.host.yaml config --quiet
+fi
 if command -v haproxy >/dev/null; then
   check "haproxy -c" haproxy -c -f deploy/compose/haproxy.cfg
+  check "haproxy -c (host)" env DGSP_LB_BIND=127.0.0.1 DGSP_LB_PORT=8080 DGSP_GATEWAY_A_PORT=7401 \
+    DGSP_GATEWAY_B_PORT=7402 haproxy -c -f deploy/compose/haproxy.host.cfg
 else
-  skip "haproxy -c (deploy/compose/haproxy.cfg)" "haproxy not installed"
+  skip "haproxy -c (deploy/compose/haproxy*.cfg)" "haproxy not installed (scripts/container-stack.sh runs the host one for real)"
 fi
 
 # ---------------------------------------------------------------------------------------
@@ -180,6 +191,8 @@ fi
 runs "every COPY source of deploy/Dockerfile exists and passes Dockerfile.dockerignore"
 missing=""
 while read -r src; do
+  # deploy/prebuilt/ is made by scripts/container-stack.sh for the `prebuilt` stage only.
+  case "$src" in deploy/prebuilt/*) continue ;; esac
   [ -e "$src" ] || missing+=" $src"
   grep -qxF "!${src%/}" deploy/Dockerfile.dockerignore \
     || grep -qxF "!${src%/}/" deploy/Dockerfile.dockerignore || missing+=" $src(ignored)"

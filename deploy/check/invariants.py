@@ -3,6 +3,7 @@
 
   invariants.py k8s BUILT.yaml [EXTRA.yaml...]   kustomize output (+ example pods)
   invariants.py compose compose.yaml
+  invariants.py compose-host compose.host.yaml
 """
 import sys
 
@@ -130,9 +131,38 @@ def check_compose(path):
     print(f"{len(services)} services checked")
 
 
+def check_compose_host(path):
+    """The host-network variant: no container networks, so loopback bindings are what keep
+    the registry (admin API) and the gateways private; HAProxy is the only other listener."""
+    c = yaml.safe_load(open(path))
+    services = c["services"]
+    need(not c.get("networks"), "compose.host.yaml declares container networks")
+    for name, s in services.items():
+        need(s.get("network_mode") in ("host", "none"), f"{name}: network_mode is not host or none")
+        need(not s.get("ports") and not s.get("networks"), f"{name}: ports or networks with host networking")
+        env = s.get("environment", {})
+        for k, v in env.items():
+            need(not (("TOKEN" in k or "PASSPHRASE" in k) and not k.endswith("_FILE")),
+                 f"{name}: secret {k} in the environment")
+            if k in ("DGSP_LISTEN", "DGSP_GATEWAY_LISTEN"):
+                need(str(v).startswith("127.0.0.1:"), f"{name}: {k}={v} is not on loopback")
+        if name != "registry-init" and "healthcheck" not in s and name not in ("lb", "manager"):
+            need(False, f"{name}: no healthcheck")
+        if name in ("registry", "gateway-a", "gateway-b", "lb"):
+            need(s.get("read_only") is True, f"{name}: root filesystem not read-only")
+            need(s.get("cap_drop") == ["ALL"], f"{name}: capabilities not dropped")
+    cfg = open(path.replace("compose.host.yaml", "haproxy.host.cfg")).read().splitlines()
+    servers = [l.split()[2].strip('"') for l in cfg if l.split()[:1] == ["server"]]
+    need(servers and all(s.startswith("127.0.0.1:${DGSP_GATEWAY_") for s in servers),
+         f"haproxy.host.cfg routes to something else than the gateways' loopback ports: {servers}")
+    print(f"{len(services)} services checked")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "k8s":
         check_k8s(sys.argv[2:])
+    elif sys.argv[1] == "compose-host":
+        check_compose_host(sys.argv[2])
     else:
         check_compose(sys.argv[2])
     for e in errors:

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Creates deploy/compose/secrets/{admin-token,key-passphrase} with random values, once.
+# Creates deploy/compose/secrets/{admin-token,key-passphrase} with random values, once
+# (or in $DGSP_SECRETS_DIR, which the compose files read too).
 # Existing files are kept: the key passphrase unlocks the manager key in the registry volume,
 # and losing it loses the group. Back both files up somewhere safe.
 #
@@ -12,10 +13,11 @@ set -eu
 cd "$(dirname "$0")"
 umask 077
 uid=10001
-mkdir -p secrets
-chmod 0700 secrets
+dir="${DGSP_SECRETS_DIR:-secrets}"
+mkdir -p "$dir"
+chmod 0700 "$dir"
 for name in admin-token key-passphrase; do
-  f="secrets/$name"
+  f="$dir/$name"
   if [ -s "$f" ]; then
     echo "kept    $f"
   else
@@ -25,7 +27,7 @@ for name in admin-token key-passphrase; do
 done
 fix=""
 for name in admin-token key-passphrase; do
-  f="secrets/$name"
+  f="$dir/$name"
   if [ "$(stat -c '%u %a' "$f")" != "$uid 400" ]; then
     if [ "$(id -u)" = 0 ]; then
       chown "$uid:$uid" "$f"
@@ -40,4 +42,4 @@ if [ -n "$fix" ]; then
   echo "  sudo chown $uid:$uid$fix && sudo chmod 0400$fix"
   exit 1
 fi
-echo "secrets/ ready: owned by uid $uid, mode 0400"
+echo "$dir/ ready: owned by uid $uid, mode 0400"

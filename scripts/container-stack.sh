@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# The container stack for real: the image from deploy/Dockerfile, the compose stack of
+# deploy/compose/compose.host.yaml (registry, two gateways, HAProxy; host networking only),
+# and a group's life through it:
+#   join, issue, sign -> verify through HAProxy (ok) -> revoke -> both gateways answer
+#   `revoked` -> containers restarted -> the state survived -> torn down (volumes too).
+#
+#   ./scripts/container-stack.sh          # CI runs it when DGSP_CONTAINER_STACK=1 (see README)
+#
+# Installs what it needs when missing, idempotently: Debian's docker.io, docker-compose and
+# debootstrap; starts dockerd when no daemon answers. No image registry is reachable from
+# CI, so the base image is made here: debootstrap a minimal Debian 12 with the runtime
+# packages (librocksdb7.8, ca-certificates, curl) and HAProxy, `docker import` it as
+# dgsp-base:bookworm (kept between runs; DGSP_REBUILD_BASE=1 makes it again). The three
+# binaries are built on this (Debian 12) host and given to the Dockerfile's `prebuilt`
+# stage; the same Dockerfile builds from source elsewhere.
+#
+# Environment:
+#   DGSP_CONTAINER_PROFILE  cargo profile of the binaries (default dev: the one the tests
+#                           build; `release` for an image to keep)
+#   DGSP_CONTAINER_PORTS    base port (default 17300): registry +0, gateways +101/+102,
+#                           HAProxy +780, so a running demo on 7300/7400/8080 is untouched
+#   DGSP_KEEP_STACK=1       leave the stack running at the end (tear down by hand: the
+#                           command is printed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+ensure_rust
+ensure_system_packages
+use_shared_target_dir
+
+ROOT=$PWD
+CACHE="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/container"
+BASE_IMAGE=dgsp-base:bookworm
+IMAGE=dgsp:stack-test
+PROJECT=dgsp-stack-test
+PROFILE="${DGSP_CONTAINER_PROFILE:-dev}"
+port=${DGSP_CONTAINER_PORTS:-17300}
+export DGSP_REGISTRY_PORT=$port
+export DGSP_GATEWAY_A_PORT=$((port + 101)) DGSP_GATEWAY_B_PORT=$((port + 102))
+export DGSP_LB_PORT=$((port + 780)) DGSP_LB_BIND=127.0.0.1
+export DGSP_IMAGE=$IMAGE DGSP_HAPROXY_IMAGE=$BASE_IMAGE
+REG=http://127.0.0.1:$DGSP_REGISTRY_PORT
+GW_A=http://127.0.0.1:$DGSP_GATEWAY_A_PORT
+GW_B=http://127.0.0.1:$DGSP_GATEWAY_B_PORT
+LB=http://127.0.0.1:$DGSP_LB_PORT
+mkdir -p "$CACHE"
+
+# --- tools ---------------------------------------------------------------------------------
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || missing+=(docker-compose)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# Debian's client speaks to Debian's daemon with its built-in BuildKit (no buildx plugin
+# needed); another `docker` earlier on PATH may lack it.
+DOCKER=docker
+[ -x /usr/bin/docker ] && DOCKER=/usr/bin/docker
+if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose); else COMPOSE=(docker-compose); fi
+if ! $DOCKER info >/dev/null 2>&1; then
+  say "starting dockerd (log: $CACHE/dockerd.log)"
+  as_root sh -c "nohup dockerd >'$CACHE/dockerd.log' 2>&1 &"
+  for _ in $(seq 60); do $DOCKER info >/dev/null 2>&1 && break; sleep 1; done
+  $DOCKER info >/dev/null 2>&1 || { echo "dockerd did not start; see $CACHE/dockerd.log" >&2; exit 1; }
+fi
+dk() { as_root "$DOCKER" "$@"; }
+compose() { as_root env "${COMPOSE_ENV[@]}" "${COMPOSE[@]}" -p "$PROJECT" -f "$ROOT/deploy/compose/compose.host.yaml" "$@"; }
+
+# --- base image ----------------------------------------------------------------------------
+if [ "${DGSP_REBUILD_BASE:-0}" = 1 ] || ! dk image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  say "making the base image $BASE_IMAGE (debootstrap Debian 12 minbase, ~1 min)"
+  rootfs="$CACHE/rootfs"
+  as_root rm -rf "$rootfs"
+  as_root debootstrap --variant=minbase --include=librocksdb7.8,ca-certificates,curl,haproxy \
+    bookworm "$rootfs" http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
+    || { echo "debootstrap failed; see $CACHE/debootstrap.log" >&2; exit 1; }
+  as_root rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  as_root tar -C "$rootfs" -c . | dk import \
+    -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE_IMAGE" >/dev/null
+  as_root rm -rf "$rootfs"
+fi
+
+# --- image ---------------------------------------------------------------------------------
+say "building dgsp-registry, dgsp-gateway, dgsp-manager ($PROFILE profile)"
+if [ "$PROFILE" = dev ]; then
+  # The binaries exactly as `cargo test --workspace` builds them (its feature set includes
+  # dev-dependencies; a plain `cargo build -p ...` would compile the crates a second time).
+  cargo test --workspace --locked --no-run --quiet
+  bindir="$CARGO_TARGET_DIR/debug"
+else
+  cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-manager
+  bindir="$CARGO_TARGET_DIR/$PROFILE"
+fi
+mkdir -p deploy/prebuilt
+cp "$bindir/dgsp-registry" "$bindir/dgsp-gateway" "$bindir/dgsp-manager" deploy/prebuilt/
+MANAGER="$ROOT/deploy/prebuilt/dgsp-manager"
+say "building $IMAGE from deploy/Dockerfile (BINARIES=prebuilt, RUNTIME_IMAGE=$BASE_IMAGE)"
+DOCKER_BUILDKIT=1 as_root "$DOCKER" build --network host -q -f deploy/Dockerfile \
+  --build-arg BINARIES=prebuilt --build-arg RUNTIME_IMAGE="$BASE_IMAGE" \
+  --build-arg REVISION="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  -t "$IMAGE" . >/dev/null
+
+# --- the stack -----------------------------------------------------------------------------
+WORK=$(mktemp -d /tmp/dgsp-stack.XXXXXX)
+SECRETS="$WORK/secrets"
+COMPOSE_ENV=(DGSP_SECRETS_DIR="$SECRETS" DGSP_IMAGE DGSP_HAPROXY_IMAGE DGSP_REGISTRY_PORT
+  DGSP_GATEWAY_A_PORT DGSP_GATEWAY_B_PORT DGSP_LB_PORT DGSP_LB_BIND)
+# `env NAME` alone would print the environment; give each as NAME=value.
+for i in "${!COMPOSE_ENV[@]}"; do
+  n=${COMPOSE_ENV[$i]}
+  [[ $n == *=* ]] || COMPOSE_ENV[i]="$n=${!n}"
+done
+teardown() {
+  local rc=$?
+  if [ "${DGSP_KEEP_STACK:-0}" = 1 ]; then
+    say "stack left running (DGSP_KEEP_STACK=1); tear down with:"
+    echo "  sudo env ${COMPOSE_ENV[*]} ${COMPOSE[*]} -p $PROJECT -f $ROOT/deploy/compose/compose.host.yaml down -v"
+    return
+  fi
+  if [ $rc != 0 ]; then
+    say "failed (exit $rc): the services' logs"
+    compose logs --no-color --tail 40 2>&1 | sed 's/^/  /' || true
+  fi
+  say "tearing the stack down (containers and volumes)"
+  compose down -v --remove-orphans >/dev/null 2>&1 || true
+  as_root rm -rf "$WORK"
+}
+trap teardown EXIT
+
+# A previous run cut off may have left its stack: start from nothing.
+compose down -v --remove-orphans >/dev/null 2>&1 || true
+say "secrets in $SECRETS (owner 10001, mode 0400)"
+as_root env DGSP_SECRETS_DIR="$SECRETS" deploy/compose/make-secrets.sh >/dev/null
+export DGSP_ADMIN_TOKEN
+DGSP_ADMIN_TOKEN=$(as_root cat "$SECRETS/admin-token")
+
+say "compose up: registry-init, registry, gateway-a, gateway-b, lb (host networking)"
+compose up -d 2>&1 | sed 's/^/  /'
+
+wait_url() { # URL NAME [SECONDS]
+  for _ in $(seq $((${3:-90} * 2))); do
+    curl -fs -o /dev/null "$1" && return 0
+    sleep 0.5
+  done
+  echo "$2 not ready at $1" >&2
+  return 1
+}
+wait_url "$REG/readyz" registry
+wait_url "$GW_A/readyz" gateway-a
+wait_url "$GW_B/readyz" gateway-b
+wait_url "$LB/readyz" "HAProxy"
+
+say "every container runs on the host's network, none on a container network"
+for c in $(compose ps -q); do
+  mode=$(dk inspect -f '{{.Name}} {{.HostConfig.NetworkMode}}' "$c")
+  echo "  $mode"
+  case "$mode" in *" host" | *" none") ;; *) echo "not host networking: $mode" >&2; exit 1 ;; esac
+done
+dk inspect -f '{{.Config.User}}' "$(compose ps -q registry)" | grep -qx '10001:10001' \
+  || { echo "the registry does not run as uid 10001" >&2; exit 1; }
+curl -fs "$REG/v1/group" | grep -q '"params"' || { echo "GET /v1/group failed" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "$LB/metrics")
+[ "$code" = 404 ] || { echo "HAProxy let /metrics through ($code)" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "$LB/admin/v1/members")
+[ "$code" != 200 ] || { echo "the admin API answered through HAProxy" >&2; exit 1; }
+
+# Operator commands in the image's manager service (the operator shell of compose.host.yaml),
+# with a work directory mounted; member commands with the same binary on the host.
+as_root chown 10001:10001 "$WORK"
+operator() { compose run --rm -T -v "$WORK:/work" -w /work manager "$@"; }
+say "operator (in a container): join alice and bob"
+operator operator join alice bob --out /work/joins | sed 's/^/  /'
+say "alice (on the host): keygen, CSR for 3 certificates"
+export DGSP_WALLET="$WORK/alice.wallet" DGSP_WALLET_PASSPHRASE_FILE="$WORK/alice-passphrase"
+(umask 077; head -c 24 /dev/urandom | base64 > "$DGSP_WALLET_PASSPHRASE_FILE")
+export DGSP_REGISTRY_URL=$REG DGSP_GATEWAY_URL=$LB
+"$MANAGER" member keygen --join "$WORK/joins/alice.join.json" >/dev/null
+"$MANAGER" member csr --count 3 --out "$WORK/alice.csr.json" >/dev/null
+as_root chown 10001:10001 "$WORK/alice.csr.json"
+say "operator (in a container): issue alice's certificates"
+operator operator issue /work/alice.csr.json --out /work/alice.certs.json | sed 's/^/  /'
+"$MANAGER" member import "$WORK/alice.certs.json" >/dev/null
+echo "signed inside the container stack test" > "$WORK/msg.txt"
+"$MANAGER" member sign "$WORK/msg.txt" --out "$WORK/msg.sig" >/dev/null
+
+# verify MESSAGE SIG GATEWAY -> prints the gateway's status word (ok, revoked, ...)
+verdict() {
+  local body
+  body=$(printf '{"message":"%s","signature":"%s"}' "$(base64 -w0 < "$1")" "$(tr -d '\n' < "$2")")
+  curl -s -XPOST -H 'content-type: application/json' --data-binary "$body" "$3/v1/verify" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])'
+}
+# until_status WANT GATEWAY NAME [SIG]: the verdict of SIG (default msg.sig) on msg.txt at
+# GATEWAY becomes WANT within 60 s
+until_status() {
+  local got=
+  for _ in $(seq 120); do
+    got=$(verdict "$WORK/msg.txt" "${4:-$WORK/msg.sig}" "$2" || true)
+    [ "$got" = "$1" ] && { echo "  $3: $got"; return 0; }
+    sleep 0.5
+  done
+  echo "$3 answered '$got', expected '$1'" >&2
+  return 1
+}
+
+say "verify through HAProxy (and the CLI's offline checks of the answer)"
+until_status ok "$LB" "HAProxy"
+"$MANAGER" verify --gateway "$LB" --message "$WORK/msg.txt" --signature "$WORK/msg.sig" | sed 's/^/  /'
+
+say "operator (in a container): revoke alice; both gateways must answer revoked"
+operator operator revoke --username alice --yes | sed 's/^/  /'
+until_status revoked "$GW_A" gateway-a
+until_status revoked "$GW_B" gateway-b
+until_status revoked "$LB" HAProxy
+rc=0
+"$MANAGER" verify --gateway "$LB" --message "$WORK/msg.txt" --signature "$WORK/msg.sig" >/dev/null || rc=$?
+[ "$rc" = 3 ] || { echo "dgsp-manager verify exited $rc on a revoked signature, expected 3" >&2; exit 1; }
+
+log_size() { curl -fs "$REG/v1/checkpoint" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])'; }
+members() { operator --json operator member list | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["members"] if isinstance(d, dict) else d))'; }
+size_before=$(log_size)
+members_before=$(members)
+say "restarting every container (state must survive: log size $size_before, members $members_before)"
+compose restart 2>&1 | sed 's/^/  /'
+wait_url "$REG/readyz" registry
+wait_url "$GW_A/readyz" gateway-a
+wait_url "$GW_B/readyz" gateway-b
+wait_url "$LB/readyz" HAProxy
+size_after=$(log_size)
+members_after=$(members)
+[ "$size_after" -ge "$size_before" ] || { echo "the log shrank across a restart: $size_before -> $size_after" >&2; exit 1; }
+[ "$members_after" = "$members_before" ] || { echo "members $members_before -> $members_after across a restart" >&2; exit 1; }
+until_status revoked "$GW_A" "gateway-a after restart"
+until_status revoked "$GW_B" "gateway-b after restart"
+until_status revoked "$LB" "HAProxy after restart"
+
+say "bob (not revoked) still signs and verifies after the restart"
+export DGSP_WALLET="$WORK/bob.wallet"
+"$MANAGER" member keygen --join "$WORK/joins/bob.join.json" >/dev/null
+"$MANAGER" member csr --count 1 --out "$WORK/bob.csr.json" >/dev/null
+as_root chown 10001:10001 "$WORK/bob.csr.json"
+operator operator issue /work/bob.csr.json --out /work/bob.certs.json >/dev/null
+"$MANAGER" member import "$WORK/bob.certs.json" >/dev/null
+"$MANAGER" member sign "$WORK/msg.txt" --out "$WORK/bob.sig" >/dev/null
+until_status ok "$LB" "HAProxy, bob's signature" "$WORK/bob.sig"
+
+say "the container stack works: image, compose (host networking), HAProxy, revocation, restart"
