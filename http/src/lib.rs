@@ -1,0 +1,16 @@
+//! The HTTP plumbing the registry and the gateway share (axum): problem+json answers and
+//! the extractors that produce them ([`problem`]), the router's fallbacks, body limit and
+//! timeout ([`router`]), Prometheus request metrics ([`metrics`]), the OpenAPI parts both
+//! documents have ([`openapi`]), and logging and shutdown ([`process`]).
+//!
+//! What crosses the wire (bodies, answers, the problem body a client parses) is
+//! `dgsp-wire`'s; this crate is only how the services serve it.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod metrics;
+pub mod openapi;
+pub mod problem;
+pub mod process;
+pub mod router;
