@@ -1,0 +1,315 @@
+//! The checks of a gateway answer, each by a stable name, trusting nothing the gateway says
+//! that can be checked: the signature, here; the checkpoint note in the answer (signature
+//! under the group key, this group's origin, signed time within the policy's maximum age);
+//! the snapshot that note names (its signature, and that the note names exactly it: number
+//! and record hash); the revocation proof in the answer against that snapshot, for the zeta
+//! read from the signature itself; and optionally a minimum snapshot number. Any failure is
+//! a negative verdict. `dgsp-manager verify --group-key` and the SDKs report these names.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_core::checkpoint::{origin_for, Checkpoint};
+use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof, SignedSnapshot};
+use dgsp_core::{ManagerPublicKey, Signature};
+use dgsp_wire::answer::{Status, VerifyAnswer};
+use serde::Serialize;
+
+/// The gateway's own verdict: `ok`, not stale, not revoked or pending a snapshot.
+pub const GATEWAY_STATUS: &str = "gateway_status";
+/// The signature verifies under the group key (revocation aside), computed here.
+pub const SIGNATURE: &str = "signature";
+/// The answer's checkpoint note verifies under the group key, for this group's log.
+pub const CHECKPOINT_SIGNATURE: &str = "checkpoint_signature";
+/// The checkpoint was signed no longer than the policy's maximum age ago.
+pub const CHECKPOINT_AGE: &str = "checkpoint_age";
+/// The snapshot the checkpoint names verifies under the group key.
+pub const SNAPSHOT_SIGNATURE: &str = "snapshot_signature";
+/// The checkpoint names that snapshot (number and record hash), and the answer's proof is
+/// against it.
+pub const SNAPSHOT_NAMED: &str = "snapshot_named";
+/// The proof shows the signature's zeta is not in that snapshot.
+pub const REVOCATION_PROOF: &str = "revocation_proof";
+/// The snapshot is at least the policy's minimum snapshot number.
+pub const MIN_SNAPSHOT: &str = "min_snapshot";
+
+/// One check and its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Stable name (the constants of this module).
+    pub check: &'static str,
+    /// Whether it held.
+    pub passed: bool,
+    /// What was found, in words.
+    pub detail: String,
+}
+
+/// What the caller accepts. There is no default: how fresh an answer must be, and what
+/// "now" is, are the caller's to say (a browser or a device has its own clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Oldest acceptable checkpoint, in milliseconds before `now_unix_ms`.
+    pub max_age_ms: u64,
+    /// Lowest acceptable snapshot number (a snapshot seen before must not be replaced by an
+    /// older one).
+    pub min_snapshot: Option<u64>,
+    /// Now (Unix ms).
+    pub now_unix_ms: u64,
+}
+
+impl Policy {
+    /// Checkpoints no older than `secs` seconds before `now_unix_ms`, any snapshot.
+    pub fn max_age_secs(secs: u64, now_unix_ms: u64) -> Self {
+        Policy {
+            max_age_ms: secs.saturating_mul(1000),
+            min_snapshot: None,
+            now_unix_ms,
+        }
+    }
+}
+
+/// The checks made so far, in order.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Checks(pub Vec<Check>);
+
+impl Checks {
+    fn record(&mut self, check: &'static str, outcome: Result<String, String>) {
+        let (passed, detail) = match outcome {
+            Ok(d) => (true, d),
+            Err(d) => (false, d),
+        };
+        self.0.push(Check {
+            check,
+            passed,
+            detail,
+        });
+    }
+
+    /// The first check that failed, if any.
+    pub fn first_failure(&self) -> Option<&Check> {
+        self.0.iter().find(|c| !c.passed)
+    }
+
+    /// Whether every check held (and there was at least one).
+    pub fn all_passed(&self) -> bool {
+        !self.0.is_empty() && self.first_failure().is_none()
+    }
+}
+
+/// The checks that need nothing but the answer: the gateway's verdict, the signature, and
+/// the checkpoint note. Returns the checkpoint when its note verified (to fetch the snapshot
+/// it names).
+pub fn check_answer(
+    group: &ManagerPublicKey,
+    message: &[u8],
+    sig: &Signature,
+    answer: &VerifyAnswer,
+    policy: &Policy,
+    checks: &mut Checks,
+) -> Option<Checkpoint> {
+    checks.record(GATEWAY_STATUS, gateway_status(answer));
+    checks.record(
+        SIGNATURE,
+        group
+            .verify_ignoring_revocation(message, sig)
+            .map(|_| "verifies under the group key (checked here)".to_owned())
+            .map_err(|e| {
+                format!(
+                    "does not verify under the group key: {e}{}",
+                    if answer.valid {
+                        " (yet the gateway said it was valid)"
+                    } else {
+                        ""
+                    }
+                )
+            }),
+    );
+    let cp = checkpoint(group, answer);
+    checks.record(
+        CHECKPOINT_SIGNATURE,
+        cp.as_ref()
+            .map(|cp| {
+                format!(
+                    "signed by the group key for {} ({} entries)",
+                    cp.origin, cp.size
+                )
+            })
+            .map_err(Clone::clone),
+    );
+    let cp = cp.ok();
+    checks.record(
+        CHECKPOINT_AGE,
+        match cp.as_ref().map(|cp| (cp.time_unix_ms, cp)) {
+            None => Err("no verified checkpoint to take the time from".into()),
+            Some((None, _)) => Err("the checkpoint carries no signed time".into()),
+            Some((Some(t), cp)) => {
+                let age = cp.age_ms(policy.now_unix_ms).unwrap_or_default();
+                let words = format!(
+                    "signed at {t} (Unix ms), {:.1} s ago; maximum age {:.1} s",
+                    age as f64 / 1e3,
+                    policy.max_age_ms as f64 / 1e3
+                );
+                if age <= policy.max_age_ms {
+                    Ok(words)
+                } else {
+                    Err(format!("too old: {words}"))
+                }
+            }
+        },
+    );
+    cp
+}
+
+/// The checks against the snapshot the checkpoint names (`fetched`: the snapshot served
+/// under that number, or why there is none).
+pub fn check_snapshot(
+    group: &ManagerPublicKey,
+    sig: &Signature,
+    answer: &VerifyAnswer,
+    cp: &Checkpoint,
+    fetched: Result<SignedSnapshot, String>,
+    policy: &Policy,
+    checks: &mut Checks,
+) {
+    let Some(named) = cp.snapshot else {
+        for check in [SNAPSHOT_SIGNATURE, SNAPSHOT_NAMED, REVOCATION_PROOF] {
+            checks.record(check, Err("the checkpoint names no snapshot".into()));
+        }
+        return;
+    };
+    let snapshot = fetched.and_then(|s| {
+        s.verify(group)
+            .map(|_| s)
+            .map_err(|e| format!("snapshot {}: {e}", named.number))
+    });
+    checks.record(
+        SNAPSHOT_SIGNATURE,
+        snapshot
+            .as_ref()
+            .map(|s| {
+                format!(
+                    "snapshot {} ({} revoked, log entry {}) is signed by the group key",
+                    s.record.number, s.record.count, s.record.log_seq
+                )
+            })
+            .map_err(Clone::clone),
+    );
+    let proof_against = answer
+        .revocation
+        .as_ref()
+        .and_then(|r| r.snapshot.as_ref())
+        .map(|s| s.number);
+    checks.record(
+        SNAPSHOT_NAMED,
+        match &snapshot {
+            Err(_) => Err(format!(
+                "snapshot {} could not be checked",
+                named.number
+            )),
+            Ok(s) if !named.names(&s.record) => Err(format!(
+                "the checkpoint names snapshot {} with another record hash than the snapshot served",
+                named.number
+            )),
+            Ok(_) if proof_against != Some(named.number) => Err(format!(
+                "the answer's proof is against snapshot {}, the checkpoint names snapshot {}",
+                proof_against.map_or_else(|| "(none)".to_owned(), |n| n.to_string()),
+                named.number
+            )),
+            Ok(_) => Ok(format!(
+                "the checkpoint names snapshot {} (number and record hash), the one the proof is against",
+                named.number
+            )),
+        },
+    );
+    checks.record(
+        REVOCATION_PROOF,
+        snapshot.and_then(|s| proof(group, sig, answer, &s)),
+    );
+    if let Some(min) = policy.min_snapshot {
+        checks.record(
+            MIN_SNAPSHOT,
+            if named.number >= min {
+                Ok(format!("snapshot {} >= {min}", named.number))
+            } else {
+                Err(format!(
+                    "snapshot {} is older than the minimum snapshot {min}",
+                    named.number
+                ))
+            },
+        );
+    }
+}
+
+fn gateway_status(answer: &VerifyAnswer) -> Result<String, String> {
+    let pending = answer
+        .revocation
+        .as_ref()
+        .is_some_and(|r| r.pending_snapshot);
+    let label = answer.status.label();
+    match answer.status {
+        _ if pending => Err(format!(
+            "{label}: revoked by an entry no snapshot covers yet (pending_snapshot)"
+        )),
+        Status::Ok if answer.freshness.stale => Err(
+            "ok, but served from a stale state (its newest signed checkpoint is older than the gateway's bound)".into(),
+        ),
+        Status::Ok if answer.valid => Ok("ok".into()),
+        _ => Err(match &answer.detail {
+            Some(d) => format!("{label}: {d}"),
+            None => label.to_owned(),
+        }),
+    }
+}
+
+/// The answer's checkpoint note, verified under the group key, for this group's origin.
+fn checkpoint(group: &ManagerPublicKey, answer: &VerifyAnswer) -> Result<Checkpoint, String> {
+    let note = answer
+        .freshness
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.note.as_deref())
+        .ok_or("the answer carries no signed checkpoint note")?;
+    let cp = group
+        .verify_checkpoint(note)
+        .map_err(|e| format!("the answer's checkpoint note: {e}"))?;
+    let origin = origin_for(group);
+    if cp.origin != origin {
+        return Err(format!(
+            "the checkpoint is for log {:?}, this group's is {origin:?}",
+            cp.origin
+        ));
+    }
+    Ok(cp)
+}
+
+/// The answer's proof for the signature's own zeta against `snapshot`: it must verify and
+/// show "not revoked".
+fn proof(
+    group: &ManagerPublicKey,
+    sig: &Signature,
+    answer: &VerifyAnswer,
+    snapshot: &SignedSnapshot,
+) -> Result<String, String> {
+    let encoded = answer
+        .revocation
+        .as_ref()
+        .and_then(|r| r.proof.as_ref())
+        .ok_or("the answer carries no revocation proof")?;
+    let proof = B64
+        .decode(&encoded.encoded)
+        .ok()
+        .and_then(|b| RevocationProof::from_bytes(&b).ok())
+        .ok_or("the revocation proof does not decode")?;
+    let n = snapshot.record.number;
+    match verify_revocation(group, snapshot, sig.zeta(), &proof) {
+        Ok(Membership::NotRevoked) => Ok(format!(
+            "the signature's zeta is not in snapshot {n} (proof checked here)"
+        )),
+        Ok(Membership::Revoked) => Err(format!(
+            "the proof shows the signature's zeta IS revoked in snapshot {n}"
+        )),
+        Err(e) => Err(format!(
+            "the proof does not verify against snapshot {n} for the signature's zeta: {e}"
+        )),
+    }
+}

@@ -1,0 +1,170 @@
+//! The trust root, and what can be checked with it alone.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_core::checkpoint::Checkpoint;
+use dgsp_core::revocation::SignedSnapshot;
+use dgsp_core::{ManagerPublicKey, ParamSet, Signature};
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// The group a caller trusts: its manager public key. Everything this crate checks is
+/// checked under it; nothing else is trusted.
+#[derive(Clone, Debug)]
+pub struct TrustRoot {
+    group: ManagerPublicKey,
+}
+
+/// What a verified signature shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignatureInfo {
+    /// The group's parameter set (`sha2-128f`, `slh-dsa-sha2-128f`, ...).
+    pub params: String,
+    /// The certificate serial number the signature carries (hex): what a revocation proof
+    /// is about.
+    pub zeta: String,
+}
+
+/// A verified checkpoint note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointInfo {
+    /// The log it is a checkpoint of (`dgsp/<fingerprint prefix>`).
+    pub origin: String,
+    /// Log entries it covers.
+    pub size: u64,
+    /// The log head hash (hex).
+    pub head: String,
+    /// The registry's signed time (Unix ms), when the note carries one.
+    pub time_unix_ms: Option<u64>,
+    /// The revocation snapshot it names, when it names one.
+    pub snapshot_number: Option<u64>,
+}
+
+impl TrustRoot {
+    /// The root for `key`.
+    pub fn new(key: ManagerPublicKey) -> Self {
+        TrustRoot { group: key }
+    }
+
+    /// The root from the key's encoding.
+    pub fn from_key_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        ManagerPublicKey::from_bytes(bytes)
+            .map(Self::new)
+            .map_err(|e| Error::TrustRoot(format!("not a group public key: {e}")))
+    }
+
+    /// The root from a group key file's contents: the key's standard base64 on its first
+    /// non-blank line (as `dgsp-registry public-key` prints it, and `GET /v1/group` serves
+    /// as `public_key`), or the raw encoding.
+    pub fn from_key_file(contents: &[u8]) -> Result<Self, Error> {
+        dgsp_wire::anchor::parse_key_file(contents)
+            .map(Self::new)
+            .map_err(|e| Error::TrustRoot(format!("not a group public key: {e}")))
+    }
+
+    /// The root from a key file whose key must have `fingerprint` (64 hex characters, the
+    /// SHA3-256 of the key's encoding, obtained out of band).
+    pub fn from_key_file_pinned(contents: &[u8], fingerprint: &str) -> Result<Self, Error> {
+        let root = Self::from_key_file(contents)?;
+        let want = dgsp_wire::anchor::Anchor::from_fingerprint_hex(fingerprint.trim())
+            .ok_or_else(|| Error::TrustRoot("the fingerprint is not 64 hex characters".into()))?
+            .fingerprint();
+        if root.group.fingerprint() != want {
+            return Err(Error::TrustRoot(format!(
+                "the key's fingerprint is {}, not the pinned {}",
+                root.fingerprint(),
+                hex::encode(want)
+            )));
+        }
+        Ok(root)
+    }
+
+    /// The group public key.
+    pub fn key(&self) -> &ManagerPublicKey {
+        &self.group
+    }
+
+    /// The group's fingerprint (hex).
+    pub fn fingerprint(&self) -> String {
+        hex::encode(self.group.fingerprint())
+    }
+
+    /// The group's parameter set.
+    pub fn params(&self) -> ParamSet {
+        self.group.params()
+    }
+
+    /// Decodes a signature: its encoding, or the standard base64 of it (as `dgsp-manager
+    /// member sign` writes signature files).
+    pub fn decode_signature(signature: &[u8]) -> Result<Signature, Error> {
+        Signature::from_bytes(signature)
+            .or_else(|raw_err| {
+                let text = std::str::from_utf8(signature).map_err(|_| raw_err.clone())?;
+                let bytes = B64.decode(text.trim()).map_err(|_| raw_err.clone())?;
+                Signature::from_bytes(&bytes)
+            })
+            .map_err(|e| Error::malformed("signature", e))
+    }
+
+    /// Verifies `signature` on `message` under the group key, revocation aside (a signature
+    /// alone cannot say whether its certificate was revoked: [`TrustRoot::check_answer`]
+    /// checks a gateway's proof of that).
+    pub fn verify_signature(
+        &self,
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<SignatureInfo, Error> {
+        let sig = Self::decode_signature(signature)?;
+        self.group
+            .verify_ignoring_revocation(message, &sig)
+            .map_err(|e| Error::Signature(e.to_string()))?;
+        Ok(SignatureInfo {
+            params: self.group.params().name().to_owned(),
+            zeta: hex::encode(sig.zeta().as_bytes()),
+        })
+    }
+
+    /// Verifies a signed checkpoint note (docs/checkpoints.md) under the group key and checks
+    /// that it is of this group's log.
+    pub fn verify_checkpoint(&self, note: &str) -> Result<CheckpointInfo, Error> {
+        let cp = self.checkpoint(note)?;
+        Ok(CheckpointInfo {
+            origin: cp.origin.clone(),
+            size: cp.size,
+            head: hex::encode(cp.head),
+            time_unix_ms: cp.time_unix_ms,
+            snapshot_number: cp.snapshot.map(|s| s.number),
+        })
+    }
+
+    pub(crate) fn checkpoint(&self, note: &str) -> Result<Checkpoint, Error> {
+        dgsp_wire::follow::check_note(&self.group, note).map_err(|detail| Error::BadSignedObject {
+            what: "checkpoint",
+            detail,
+        })
+    }
+
+    /// Decodes a signed revocation snapshot in its JSON form (as the registry and gateways
+    /// serve it at `/v1/revocations/snapshots/{n}`) and verifies its signature.
+    pub fn verify_snapshot(&self, snapshot_json: &[u8]) -> Result<SignedSnapshot, Error> {
+        let s = parse_snapshot(snapshot_json)?;
+        s.verify(&self.group).map_err(|e| Error::BadSignedObject {
+            what: "snapshot",
+            detail: e.to_string(),
+        })?;
+        Ok(s)
+    }
+}
+
+/// A signed snapshot from its JSON form (signature not checked).
+pub(crate) fn parse_snapshot(snapshot_json: &[u8]) -> Result<SignedSnapshot, Error> {
+    let v: serde_json::Value =
+        serde_json::from_slice(snapshot_json).map_err(|e| Error::malformed("snapshot", e))?;
+    dgsp_wire::snapshot::snapshot_from_json(&v).ok_or_else(|| {
+        Error::malformed(
+            "snapshot",
+            "not a signed snapshot (the JSON served at /v1/revocations/snapshots/{n})",
+        )
+    })
+}
