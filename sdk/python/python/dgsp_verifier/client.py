@@ -1,0 +1,143 @@
+"""The only network code of this package: an optional convenience that asks a gateway.
+
+:func:`verify_with_gateway` POSTs the signature to a gateway's ``/v1/verify``, fetches the
+signed snapshot the answer's checkpoint names from the same gateway, and then checks both
+offline with :meth:`TrustRoot.check_answer`, exactly as if you had fetched them yourself.
+The gateway is not trusted: its answer is evidence checked under your trust root, and a
+lying or stale gateway gives a report with ``valid`` False. Only the standard library
+(``urllib``) is used; nothing else in the package touches the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from typing import Any, Dict, Optional, Tuple
+
+from . import AnswerReport, BytesLike, DgspError, TrustRoot, _bytes
+
+__all__ = ["verify_with_gateway", "fetch_answer", "GatewayError"]
+
+
+class GatewayError(DgspError):
+    """The gateway could not be asked, or did not answer with a verify answer or a snapshot
+    (HTTP error, refused connection, not JSON). A gateway that answers, however wrongly, is
+    not an error: its answer is checked and the report says what failed.
+
+    Attributes:
+        status: the HTTP status, or None when there was no HTTP answer.
+        body: the answer's body (e.g. a problem+json document), when there was one.
+    """
+
+    kind = "gateway"
+
+    def __init__(self, message: str, *, status: Optional[int] = None, body: bytes = b"") -> None:
+        super().__init__(message, what="gateway")
+        self.status = status
+        self.body = body
+
+
+def _signature_bytes(signature: BytesLike) -> bytes:
+    """The signature's encoding: base64 text (as signature files hold) is decoded; a raw
+    encoding (never pure ASCII: its header starts with 0xd6) is kept."""
+    raw = _bytes(signature, "signature")
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return raw
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:
+        return raw
+
+
+def _request(url: str, data: Optional[bytes], timeout: float) -> bytes:
+    headers = {"Accept": "application/json"}
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (caller's URL)
+            body: bytes = resp.read()
+            return body
+    except urllib.error.HTTPError as e:
+        body = e.read()
+        detail = ""
+        try:
+            problem = json.loads(body)
+            detail = f": {problem.get('title', '')}: {problem.get('detail', '')}"
+        except ValueError:
+            pass
+        raise GatewayError(f"{url} answered HTTP {e.code}{detail}", status=e.code, body=body) from None
+    except (urllib.error.URLError, OSError) as e:
+        raise GatewayError(f"{url}: {e}") from None
+
+
+def fetch_answer(
+    gateway_url: str, message: BytesLike, signature: BytesLike, *, timeout: float = 10.0
+) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
+    """Asks ``gateway_url`` (e.g. ``http://127.0.0.1:8081``) to verify the signature and
+    fetches the snapshot its answer's checkpoint names: returns ``(answer, snapshot)`` as
+    decoded JSON (``snapshot`` None when the answer names none). Nothing is checked here.
+
+    Raises:
+        GatewayError: the gateway could not be asked or did not answer with JSON.
+    """
+    base = gateway_url.rstrip("/")
+    body = json.dumps(
+        {
+            "message": base64.b64encode(_bytes(message, "message")).decode("ascii"),
+            "signature": base64.b64encode(_signature_bytes(signature)).decode("ascii"),
+        }
+    ).encode("utf-8")
+    try:
+        answer = json.loads(_request(f"{base}/v1/verify", body, timeout))
+    except ValueError as e:
+        raise GatewayError(f"{base}/v1/verify: not JSON: {e}") from None
+    checkpoint = ((answer.get("freshness") or {}).get("checkpoint") or {}) if isinstance(answer, dict) else {}
+    number = checkpoint.get("snapshot_number")
+    if not isinstance(number, int):
+        return answer, None
+    try:
+        snapshot = json.loads(_request(f"{base}/v1/revocations/snapshots/{number}", None, timeout))
+    except ValueError as e:
+        raise GatewayError(f"{base}/v1/revocations/snapshots/{number}: not JSON: {e}") from None
+    return answer, snapshot
+
+
+def verify_with_gateway(
+    root: TrustRoot,
+    gateway_url: str,
+    message: BytesLike,
+    signature: BytesLike,
+    *,
+    max_age_s: Optional[float] = None,
+    max_age_ms: Optional[int] = None,
+    now_unix_ms: Optional[int] = None,
+    min_snapshot: Optional[int] = None,
+    timeout: float = 10.0,
+) -> AnswerReport:
+    """Network convenience: asks a gateway about ``signature`` on ``message`` (``POST
+    {gateway_url}/v1/verify``), fetches the signed snapshot its checkpoint names (``GET
+    {gateway_url}/v1/revocations/snapshots/{n}``), and checks both offline under ``root``
+    with :meth:`TrustRoot.check_answer` (same policy arguments; give ``max_age_s`` or
+    ``max_age_ms``). The gateway is not trusted: ``report.valid`` is computed here.
+
+    Raises:
+        GatewayError: the gateway could not be asked (connection, HTTP error such as 422
+            for a body that is not a signature, or an answer that is not JSON).
+        MalformedInput: the signature or the answer cannot be read.
+    """
+    answer, snapshot = fetch_answer(gateway_url, message, signature, timeout=timeout)
+    return root.check_answer(
+        message,
+        signature,
+        answer,
+        snapshot,
+        max_age_s=max_age_s,
+        max_age_ms=max_age_ms,
+        now_unix_ms=now_unix_ms,
+        min_snapshot=min_snapshot,
+    )

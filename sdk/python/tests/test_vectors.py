@@ -1,0 +1,124 @@
+"""The shared conformance vectors (sdk/vectors/conformance.json): every case must give its
+`expect` exactly, normalised as the Rust runner does (sdk/rust/tests/conformance.rs `run`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+import dgsp_verifier as dv
+
+VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "conformance.json"
+DATA = json.loads(VECTORS.read_text())
+CASES = DATA["cases"]
+
+
+def d(v: str) -> bytes:
+    return base64.b64decode(v)
+
+
+def run(case: Dict[str, Any]) -> Dict[str, Any]:
+    """One case, as sdk/rust/tests/conformance.rs `run` decides it."""
+    try:
+        root = dv.TrustRoot.from_key_bytes(d(DATA["groups"][case["group"]]))
+        msg = d(case["message"])
+        kind = case["kind"]
+        if kind == "signature":
+            info = root.verify_signature(msg, d(case["signature"]))
+            return {"valid": True, "zeta": info.zeta}
+        if kind == "answer":
+            p = case["policy"]
+            r = root.check_answer(
+                msg,
+                d(case["signature"]),
+                case["answer"],
+                case["snapshot"],
+                max_age_ms=p["max_age_ms"],
+                now_unix_ms=p["now_unix_ms"],
+                min_snapshot=p["min_snapshot"],
+            )
+            return {"valid": r.valid, "failed_checks": [c.check for c in r.checks if not c.passed]}
+        if kind == "judge":
+            j = root.judge(msg, d(case["signature"]), case["id"], d(case["pi"]))
+            return {
+                "correct": j.correct,
+                "signature_valid": j.signature_valid,
+                "opening_matches": j.opening_matches,
+            }
+        raise AssertionError(f"unknown case kind {kind}")
+    except dv.DgspError as e:
+        return {"error": e.kind}
+
+
+def test_format() -> None:
+    assert DATA["format"] == "dgsp-conformance-v1"
+    assert len(CASES) >= 27
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_case(case: Dict[str, Any]) -> None:
+    assert run(case) == case["expect"], case["name"]
+
+
+def test_answer_inputs_as_bytes_text_and_dict_agree() -> None:
+    case = next(c for c in CASES if c["kind"] == "answer" and c["expect"]["valid"])
+    root = dv.TrustRoot.from_key_bytes(d(DATA["groups"][case["group"]]))
+    p = case["policy"]
+    text = json.dumps(case["answer"])
+    snap = json.dumps(case["snapshot"])
+    reports = [
+        root.check_answer(
+            d(case["message"]), d(case["signature"]), a, s,
+            max_age_ms=p["max_age_ms"], now_unix_ms=p["now_unix_ms"],
+        )
+        for a, s in [(case["answer"], case["snapshot"]), (text, snap), (text.encode(), snap.encode())]
+    ]
+    assert all(r == reports[0] for r in reports)
+    r = reports[0]
+    assert r.valid and bool(r) and r.first_failure is None and r.failed_checks == ()
+    assert [c.check for c in r.checks] == list(dv.CHECK_NAMES[:-1])
+    assert r.gateway_status == "ok" and r.gateway_valid
+    # The same answer with a base64 signature (as signature files hold it).
+    b64 = case["signature"].encode()
+    assert root.check_answer(
+        d(case["message"]), b64, text, snap, max_age_ms=p["max_age_ms"], now_unix_ms=p["now_unix_ms"]
+    ) == r
+    # The snapshot and the note on their own.
+    info = root.verify_snapshot(case["snapshot"])
+    cp = root.verify_checkpoint(case["answer"]["freshness"]["checkpoint"]["note"])
+    assert cp.snapshot_number == info.number and info.group == root.fingerprint
+    assert cp.origin.startswith("dgsp/") and cp.time_unix_ms is not None
+
+
+def test_errors_are_typed() -> None:
+    a = DATA["groups"]["a"]
+    root = dv.TrustRoot.from_key_bytes(d(a))
+    assert root.params and len(root.fingerprint) == 64
+    assert dv.TrustRoot.from_key_file(a + "\n") == root
+    assert dv.TrustRoot.pinned(a.encode(), root.fingerprint.upper()) == root
+    with pytest.raises(dv.TrustRootError):
+        dv.TrustRoot.pinned(a, "00" * 32)
+    with pytest.raises(dv.TrustRootError):
+        dv.TrustRoot.from_key_bytes(b"not a key")
+    with pytest.raises(dv.MalformedInput) as e:
+        root.verify_signature(b"m", b"garbage")
+    assert e.value.what == "signature" and e.value.kind == "malformed"
+    case = next(c for c in CASES if c["kind"] == "answer")
+    with pytest.raises(dv.MalformedInput) as e:
+        root.check_answer(b"m", d(case["signature"]), "{}", None, max_age_s=60)
+    assert e.value.what == "answer"
+    with pytest.raises(dv.MalformedInput) as e:
+        root.verify_snapshot({"nope": 1})
+    assert e.value.what == "snapshot"
+    with pytest.raises(dv.BadSignedObject) as e:
+        root.verify_checkpoint("not a note")
+    assert e.value.what == "checkpoint"
+    with pytest.raises(dv.InvalidSignature):
+        root.verify_signature(b"another message", d(case["signature"]))
+    with pytest.raises(ValueError):
+        root.check_answer(b"m", b"s", "{}", None)  # no maximum age
+    assert issubclass(dv.InvalidSignature, dv.DgspError) and issubclass(dv.DgspError, Exception)
