@@ -29,7 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Follow a registry and serve the public API.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print the OpenAPI document (what openapi/gateway.json must contain).
     Openapi,
 }
@@ -79,6 +79,10 @@ pub struct ServeArgs {
     /// (for operators who prefer availability; /readyz still fails).
     #[arg(long, env = "DGSP_GATEWAY_SERVE_STALE", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     pub serve_stale: bool,
+    /// Serve the verification page from this directory at /verify/ (the output of
+    /// `sdk/js/build.sh`: the page and its WebAssembly verifier); no page without it.
+    #[arg(long, env = "DGSP_GATEWAY_WEB_DIR", value_name = "DIR")]
+    pub web_dir: Option<PathBuf>,
     /// Pause between feed polls once caught up, in milliseconds.
     #[arg(long, env = "DGSP_GATEWAY_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
@@ -124,6 +128,7 @@ impl ServeArgs {
             max_batch: self.max_batch,
             max_staleness: Duration::from_secs(self.max_staleness_secs),
             serve_stale: self.serve_stale,
+            web_dir: self.web_dir.clone(),
         };
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));

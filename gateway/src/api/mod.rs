@@ -12,6 +12,7 @@ pub mod body;
 pub mod health;
 pub mod model;
 pub mod openapi;
+pub mod page;
 pub mod revocations;
 pub mod verify;
 
@@ -48,6 +49,8 @@ pub struct ApiConfig {
     pub max_staleness: Duration,
     /// Give verdicts from a stale state anyway, marked `stale: true` (`--serve-stale`).
     pub serve_stale: bool,
+    /// The verification page's directory, served at `/verify/` (`--web-dir`); none: no page.
+    pub web_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ApiConfig {
@@ -57,6 +60,7 @@ impl Default for ApiConfig {
             max_batch: DEFAULT_MAX_BATCH,
             max_staleness: Duration::from_secs(60),
             serve_stale: false,
+            web_dir: None,
         }
     }
 }
@@ -123,7 +127,10 @@ pub fn router(state: Shared) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        .route("/openapi.json", get(openapi::serve));
+        .route("/openapi.json", get(openapi::serve))
+        .route("/verify", get(page::redirect))
+        .route("/verify/", get(page::index))
+        .route("/verify/{file}", get(page::file));
     dgsp_registry::api::finish(router, limit, REQUEST_TIMEOUT)
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
