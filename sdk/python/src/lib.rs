@@ -171,15 +171,7 @@ impl TrustRoot {
     /// `(origin, size, head_hex, time_unix_ms, snapshot_number)`.
     fn verify_checkpoint(&self, py: Python<'_>, note: &str) -> PyResult<CheckpointTuple> {
         py.detach(|| self.root.verify_checkpoint(note))
-            .map(|c| {
-                (
-                    c.origin,
-                    c.size,
-                    c.head,
-                    c.time_unix_ms,
-                    c.snapshot_number,
-                )
-            })
+            .map(|c| (c.origin, c.size, c.head, c.time_unix_ms, c.snapshot_number))
             .map_err(to_py)
     }
 

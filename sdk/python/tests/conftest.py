@@ -57,7 +57,7 @@ def secret_file(path: Path) -> Path:
     return path
 
 
-def wait_ready(url: str, proc: subprocess.Popen, name: str, log: Path) -> None:
+def wait_ready(url: str, proc: "subprocess.Popen[bytes]", name: str, log: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -85,7 +85,7 @@ class Stack:
     env: Dict[str, str]
     message: bytes = MESSAGE
     signatures: Dict[str, bytes] = field(default_factory=dict)  # base64 signature files
-    procs: List[subprocess.Popen] = field(default_factory=list)
+    procs: "List[subprocess.Popen[bytes]]" = field(default_factory=list)
 
     def manager(self, *args: str, wallet: Optional[str] = None) -> str:
         """Runs dgsp-manager (as the operator, or as `wallet`'s member) and returns stdout."""
@@ -141,9 +141,11 @@ def stack() -> Iterator[Stack]:
         XDG_CONFIG_HOME=str(state / "config"),  # no user config file is read
         RUST_LOG=env.get("RUST_LOG", "warn"),
     )
-    run = lambda *a: subprocess.run(  # noqa: E731
-        [str(bin_dir / a[0]), *a[1:]], cwd=state, env=env, check=True, capture_output=True, timeout=120
-    ).stdout
+    def run(*a: str) -> bytes:
+        return subprocess.run(
+            [str(bin_dir / a[0]), *a[1:]], cwd=state, env=env, check=True, capture_output=True, timeout=120
+        ).stdout
+
     run("dgsp-registry", "init", "--params", "sha2-128f", "--data", str(state / "group"))
     group_key = run("dgsp-registry", "public-key", "--data", str(state / "group"))
     (state / "group.pub").write_bytes(group_key)

@@ -114,9 +114,9 @@ def test_errors_are_typed() -> None:
     with pytest.raises(dv.MalformedInput) as e:
         root.verify_snapshot({"nope": 1})
     assert e.value.what == "snapshot"
-    with pytest.raises(dv.BadSignedObject) as e:
+    with pytest.raises(dv.BadSignedObject) as bad:
         root.verify_checkpoint("not a note")
-    assert e.value.what == "checkpoint"
+    assert bad.value.what == "checkpoint"
     with pytest.raises(dv.InvalidSignature):
         root.verify_signature(b"another message", d(case["signature"]))
     with pytest.raises(ValueError):
