@@ -33,6 +33,12 @@ cargo test -p dgsp-core --no-default-features --features baseline-shake-256f --l
 say "tests (all 24 parameter sets)"
 cargo test --workspace --locked
 
+say "the Python verifier SDK (sdk/python: abi3 wheel, conformance vectors, live registry + gateway)"
+./sdk/python/test.sh
+
+say "dgsp-compare smoke run: every contender, sweep and plot once, seconds (the full run: cargo run --release -p dgsp-comparison; docs/comparison.md)"
+cargo run -p dgsp-comparison --locked -- --smoke > /dev/null
+
 say "differential fuzzing of the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS, default 60; 0 skips)"
 ./scripts/fuzz.sh
 
