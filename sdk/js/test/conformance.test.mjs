@@ -1,0 +1,92 @@
+// The shared conformance vectors (sdk/vectors/conformance.json, format in
+// sdk/vectors/README.md): every case must get its `expect` exactly, as the Rust crate's
+// sdk/rust/tests/conformance.rs `run()` computes it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { TrustRoot, DgspError } from '../node.js';
+
+const doc = JSON.parse(
+  readFileSync(new URL('../../vectors/conformance.json', import.meta.url), 'utf8'),
+);
+const d = (s) => Buffer.from(s, 'base64');
+
+function errorOf(e) {
+  if (e instanceof DgspError) return { error: e.kind };
+  throw e;
+}
+
+/** What this SDK says about one case, in the vectors' `expect` form. */
+function run(groups, c) {
+  let root;
+  try {
+    root = TrustRoot.fromKeyBytes(d(groups[c.group]));
+  } catch (e) {
+    return errorOf(e);
+  }
+  const msg = d(c.message);
+  try {
+    switch (c.kind) {
+      case 'signature': {
+        const i = root.verifySignature(msg, d(c.signature));
+        return { valid: true, zeta: i.zeta };
+      }
+      case 'answer': {
+        const p = c.policy;
+        const r = root.checkAnswer(msg, d(c.signature), JSON.stringify(c.answer),
+          c.snapshot === null ? null : JSON.stringify(c.snapshot),
+          { max_age_ms: p.max_age_ms, min_snapshot: p.min_snapshot, now_unix_ms: p.now_unix_ms });
+        return { valid: r.valid, failed_checks: r.checks.filter((x) => !x.passed).map((x) => x.check) };
+      }
+      case 'judge': {
+        const j = root.judge(msg, d(c.signature), c.id, d(c.pi));
+        return { correct: j.correct, signature_valid: j.signature_valid, opening_matches: j.opening_matches };
+      }
+      default:
+        throw new Error(`unknown case kind ${c.kind}`);
+    }
+  } catch (e) {
+    return errorOf(e);
+  } finally {
+    root.free();
+  }
+}
+
+test('the vectors file', () => {
+  assert.equal(doc.format, 'dgsp-conformance-v1');
+  assert.ok(doc.cases.length >= 15, `${doc.cases.length} cases`);
+});
+
+for (const c of doc.cases) {
+  test(`conformance: ${c.name}`, () => {
+    assert.deepStrictEqual(run(doc.groups, c), c.expect);
+  });
+}
+
+test('answers and snapshots may also be passed parsed, or as bytes', () => {
+  const c = doc.cases.find((x) => x.kind === 'answer' && x.expect.valid);
+  const root = TrustRoot.fromKeyBytes(d(doc.groups[c.group]));
+  const policy = c.policy;
+  const asObject = root.checkAnswer(d(c.message), d(c.signature), c.answer, c.snapshot, policy);
+  const asBytes = root.checkAnswer(d(c.message), d(c.signature),
+    Buffer.from(JSON.stringify(c.answer)), new TextEncoder().encode(JSON.stringify(c.snapshot)), policy);
+  assert.equal(asObject.valid, true);
+  assert.deepStrictEqual(asObject, asBytes);
+  const rec = root.verifySnapshot(c.snapshot);
+  assert.equal(rec.number, c.snapshot.record?.number ?? rec.number);
+  assert.equal(rec.group, root.fingerprint);
+});
+
+test('typed errors', () => {
+  assert.throws(() => TrustRoot.fromKeyBytes(new Uint8Array([1, 2, 3])),
+    (e) => e instanceof DgspError && e.kind === 'trust_root');
+  const key = Buffer.from(doc.groups.a, 'base64');
+  assert.throws(() => TrustRoot.fromKeyFilePinned(doc.groups.a, '00'.repeat(32)),
+    (e) => e instanceof DgspError && e.kind === 'trust_root');
+  const root = TrustRoot.fromKeyBytes(key);
+  assert.equal(TrustRoot.fromKeyFilePinned(doc.groups.a + '\n', root.fingerprint).fingerprint, root.fingerprint);
+  assert.throws(() => root.verifySignature('m', 'garbage'), (e) => e.kind === 'malformed');
+  assert.throws(() => root.checkAnswer('m', 'x', '{}', null, { max_age_ms: -1, now_unix_ms: 0 }),
+    (e) => e.kind === 'argument');
+  assert.throws(() => root.verifyCheckpoint('not a note'), (e) => e.kind === 'bad_signed_object');
+});

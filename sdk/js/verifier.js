@@ -1,0 +1,198 @@
+// The @dgsp/verifier API over the WebAssembly module (wasm-bindgen, `--target web` output in
+// ./pkg). Shared by the browser entry (index.js) and the Node entry (node.js), which differ
+// only in how they load the module. Reports are plain objects with the Rust crate's field
+// names (snake_case, the stable check names of sdk/vectors/README.md).
+import * as wasm from './pkg/dgsp_verifier_wasm.js';
+
+let ready = false;
+/** @internal called by the entry points once the module is instantiated */
+export function markReady() {
+  ready = true;
+}
+
+/** Names of the checks of an answer, in the order they are made. */
+export const CHECKS = Object.freeze([
+  'gateway_status',
+  'signature',
+  'checkpoint_signature',
+  'checkpoint_age',
+  'snapshot_signature',
+  'snapshot_named',
+  'revocation_proof',
+  'min_snapshot',
+]);
+
+/** Every check but this one is computed locally; this one is the gateway's own word. */
+export const GATEWAY_WORD = 'gateway_status';
+
+/**
+ * A check that could not be made at all: `kind` is `trust_root`, `malformed`, `signature`,
+ * `bad_signed_object` (the Rust crate's `Error` variants) or `argument` / `not_initialized`.
+ */
+export class DgspError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = 'DgspError';
+    this.kind = kind;
+  }
+}
+
+function rethrow(e) {
+  if (typeof e === 'string') {
+    let o;
+    try {
+      o = JSON.parse(e);
+    } catch {
+      throw new DgspError('internal', e);
+    }
+    throw new DgspError(o.kind, o.message);
+  }
+  throw e;
+}
+
+function call(f) {
+  if (!ready) {
+    throw new DgspError('not_initialized', 'call `await init()` first (browser entry)');
+  }
+  try {
+    return f();
+  } catch (e) {
+    rethrow(e);
+  }
+}
+
+const enc = new TextEncoder();
+
+/** Uint8Array | ArrayBuffer | typed array view | string (UTF-8) -> Uint8Array */
+function bytes(x, name) {
+  if (x instanceof Uint8Array) return x;
+  if (typeof x === 'string') return enc.encode(x);
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  throw new DgspError('argument', `${name}: expected bytes or a string`);
+}
+
+/** A JSON document: its text, its bytes, or the parsed object. */
+function jsonBytes(x, name) {
+  if (x !== null && typeof x === 'object' && !(x instanceof ArrayBuffer) && !ArrayBuffer.isView(x)) {
+    return enc.encode(JSON.stringify(x));
+  }
+  return bytes(x, name);
+}
+
+function num(v, name) {
+  if (typeof v === 'bigint') v = Number(v);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    throw new DgspError('argument', `${name} must be a non-negative integer`);
+  }
+  return v;
+}
+
+/**
+ * The group a caller trusts: its manager public key, from bytes or a key file, optionally
+ * pinned to a fingerprint obtained out of band. Every check is made under it.
+ */
+export class TrustRoot {
+  #inner;
+
+  /** @private use the static constructors */
+  constructor(inner) {
+    this.#inner = inner;
+  }
+
+  /** From the key's raw encoding. */
+  static fromKeyBytes(key) {
+    return new TrustRoot(call(() => wasm.TrustRoot.fromKeyBytes(bytes(key, 'key'))));
+  }
+
+  /** From a key file's contents (base64 on its first line, as `GET /v1/group` serves `public_key`). */
+  static fromKeyFile(contents) {
+    return new TrustRoot(call(() => wasm.TrustRoot.fromKeyFile(bytes(contents, 'contents'))));
+  }
+
+  /** As fromKeyFile, and the key's fingerprint must be `fingerprint` (64 hex characters). */
+  static fromKeyFilePinned(contents, fingerprint) {
+    if (typeof fingerprint !== 'string') throw new DgspError('argument', 'fingerprint: expected a string');
+    return new TrustRoot(
+      call(() => wasm.TrustRoot.fromKeyFilePinned(bytes(contents, 'contents'), fingerprint)),
+    );
+  }
+
+  /** The group's fingerprint (hex SHA3-256 of the key's encoding). */
+  get fingerprint() {
+    return call(() => this.#inner.fingerprint);
+  }
+
+  /** The group's parameter set (`sha2-128f`, `slh-dsa-sha2-128f`, ...). */
+  get params() {
+    return call(() => this.#inner.params);
+  }
+
+  /** The signature under the group key (revocation aside); throws a DgspError when it does not verify. */
+  verifySignature(message, signature) {
+    return JSON.parse(
+      call(() => this.#inner.verifySignature(bytes(message, 'message'), bytes(signature, 'signature'))),
+    );
+  }
+
+  /**
+   * A gateway's `POST /v1/verify` answer checked whole, with the signed snapshot its
+   * checkpoint names (or null). `policy`: `{ max_age_ms, now_unix_ms, min_snapshot? }`.
+   */
+  checkAnswer(message, signature, answer, snapshot, policy) {
+    if (policy === null || typeof policy !== 'object') {
+      throw new DgspError('argument', 'policy: expected { max_age_ms, now_unix_ms, min_snapshot? }');
+    }
+    const maxAge = num(policy.max_age_ms, 'policy.max_age_ms');
+    const now = num(policy.now_unix_ms, 'policy.now_unix_ms');
+    const min = policy.min_snapshot == null ? undefined : num(policy.min_snapshot, 'policy.min_snapshot');
+    const snap = snapshot == null ? undefined : jsonBytes(snapshot, 'snapshot');
+    return JSON.parse(
+      call(() =>
+        this.#inner.checkAnswer(
+          bytes(message, 'message'),
+          bytes(signature, 'signature'),
+          jsonBytes(answer, 'answer'),
+          snap,
+          maxAge,
+          now,
+          min,
+        ),
+      ),
+    );
+  }
+
+  /** Whether `(id, pi)` is the correct opening of the signature. */
+  judge(message, signature, id, pi) {
+    const n = num(id, 'id');
+    return JSON.parse(
+      call(() => this.#inner.judge(bytes(message, 'message'), bytes(signature, 'signature'), n, bytes(pi, 'pi'))),
+    );
+  }
+
+  /** A signed checkpoint note, verified under the group key and for its log. */
+  verifyCheckpoint(note) {
+    if (typeof note !== 'string') throw new DgspError('argument', 'note: expected a string');
+    return JSON.parse(call(() => this.#inner.verifyCheckpoint(note)));
+  }
+
+  /** A signed snapshot (the JSON served at /v1/revocations/snapshots/{n}), verified; returns its record. */
+  verifySnapshot(snapshot) {
+    return JSON.parse(call(() => this.#inner.verifySnapshot(jsonBytes(snapshot, 'snapshot'))));
+  }
+
+  /** Frees the WebAssembly memory now (otherwise the garbage collector does). */
+  free() {
+    this.#inner.free();
+  }
+}
+
+/** The first failed check of a report, or null. */
+export function firstFailure(report) {
+  return report.checks.find((c) => !c.passed) ?? null;
+}
+
+/** The version of the WebAssembly side. */
+export function version() {
+  return call(() => wasm.version());
+}
