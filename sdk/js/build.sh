@@ -26,7 +26,7 @@ start=$(date +%s)
 cargo build --target wasm32-unknown-unknown --release --locked
 rm -rf pkg
 "$TOOLS/bin/wasm-bindgen" --target web --out-dir pkg \
-  target/wasm32-unknown-unknown/release/dgsp_verifier_wasm.wasm
+  "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/dgsp_verifier_wasm.wasm"
 WASM=pkg/dgsp_verifier_wasm_bg.wasm
 # wasm-opt -Os when binaryen is installed, kept only if the module still loads and runs
 # (binaryen before about version 116, Debian 12's 108 say, breaks wasm-bindgen's externref

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrustRoot } from '../node.js';
-import { startStack, askGateway, sleep } from '../test/stack.mjs';
+import { startStack, askGateway, sleep } from '../support/stack.mjs';
 import { startServer } from './serve.mjs';
 
 const here = new URL('.', import.meta.url).pathname;

@@ -109,7 +109,9 @@ async function verify() {
   try {
     await run();
   } catch (e) {
-    const what = e instanceof DgspError ? `${e.kind.replace(/_/g, ' ')}: ${e.message}` : String(e?.message ?? e);
+    const kind = e instanceof DgspError ? e.kind.replace(/_/g, ' ') : '';
+    const msg = String(e?.message ?? e);
+    const what = kind && !msg.startsWith(kind) ? `${kind}: ${msg}` : msg;
     setVerdict('not-valid', 'Not valid', what);
     if (!$('signer-status').textContent) setStatus('unknown', 'nothing could be proven');
   } finally {
@@ -192,14 +194,18 @@ async function run() {
   // Signer status: proven here, or unknown.
   const proof = report.checks.find((c) => c.check === 'revocation_proof');
   const snapOk = passed('snapshot_signature') && passed('snapshot_named');
-  const revoked = snapOk && proof && !proof.passed && /IS revoked/.test(proof.detail);
-  if (proof?.passed && snapOk) setStatus('current', `proven not revoked in snapshot #${n} (checked here)`);
+  // Only a signature that verifies says whose certificate (zeta) the proof is about.
+  const sigOk = passed('signature');
+  const revoked = sigOk && snapOk && proof && !proof.passed && /IS revoked/.test(proof.detail);
+  if (!sigOk) setStatus('unknown', 'the signature does not verify, so it names no signer');
+  else if (proof?.passed && snapOk) setStatus('current', `proven not revoked in snapshot #${n} (checked here)`);
   else if (revoked) setStatus('revoked', `proven revoked in snapshot #${n} (checked here)`);
   else setStatus('unknown', `not proven here; the gateway says ${answer.status}`);
 
-  const fail = firstFailure(report);
+  // The first failure checked here, before the gateway's word.
+  const fail = report.checks.find((c) => !c.passed && c.check !== GATEWAY_WORD) ?? firstFailure(report);
   if (report.valid) setVerdict('valid', 'Valid', 'The signature verifies under the group key and its signer is proven not revoked in a fresh signed snapshot.');
-  else if (revoked && passed('signature')) setVerdict('revoked', 'Revoked', "The signature verifies, but its signer's certificate is revoked.");
+  else if (revoked) setVerdict('revoked', 'Revoked', "The signature verifies, but its signer's certificate is revoked.");
   else setVerdict('not-valid', 'Not valid', `${fail.check} fails: ${fail.detail}`);
   root.free();
 }

@@ -1,4 +1,4 @@
-// The SDK against a live registry and gateway (test/stack.sh: binaries from
+// The SDK against a live registry and gateway (support/stack.sh: binaries from
 // $DGSP_BIN, default ~/.cache/dgsp/target/debug): a valid signature, a stale checkpoint, a
 // tampered proof, another group, and a revocation seen through the gateway and proven
 // against its signed snapshot. Skipped (not failed) when the binaries are missing and
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { TrustRoot, DgspError, firstFailure } from '../node.js';
-import { startStack, askGateway, sleep } from './stack.mjs';
+import { startStack, askGateway, sleep } from '../support/stack.mjs';
 
 const bin = process.env.DGSP_BIN ?? `${homedir()}/.cache/dgsp/target/debug`;
 const have = ['dgsp-registry', 'dgsp-gateway', 'dgsp-manager'].every((b) => existsSync(`${bin}/${b}`));

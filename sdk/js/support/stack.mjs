@@ -1,4 +1,4 @@
-// Test helpers: a live registry + gateway (test/stack.sh) and the gateway round trip the
+// Test helpers: a live registry + gateway (support/stack.sh) and the gateway round trip the
 // SDK's users make: POST /v1/verify, then the signed snapshot its checkpoint names.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
