@@ -24,12 +24,10 @@
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
 use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot, SnapshotRecord};
 use dgsp_core::{Manager, Zeta};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::events::Event;
 use crate::log::{now_ms, unhex};
@@ -99,29 +97,9 @@ fn write(p: &SharedPublished) -> RwLockWriteGuard<'_, Published> {
     p.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The JSON form of a signed snapshot (as logged and served).
-pub fn snapshot_json(s: &SignedSnapshot) -> Value {
-    let r = &s.record;
-    json!({
-        "record": {
-            "group": hex::encode(r.group),
-            "number": r.number,
-            "log_seq": r.log_seq,
-            "count": r.count,
-            "root": hex::encode(r.root),
-            "prev_hash": hex::encode(r.prev_hash),
-            "time_unix_ms": r.time_unix_ms,
-        },
-        "signature": B64.encode(&s.signature),
-        "encoded": B64.encode(s.to_bytes()),
-    })
-}
-
-/// Parses [`snapshot_json`] output (from the `encoded` field).
-pub fn snapshot_from_json(v: &Value) -> Option<SignedSnapshot> {
-    let bytes = B64.decode(v.get("encoded")?.as_str()?).ok()?;
-    SignedSnapshot::from_bytes(&bytes).ok()
-}
+/// The JSON form of a signed snapshot (served, and carried by `snapshot_published`
+/// entries), and its parser: `dgsp-wire`'s, shared with every follower.
+pub use dgsp_wire::snapshot::{snapshot_from_json, snapshot_json};
 
 /// Loads the published state from the store (at startup; the projections must be
 /// current). The served set is rebuilt from the revocations the latest snapshot covers and

@@ -78,9 +78,25 @@ pub enum ChainError {
 }
 
 impl Entry {
+    /// Seals `event` as entry `seq` after `prev`, with 16 fresh random bytes from the OS as
+    /// the commitment's salt (feature `os-rng`: the registry's way).
+    #[cfg(feature = "os-rng")]
+    pub fn seal(seq: u64, time_ms: u64, event: &Event, prev: &Hash) -> Entry {
+        use rand_core::{OsRng, RngCore};
+        let mut salt = [0u8; 16];
+        OsRng.fill_bytes(&mut salt);
+        Entry::seal_with_salt(seq, time_ms, event, prev, salt)
+    }
+
     /// Seals `event` as entry `seq` after `prev`. `salt` makes the commitment to the private
-    /// part hiding: 16 fresh random bytes per entry (the registry draws them from the OS).
-    pub fn seal(seq: u64, time_ms: u64, event: &Event, prev: &Hash, salt: [u8; 16]) -> Entry {
+    /// part hiding: it must be 16 fresh random bytes per entry.
+    pub fn seal_with_salt(
+        seq: u64,
+        time_ms: u64,
+        event: &Event,
+        prev: &Hash,
+        salt: [u8; 16],
+    ) -> Entry {
         let (public, private) = event.split();
         let private = private.map(|payload| Private {
             salt: hex::encode(salt),
@@ -271,7 +287,7 @@ mod tests {
 
     #[test]
     fn the_hash_is_the_documented_formula() {
-        let e = Entry::seal(
+        let e = Entry::seal_with_salt(
             4,
             12,
             &Event::MemberRevoked {
@@ -295,7 +311,7 @@ mod tests {
 
     #[test]
     fn chain_checks_catch_every_kind_of_edit() {
-        let e1 = Entry::seal(
+        let e1 = Entry::seal_with_salt(
             1,
             10,
             &Event::MemberJoined {
@@ -307,7 +323,7 @@ mod tests {
         );
         e1.check(0, &GENESIS_PREV).unwrap();
         let h1 = e1.hash_bytes().unwrap();
-        let e2 = Entry::seal(
+        let e2 = Entry::seal_with_salt(
             2,
             11,
             &Event::MemberJoined {
@@ -335,7 +351,7 @@ mod tests {
         t.private.as_mut().unwrap().payload = json!({"id": 1, "username": "mallory"});
         assert_eq!(t.check(1, &h1), Err(ChainError::BadCommitment(2)));
         // Commitments hide: the same payload sealed with another salt commits differently.
-        let again = Entry::seal(
+        let again = Entry::seal_with_salt(
             2,
             11,
             &Event::MemberJoined {

@@ -9,7 +9,7 @@ pub mod public;
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware;
@@ -24,11 +24,7 @@ use crate::store::Store;
 use crate::writer::Writer;
 use problem::Problem;
 
-/// Default request body limit (a bulk join or a large CSR fits; a flood does not).
-pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
-
-/// A request that takes longer than this (slow client or stuck work) is answered 408.
-pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+pub use dgsp_http::router::{finish, DEFAULT_BODY_LIMIT, REQUEST_TIMEOUT};
 
 /// Everything a handler needs.
 pub struct AppState {
@@ -168,37 +164,6 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
         )
         .into_response(),
     }
-}
-
-/// What every service router ends with: 404 and 405 as problem+json, the body limit and a
-/// request timeout answered 408. Shared by the registry and the gateway.
-pub fn finish<S: Clone + Send + Sync + 'static>(
-    router: Router<S>,
-    body_limit: usize,
-    timeout: std::time::Duration,
-) -> Router<S> {
-    router
-        .fallback(|| async {
-            Problem::new(
-                StatusCode::NOT_FOUND,
-                "not-found",
-                "No such route",
-                "see /openapi.json for the API",
-            )
-        })
-        .method_not_allowed_fallback(|| async {
-            Problem::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method-not-allowed",
-                "Method not allowed",
-                "see /openapi.json for the methods of each path",
-            )
-        })
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            timeout,
-        ))
 }
 
 /// The whole router.

@@ -3,10 +3,7 @@
 //! `dgsp-registry openapi > openapi/registry.json` writes it; a test fails when the committed
 //! file differs from what the code generates.
 
-use utoipa::openapi::header::Header;
-use utoipa::openapi::path::Operation;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{Content, Object, Ref, RefOr, Response, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{admin, problem, public};
@@ -44,130 +41,11 @@ impl Modify for Security {
     }
 }
 
-/// Media type of every error answer ([`problem::Problem`]).
-pub const PROBLEM_JSON: &str = "application/problem+json";
-
-/// What every operation of both services can answer besides its own responses, written into
-/// the document so it says what the shared layers do (checked with schemathesis by
-/// `scripts/api-check.sh`):
-/// - a [`problem::Problem`] answer is `application/problem+json`, never `application/json`;
-/// - an operation with a JSON body answers 400 (malformed JSON), 413 (body over the limit)
-///   and 415 (no `Content-Type: application/json`), from [`problem::Body`] and the body
-///   limit;
-/// - an operation that requires the admin token answers 401 without it.
-pub struct ProblemResponses;
-
-impl Modify for ProblemResponses {
-    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        let admin = SecurityRequirement::new("admin", Vec::<String>::new());
-        for item in doc.paths.paths.values_mut() {
-            for op in [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if op.request_body.is_some() {
-                    add_problem(op, "400", "malformed JSON body or field");
-                    add_problem(op, "413", "request body over the size limit");
-                    add_problem(
-                        op,
-                        "415",
-                        "the body is not sent as `Content-Type: application/json`",
-                    );
-                }
-                if op.security.as_ref().is_some_and(|s| s.contains(&admin)) {
-                    add_problem(
-                        op,
-                        "401",
-                        "missing or wrong admin token (`WWW-Authenticate: Bearer`)",
-                    );
-                }
-                for (status, resp) in op.responses.responses.iter_mut() {
-                    if let RefOr::T(resp) = resp {
-                        problem_media_type(resp);
-                        problem_headers(status, resp);
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn is_problem(content: &RefOr<Content>) -> bool {
-    matches!(content, RefOr::T(c) if matches!(&c.schema, Some(RefOr::Ref(r)) if r.ref_location.ends_with("/Problem")))
-}
-
-/// Moves a `Problem` body documented as `application/json` to `application/problem+json`.
-fn problem_media_type(resp: &mut Response) {
-    if resp.content.get("application/json").is_some_and(is_problem) {
-        let content = std::mem::take(&mut resp.content);
-        resp.content = content
-            .into_iter()
-            .map(|(k, v)| {
-                if k == "application/json" {
-                    (PROBLEM_JSON.to_owned(), v)
-                } else {
-                    (k, v)
-                }
-            })
-            .collect();
-    }
-}
-
-/// The headers [`problem::Problem`] answers carry: `WWW-Authenticate` on 401,
-/// `Retry-After` (seconds) on 503.
-fn problem_headers(status: &str, resp: &mut Response) {
-    if !resp.content.get(PROBLEM_JSON).is_some_and(is_problem) {
-        return;
-    }
-    let (name, schema, description) = match status {
-        "401" => ("WWW-Authenticate", Type::String, "`Bearer`"),
-        "503" => (
-            "Retry-After",
-            Type::Integer,
-            "seconds after which a retry may succeed",
-        ),
-        _ => return,
-    };
-    let mut header = Header::new(Object::with_type(schema));
-    header.description = Some(description.to_owned());
-    resp.headers.insert(name.to_owned(), header.into());
-}
-
-/// Documents a problem answer with `status` unless the operation already does.
-fn add_problem(op: &mut Operation, status: &str, description: &str) {
-    op.responses
-        .responses
-        .entry(status.to_owned())
-        .or_insert_with(|| {
-            let mut r = Response::new(description);
-            r.content.insert(
-                PROBLEM_JSON.to_owned(),
-                Content::new(Some(Ref::from_schema_name("Problem"))).into(),
-            );
-            RefOr::T(r)
-        });
-}
+pub use dgsp_http::openapi::{render, ProblemResponses, PROBLEM_JSON};
 
 /// The document as pretty JSON with a trailing newline (the committed form).
 pub fn document() -> String {
     render(RegistryApi::openapi())
-}
-
-/// `doc`, versioned as this build, as pretty JSON with a trailing newline (how the
-/// committed documents of the registry and the gateway are written).
-pub fn render(mut doc: utoipa::openapi::OpenApi) -> String {
-    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-    let mut s = doc
-        .to_pretty_json()
-        .expect("the OpenAPI document serializes");
-    s.push('\n');
-    s
 }
 
 /// `GET /openapi.json`.

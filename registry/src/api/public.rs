@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::problem::{to_b64, Params, Problem};
 use super::{Auditor, Shared};
 use crate::feed;
-use crate::log::{unhex, Entry};
+use crate::log::unhex;
 
 /// Largest page of the feed.
 pub const MAX_PAGE: usize = 1000;
@@ -70,15 +70,8 @@ pub struct Page {
     pub limit: Option<usize>,
 }
 
-/// A page of the log.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Entries {
-    /// Entries in order; private parts only for the auditor token.
-    #[schema(value_type = Vec<Object>)]
-    pub entries: Vec<Entry>,
-    /// Current log head.
-    pub head_seq: u64,
-}
+/// A page of the log (the wire type, `dgsp_wire::feed::Entries`).
+pub use dgsp_wire::feed::Entries;
 
 /// The log feed. Private payloads appear only as salted commitments unless the request
 /// carries the auditor (or admin) token.
