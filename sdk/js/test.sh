@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything for the JavaScript SDK, idempotent: tools (wasm-bindgen-cli, Debian's chromium),
 # the DGSP binaries for the live stack, ./build.sh (the WebAssembly package and dist/page),
-# npm ci, Node's test runner (conformance vectors and the live stack), the packed tarball
+# npm ci, the TypeScript types (tsc), Node's test runner (conformance vectors and the live stack), the packed tarball
 # installed and imported in a scratch project, and the verification page in headless
 # Chromium with a screenshot per case in ./artifacts.
 #
@@ -31,6 +31,9 @@ fi
 ./build.sh
 say "npm ci"
 npm ci --no-audit --no-fund --loglevel=error
+
+say "tsc: the TypeScript types (types-test/use.ts)"
+npx tsc -p types-test
 
 say "node --test test/ (conformance vectors, live stack)"
 DGSP_JS_REQUIRE_LIVE=1 node --test test/

@@ -1,0 +1,9 @@
+import { TrustRoot, DgspError, firstFailure, init, type AnswerReport, type Policy } from '@dgsp/verifier';
+await init();
+// Compiled with `tsc -p types-test` (no emit): the published types accept the documented use.
+const root: TrustRoot = TrustRoot.fromKeyFile('abc');
+const p: Policy = { max_age_ms: 1, now_unix_ms: Date.now() };
+const r: AnswerReport = root.checkAnswer(new Uint8Array(), 'sig', {}, null, p);
+const f = firstFailure(r);
+if (f) console.log(f.check.toUpperCase(), r.gateway_status);
+try { root.verifySignature('m', 's'); } catch (e) { if (e instanceof DgspError) console.log(e.kind); }
