@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::ManagerPublicKey;
-use dgsp_registry::log::{unhex32, GENESIS_PREV};
+use dgsp_wire::log::{unhex32, GENESIS_PREV};
 use serde_json::Value;
 
 use crate::follower::{fetch, FollowConfig};
@@ -37,14 +37,7 @@ impl Anchor {
         let bytes = std::fs::read(&path).map_err(|e| {
             format!("--group-key {arg}: neither a 64-hex-character fingerprint nor a readable key file ({e})")
         })?;
-        let text = String::from_utf8_lossy(&bytes);
-        let first = text
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("");
-        let decoded = B64.decode(first).unwrap_or_else(|_| bytes.clone());
-        ManagerPublicKey::from_bytes(&decoded)
+        parse_key_file(&bytes)
             .map(|pk| Anchor::Key(Box::new(pk)))
             .map_err(|e| format!("{}: not a group public key ({e})", path.display()))
     }
@@ -100,6 +93,8 @@ impl Anchor {
         }
     }
 }
+
+pub use dgsp_wire::anchor::parse_key_file;
 
 /// Why the anchor could not be resolved.
 #[derive(Debug, Clone, thiserror::Error)]

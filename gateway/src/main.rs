@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use dgsp_gateway::cli::{Cli, Command, ServeArgs};
 use dgsp_gateway::{api, server};
-use dgsp_registry::server::{init_logging, shutdown_signal};
+use dgsp_http::process::{init_logging, shutdown_signal};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

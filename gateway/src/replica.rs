@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::{ManagerPublicKey, Zeta};
-use dgsp_registry::log::Hash;
-use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
+use dgsp_wire::log::Hash;
+use dgsp_wire::snapshot::{snapshot_from_json, snapshot_json};
 use rocksdb::{ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOptions, DB};
 use serde_json::Value;
 

@@ -16,7 +16,7 @@ use dgsp_core::{ManagerPublicKey, Zeta};
 use crate::api::model::Note;
 use crate::replica::{Applied, Loaded};
 
-pub use dgsp_registry::log::now_ms;
+pub use dgsp_wire::log::now_ms;
 
 /// A checkpoint note that verified under the pinned key, with what it says.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -276,7 +276,7 @@ impl Freshness {
     }
 }
 
-/// The revocation state of one zeta in the gateway's view.
+/// The revocation state of one zeta in a view.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Revocation {

@@ -6,11 +6,11 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
-use dgsp_registry::api::metrics::gauge;
+use dgsp_http::metrics::gauge;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::model::{Freshness, SnapshotRef, Status};
+use super::model::{Freshness, FreshnessOf, SnapshotRef, Status};
 use super::Shared;
 use crate::state::{current, lock, now_ms, FaultReport};
 

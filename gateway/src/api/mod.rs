@@ -96,7 +96,7 @@ pub struct AppState {
     /// Counters.
     pub counters: Counters,
     /// HTTP request counters by route and status.
-    pub http: dgsp_registry::api::metrics::Metrics,
+    pub http: dgsp_http::metrics::Metrics,
 }
 
 async fn track(
@@ -131,7 +131,7 @@ pub fn router(state: Shared) -> Router {
         .route("/verify", get(page::redirect))
         .route("/verify/", get(page::index))
         .route("/verify/{file}", get(page::file));
-    dgsp_registry::api::finish(router, limit, REQUEST_TIMEOUT)
+    dgsp_http::router::finish(router, limit, REQUEST_TIMEOUT)
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
 }

@@ -8,8 +8,8 @@ use axum::response::IntoResponse;
 use utoipa::OpenApi;
 
 use super::{health, model, revocations, verify};
-use dgsp_registry::api::openapi::ProblemResponses;
-use dgsp_registry::api::problem;
+use dgsp_http::openapi::ProblemResponses;
+use dgsp_http::problem;
 
 /// The document.
 #[derive(OpenApi)]
@@ -34,7 +34,7 @@ pub struct GatewayApi;
 
 /// The document as pretty JSON with a trailing newline (the committed form).
 pub fn document() -> String {
-    dgsp_registry::api::openapi::render(GatewayApi::openapi())
+    dgsp_http::openapi::render(GatewayApi::openapi())
 }
 
 /// `GET /openapi.json`.

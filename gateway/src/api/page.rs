@@ -13,7 +13,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::Shared;
-use dgsp_registry::api::problem::Problem;
+use dgsp_http::problem::Problem;
 
 /// `GET /verify`: to the page.
 pub async fn redirect() -> Redirect {

@@ -7,14 +7,14 @@ use axum::Json;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use dgsp_core::Zeta;
-use dgsp_registry::api::problem::{to_b64, Problem};
-use dgsp_registry::log::unhex;
-use dgsp_registry::publisher::snapshot_json;
+use dgsp_http::problem::{to_b64, Problem};
+use dgsp_wire::log::unhex;
+use dgsp_wire::snapshot::snapshot_json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::model::{Freshness, Note, Revocation};
+use super::model::{Freshness, FreshnessOf, Note, Revocation, RevocationOf};
 use super::Shared;
 use crate::state::{current, now_ms};
 

@@ -12,27 +12,36 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use dgsp_core::{Error as CoreError, Pi, Signature, WotsPk};
-use dgsp_registry::api::problem::{b64, to_b64, Body, Problem};
+use dgsp_core::{Error as CoreError, ParamSet, Pi, Signature, WotsPk};
+use dgsp_http::problem::{b64, to_b64, Body, Problem};
 
 use super::body::{RawItem, VerifyBody};
 use super::model::{
-    BatchAnswer, BatchRequest, Freshness, JudgeAnswer, JudgeRequest, Revocation, Status,
-    VerifyAnswer, VerifyRequest,
+    BatchAnswer, BatchRequest, Freshness, FreshnessOf, JudgeAnswer, JudgeRequest, Revocation,
+    RevocationOf, Status, VerifyAnswer, VerifyRequest,
 };
 use super::Shared;
 use crate::pool::{PoolError, VerifyItem};
 use crate::state::{current, now_ms, View};
 
 /// A decoded verify item, or why it could not be.
-enum Item {
-    Ready { message: Vec<u8>, sig: Signature },
+#[doc(hidden)]
+pub enum Item {
+    /// The message and the signature, decoded.
+    Ready {
+        /// The message.
+        message: Vec<u8>,
+        /// The signature.
+        sig: Signature,
+    },
+    /// The signature field is base64 but not a signature encoding: why.
     Malformed(String),
 }
 
 /// Decodes one item; a field that is not base64 is named with `prefix` (`items[3].`), which
-/// is only formatted when there is an error to report.
-fn decode_item(prefix: impl Fn() -> String, req: &RawItem<'_>) -> Result<Item, Problem> {
+/// is only formatted when there is an error to report. Public for the fuzz targets only.
+#[doc(hidden)]
+pub fn decode_item(prefix: impl Fn() -> String, req: &RawItem<'_>) -> Result<Item, Problem> {
     let message = req.message.decode(|| format!("{}message", prefix()))?;
     let bytes = req.signature.bytes(|| format!("{}signature", prefix()))?;
     Ok(match Signature::from_bytes(&bytes) {
@@ -305,44 +314,11 @@ pub async fn verify_batch(State(s): State<Shared>, body: VerifyBody) -> Response
         (status = 422, description = "signature or pi not decodable for this group", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "queue full; see Retry-After", body = Problem, content_type = "application/problem+json")))]
 pub async fn judge(State(s): State<Shared>, Body(req): Body<JudgeRequest>) -> Response {
-    let message = match b64("message", &req.message) {
-        Ok(m) => m,
-        Err(p) => return p.into_response(),
-    };
-    let sig = match b64("signature", &req.signature).map(|b| Signature::from_bytes(&b)) {
-        Err(p) => return p.into_response(),
-        Ok(Err(e)) => {
-            return Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "malformed-signature",
-                "Malformed signature",
-                format!("not a DGSP signature encoding: {e}"),
-            )
-            .at("signature")
-            .into_response()
-        }
-        Ok(Ok(sig)) => sig,
-    };
     let view = current(&s.view);
     let params = view.group.params();
-    if sig.params() != params {
-        return Problem::invalid_field(
-            "signature",
-            format!(
-                "a {} signature cannot belong to this {} group",
-                sig.params().name(),
-                params.name()
-            ),
-        )
-        .into_response();
-    }
-    let pi = match b64("pi", &req.pi).map(|b| Pi::from_slice(params, &b)) {
+    let (message, sig, pi) = match req.decode(params) {
+        Ok(decoded) => decoded,
         Err(p) => return p.into_response(),
-        Ok(Err(e)) => {
-            return Problem::invalid_field("pi", format!("not a pi for {}: {e}", params.name()))
-                .into_response()
-        }
-        Ok(Ok(pi)) => pi,
     };
     let group = view.group.clone();
     let id = req.id;
@@ -373,5 +349,43 @@ pub async fn judge(State(s): State<Shared>, Body(req): Body<JudgeRequest>) -> Re
             })
             .into_response()
         }
+    }
+}
+
+/// Decoding a judge body as the handler does (a trait because the body type is
+/// `dgsp-wire`'s; public for the fuzz targets).
+pub trait JudgeDecode {
+    /// Decodes the body for a group of `params` as the handler does before judging: the
+    /// message (400), the signature (400 if not base64, 422 if not a signature encoding or
+    /// of another parameter set) and pi (400, or 422 if not a pi of `params`).
+    fn decode(&self, params: ParamSet) -> Result<(Vec<u8>, Signature, Pi), Problem>;
+}
+
+impl JudgeDecode for JudgeRequest {
+    fn decode(&self, params: ParamSet) -> Result<(Vec<u8>, Signature, Pi), Problem> {
+        let message = b64("message", &self.message)?;
+        let sig = Signature::from_bytes(&b64("signature", &self.signature)?).map_err(|e| {
+            Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "malformed-signature",
+                "Malformed signature",
+                format!("not a DGSP signature encoding: {e}"),
+            )
+            .at("signature")
+        })?;
+        if sig.params() != params {
+            return Err(Problem::invalid_field(
+                "signature",
+                format!(
+                    "a {} signature cannot belong to this {} group",
+                    sig.params().name(),
+                    params.name()
+                ),
+            ));
+        }
+        let pi = Pi::from_slice(params, &b64("pi", &self.pi)?).map_err(|e| {
+            Problem::invalid_field("pi", format!("not a pi for {}: {e}", params.name()))
+        })?;
+        Ok((message, sig, pi))
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use dgsp_core::checkpoint::origin_for;
-use dgsp_registry::log::unhex32;
+use dgsp_wire::log::unhex32;
 
 use super::{apply, CheckpointInfo, Fault, Follower};
 use crate::state::{current, lock, Verified};

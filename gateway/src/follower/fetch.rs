@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use dgsp_registry::api::public::Entries;
+use dgsp_wire::feed::Entries;
 
 use super::{Fault, FollowConfig};
 
@@ -99,8 +99,19 @@ async fn fetch_page_within(
             entries: limit,
             max_bytes: config.max_page_bytes,
         })?;
-    let page = serde_json::from_slice(&body).map_err(|e| Fault::MalformedPage(e.to_string()))?;
+    let page = parse_page(&body)?;
     Ok((page, body.len()))
+}
+
+/// A feed page body as read (at most `max_page_bytes`), parsed.
+pub fn parse_page(body: &[u8]) -> Result<Entries, Fault> {
+    serde_json::from_slice(body).map_err(|e| Fault::MalformedPage(e.to_string()))
+}
+
+/// A `/v1/checkpoint` answer as read (at most [`MAX_CHECKPOINT_BYTES`]), parsed.
+pub fn parse_checkpoint(body: &[u8]) -> Result<CheckpointInfo, Fault> {
+    serde_json::from_slice(body)
+        .map_err(|e| Fault::MalformedPage(format!("the checkpoint answer: {e}")))
 }
 
 /// The registry's newest signed checkpoint, or `None` when it has none to serve yet (503) or
@@ -145,7 +156,5 @@ async fn fetch_checkpoint_within(
                 "a checkpoint answer larger than {MAX_CHECKPOINT_BYTES} bytes"
             ))
         })?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| Fault::MalformedPage(format!("the checkpoint answer: {e}")))
+    parse_checkpoint(&body).map(Some)
 }

@@ -36,8 +36,8 @@ pub mod fetch;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dgsp_registry::api::public::Entries;
-use dgsp_registry::log::{Entry, Hash};
+use dgsp_wire::feed::Entries;
+use dgsp_wire::log::{Entry, Hash};
 use tokio::sync::watch;
 
 pub use fault::Fault;
