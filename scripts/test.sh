@@ -36,10 +36,13 @@ cargo test --workspace --locked
 say "the Python verifier SDK (sdk/python: abi3 wheel, conformance vectors, live registry + gateway)"
 ./sdk/python/test.sh
 
+say "the JavaScript verifier SDK (sdk/js: wasm build, node tests on the vectors and a live stack, the verification page in headless Chromium)"
+DGSP_BIN="$CARGO_TARGET_DIR/debug" ./sdk/js/test.sh
+
 say "dgsp-compare smoke run: every contender, sweep and plot once, seconds (the full run: cargo run --release -p dgsp-comparison; docs/comparison.md)"
 cargo run -p dgsp-comparison --locked -- --smoke > /dev/null
 
-say "differential fuzzing of the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS, default 60; 0 skips)"
+say "fuzzing every decoder of untrusted bytes and the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS per target, default 60; 0 skips; docs/fuzzing.md)"
 ./scripts/fuzz.sh
 
 say "OpenAPI documents against the running services (schemathesis; dev build from the tests)"

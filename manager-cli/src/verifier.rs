@@ -7,7 +7,6 @@
 //! when nothing could be decided (unreachable gateway, bad input).
 
 use std::path::Path;
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -69,7 +68,7 @@ pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i3
     let checks = match &group {
         Some(group) => {
             let policy = Policy {
-                max_age: Duration::from_secs(args.max_age),
+                max_age_ms: args.max_age.saturating_mul(1000),
                 min_snapshot: args.min_snapshot,
                 now_unix_ms: dgsp_registry::log::now_ms(),
             };
@@ -255,32 +254,40 @@ pub async fn judge(args: JudgeArgs, out: Output, config: &Config) -> Result<i32,
     })
 }
 
-/// `check-proof`: a revocation proof against a signed snapshot and the group key, offline.
-pub fn check_proof(args: CheckProofArgs, out: Output) -> Result<i32, Error> {
-    let group = read_group_key(&args.group_key)?;
-    let snap_bytes = io::read_input(&args.snapshot)?;
-    let snapshot: SignedSnapshot = serde_json::from_slice::<Value>(&snap_bytes)
+/// A signed snapshot file for `check-proof`: the JSON served at
+/// `/v1/revocations/snapshots/{n}`.
+pub fn parse_snapshot_file(bytes: &[u8]) -> Option<SignedSnapshot> {
+    serde_json::from_slice::<Value>(bytes)
         .ok()
         .and_then(|v| snapshot_from_json(&v))
-        .ok_or_else(|| {
-            Error::input(
-                &args.snapshot,
-                "not a signed snapshot (the JSON served at /v1/revocations/snapshots/{n})",
-            )
-        })?;
-    let zeta = parse_zeta(&args.zeta)
-        .ok_or_else(|| Error::arg("--zeta", "not 16 bytes as 32 hex characters or base64"))?;
-    let proof_bytes = io::read_input(&args.proof)?;
-    // A saved proof answer (JSON with revocation.proof.encoded) or the proof in base64.
-    let encoded = serde_json::from_slice::<Value>(&proof_bytes)
+}
+
+/// A proof file for `check-proof`: a saved answer (JSON with `revocation.proof.encoded` or
+/// `proof.encoded`) or the proof in base64.
+pub fn parse_proof_file(bytes: &[u8]) -> Option<RevocationProof> {
+    let encoded = serde_json::from_slice::<Value>(bytes)
         .ok()
         .and_then(|v| {
             v.pointer("/revocation/proof/encoded")
                 .or_else(|| v.pointer("/proof/encoded"))
                 .and_then(|e| e.as_str().map(str::to_owned))
         })
-        .unwrap_or_else(|| String::from_utf8_lossy(&proof_bytes).trim().to_owned());
-    let proof = decode_proof(&encoded)
+        .unwrap_or_else(|| String::from_utf8_lossy(bytes).trim().to_owned());
+    decode_proof(&encoded)
+}
+
+/// `check-proof`: a revocation proof against a signed snapshot and the group key, offline.
+pub fn check_proof(args: CheckProofArgs, out: Output) -> Result<i32, Error> {
+    let group = read_group_key(&args.group_key)?;
+    let snapshot = parse_snapshot_file(&io::read_input(&args.snapshot)?).ok_or_else(|| {
+        Error::input(
+            &args.snapshot,
+            "not a signed snapshot (the JSON served at /v1/revocations/snapshots/{n})",
+        )
+    })?;
+    let zeta = parse_zeta(&args.zeta)
+        .ok_or_else(|| Error::arg("--zeta", "not 16 bytes as 32 hex characters or base64"))?;
+    let proof = parse_proof_file(&io::read_input(&args.proof)?)
         .ok_or_else(|| Error::input(&args.proof, "not a revocation proof"))?;
     let verdict = verify_revocation(&group, &snapshot, &zeta, &proof);
     let report = json!({

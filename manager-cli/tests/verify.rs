@@ -268,7 +268,7 @@ async fn every_lie_of_a_gateway_is_a_negative_verdict_naming_the_check() {
     refused(
         &verify(&url, dir, "report.txt", &["--min-snapshot", &min]).await,
         "min_snapshot",
-        "older than --min-snapshot",
+        "older than the minimum snapshot",
     );
 
     // A stale answer is no verdict.
