@@ -72,9 +72,13 @@ pub struct CertificatesFile {
 
 /// Reads a JSON document and checks its `format` tag.
 pub fn read<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T, Error> {
-    let bytes = crate::io::read_input(path)?;
+    parse(path, &crate::io::read_input(path)?, format)
+}
+
+/// Parses the `bytes` read from `path` as a JSON document tagged `format`.
+pub fn parse<T: DeserializeOwned>(path: &Path, bytes: &[u8], format: &str) -> Result<T, Error> {
     let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| Error::input(path, format!("not JSON: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| Error::input(path, format!("not JSON: {e}")))?;
     match value.get("format").and_then(|f| f.as_str()) {
         Some(f) if f == format => {}
         Some(f) => {
@@ -103,7 +107,11 @@ pub fn write<T: Serialize>(path: &Path, doc: &T) -> Result<(), Error> {
 
 /// Reads a signature file: base64 text (what `member sign` writes) or the raw encoding.
 pub fn read_signature(path: &Path) -> Result<Signature, Error> {
-    let bytes = crate::io::read_input(path)?;
+    parse_signature(path, crate::io::read_input(path)?)
+}
+
+/// Parses the `bytes` read from `path` as a signature file.
+pub fn parse_signature(path: &Path, bytes: Vec<u8>) -> Result<Signature, Error> {
     let text = String::from_utf8_lossy(&bytes);
     let decoded = B64.decode(text.trim()).unwrap_or(bytes);
     Signature::from_bytes(&decoded)

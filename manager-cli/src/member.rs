@@ -99,8 +99,12 @@ struct KeygenOut {
     group_fingerprint: String,
 }
 
-fn keygen(join: &Path, args: &WalletArgs, out: Output, config: &Config) -> Result<(), Error> {
-    let file: JoinFile = documents::read(join, documents::JOIN_FORMAT)?;
+/// What a join file read from `join` gives a new wallet: the group key (which must hash to
+/// the stated fingerprint), the member's `cid*` and the fingerprint (hex).
+pub fn decode_join(
+    join: &Path,
+    file: &JoinFile,
+) -> Result<(ManagerPublicKey, CidStar, String), Error> {
     let bad = |reason: String| Error::input(join, reason);
     let group_bytes = B64
         .decode(&file.group_public_key)
@@ -111,7 +115,7 @@ fn keygen(join: &Path, args: &WalletArgs, out: Output, config: &Config) -> Resul
     if !computed.eq_ignore_ascii_case(file.fingerprint.trim()) {
         return Err(WalletError::FingerprintMismatch {
             what: join.display().to_string(),
-            stated: file.fingerprint,
+            stated: file.fingerprint.clone(),
             computed,
         }
         .into());
@@ -121,6 +125,13 @@ fn keygen(join: &Path, args: &WalletArgs, out: Output, config: &Config) -> Resul
         .decode(&file.cid_star)
         .map_err(|e| bad(format!("cid_star is not base64: {e}")))
         .and_then(|b| CidStar::from_slice(params, &b).map_err(|e| bad(format!("cid_star: {e}"))))?;
+    Ok((group, cid_star, computed))
+}
+
+fn keygen(join: &Path, args: &WalletArgs, out: Output, config: &Config) -> Result<(), Error> {
+    let file: JoinFile = documents::read(join, documents::JOIN_FORMAT)?;
+    let (group, cid_star, computed) = decode_join(join, &file)?;
+    let params = group.params();
     let paths = Paths::resolve(args.wallet.as_deref(), config)?;
     if paths.wallet.exists() {
         return Err(WalletError::Exists {

@@ -30,7 +30,21 @@ pub fn read_file(auditor: &mut Auditor, path: &Path, bar: &ProgressBar) -> Resul
     if let Ok(meta) = file.metadata() {
         bar.set_length(meta.len());
     }
-    let mut reader = BufReader::new(file);
+    read_lines(auditor, path, BufReader::new(file), bar)
+}
+
+/// Feeds every entry of the JSON Lines read from `reader` (the file at `path`) to
+/// `auditor`, as [`read_file`] does.
+pub fn read_lines(
+    auditor: &mut Auditor,
+    path: &Path,
+    mut reader: impl BufRead,
+    bar: &ProgressBar,
+) -> Result<(), Error> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
     let mut line = String::new();
     let mut number = 0u64;
     loop {

@@ -143,8 +143,13 @@ pub fn read(path: &Path) -> Result<Envelope, Error> {
             e.into()
         }
     })?;
-    let env: Envelope = serde_json::from_slice(&bytes).map_err(|e| {
-        let tag = serde_json::from_slice::<serde_json::Value>(&bytes)
+    parse(path, &bytes)
+}
+
+/// Parses the `bytes` of the wallet file at `path` into its clear envelope.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Envelope, Error> {
+    let env: Envelope = serde_json::from_slice(bytes).map_err(|e| {
+        let tag = serde_json::from_slice::<serde_json::Value>(bytes)
             .ok()
             .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned));
         match tag {

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use dgsp_registry::secret_file;
 use sha3::{Digest, Sha3_256};
+use zeroize::Zeroizing;
 
 use super::{crash, WalletError};
 use crate::error::Error;
@@ -114,14 +115,7 @@ impl Journal {
     /// name a slot the wallet does not have (a wallet file restored from an older copy):
     /// it stays used, so such a slot number is never handed out.
     pub fn read(path: &Path, journal_id: &[u8; 16], key: &[u8; 32]) -> Result<Journal, Error> {
-        let corrupt = |reason: String| -> Error {
-            WalletError::JournalCorrupt {
-                path: path.to_owned(),
-                reason,
-            }
-            .into()
-        };
-        let mut bytes = secret_file::read(path).map_err(|e| -> Error {
+        let bytes = secret_file::read(path).map_err(|e| -> Error {
             if e.is_not_found() {
                 WalletError::JournalMissing {
                     path: path.to_owned(),
@@ -131,6 +125,23 @@ impl Journal {
                 e.into()
             }
         })?;
+        Journal::parse(path, bytes, journal_id, key)
+    }
+
+    /// Checks the `bytes` of the journal at `path`, as [`Journal::read`] does.
+    pub fn parse(
+        path: &Path,
+        mut bytes: Zeroizing<Vec<u8>>,
+        journal_id: &[u8; 16],
+        key: &[u8; 32],
+    ) -> Result<Journal, Error> {
+        let corrupt = |reason: String| -> Error {
+            WalletError::JournalCorrupt {
+                path: path.to_owned(),
+                reason,
+            }
+            .into()
+        };
         let head = header(journal_id);
         if !bytes.starts_with(head.as_bytes()) {
             return Err(corrupt(

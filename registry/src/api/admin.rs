@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use dgsp_core::{CidStar, MemberId, Signature, WotsPk};
+use dgsp_core::{CidStar, MemberId, ParamSet, Signature, WotsPk};
 use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};
 use utoipa::{IntoParams, ToSchema};
@@ -72,6 +72,14 @@ pub struct JoinRequest {
     pub username: String,
 }
 
+impl JoinRequest {
+    /// Checks the body as the handler does before anything is written (a 422 naming the
+    /// field).
+    pub fn check(&self) -> Result<(), Problem> {
+        check_username("username", &self.username)
+    }
+}
+
 /// A member as admitted.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct JoinedMember {
@@ -122,7 +130,7 @@ pub async fn join(
     headers: HeaderMap,
     Body(req): Body<JoinRequest>,
 ) -> Result<(StatusCode, Json<JoinedMember>), Problem> {
-    check_username("username", &req.username)?;
+    req.check()?;
     let idem = idempotency(&headers, "join", &req)?;
     let mut joined = join_many(&s, vec![req.username], idem).await?;
     Ok((StatusCode::CREATED, Json(joined.remove(0))))
@@ -135,6 +143,24 @@ pub struct BulkJoinRequest {
     /// Unique usernames (1 to 10000); all are admitted or none.
     #[schema(min_items = 1, max_items = 10000)]
     pub usernames: Vec<String>,
+}
+
+impl BulkJoinRequest {
+    /// Checks the body as the handler does before anything is written: 1 to
+    /// [`MAX_BULK_JOIN`] usernames (422 on `usernames`), each acceptable (422 on
+    /// `usernames[i]`).
+    pub fn check(&self) -> Result<(), Problem> {
+        if self.usernames.is_empty() || self.usernames.len() > MAX_BULK_JOIN {
+            return Err(Problem::invalid_field(
+                "usernames",
+                format!("1 to {MAX_BULK_JOIN} usernames"),
+            ));
+        }
+        for (i, u) in self.usernames.iter().enumerate() {
+            check_username(&format!("usernames[{i}]"), u)?;
+        }
+        Ok(())
+    }
 }
 
 /// Members admitted together.
@@ -155,15 +181,7 @@ pub async fn join_bulk(
     headers: HeaderMap,
     Body(req): Body<BulkJoinRequest>,
 ) -> Result<(StatusCode, Json<BulkJoined>), Problem> {
-    if req.usernames.is_empty() || req.usernames.len() > MAX_BULK_JOIN {
-        return Err(Problem::invalid_field(
-            "usernames",
-            format!("1 to {MAX_BULK_JOIN} usernames"),
-        ));
-    }
-    for (i, u) in req.usernames.iter().enumerate() {
-        check_username(&format!("usernames[{i}]"), u)?;
-    }
+    req.check()?;
     let idem = idempotency(&headers, "join_bulk", &req)?;
     let members = join_many(&s, req.usernames, idem).await?;
     Ok((StatusCode::CREATED, Json(BulkJoined { members })))
@@ -179,6 +197,32 @@ pub struct IssueRequest {
     /// WOTS+ public keys to certify (standard base64, N bytes each).
     #[schema(schema_with = base64_list)]
     pub wots_pks: Vec<String>,
+}
+
+impl IssueRequest {
+    /// Decodes the body for a group of `params` as the handler does before anything is
+    /// written: 1 to [`MAX_ISSUE`] keys (422 on `wots_pks`), then `cid_star` and each
+    /// `wots_pks[i]` (400 naming the field).
+    pub fn decode(&self, params: ParamSet) -> Result<(CidStar, Vec<WotsPk>), Problem> {
+        if self.wots_pks.is_empty() || self.wots_pks.len() > MAX_ISSUE {
+            return Err(Problem::invalid_field(
+                "wots_pks",
+                format!("1 to {MAX_ISSUE} public keys"),
+            ));
+        }
+        let cid_star = CidStar::from_slice(params, &b64("cid_star", &self.cid_star)?)
+            .map_err(|e| Problem::bad_field("cid_star", e.to_string()))?;
+        let mut pks = Vec::with_capacity(self.wots_pks.len());
+        for (i, pk) in self.wots_pks.iter().enumerate() {
+            let field = format!("wots_pks[{i}]");
+            let bytes = b64(&field, pk)?;
+            pks.push(
+                WotsPk::from_slice(params, &bytes)
+                    .map_err(|e| Problem::bad_field(&field, e.to_string()))?,
+            );
+        }
+        Ok((cid_star, pks))
+    }
 }
 
 /// An array of standard base64 strings.
@@ -233,24 +277,7 @@ pub async fn issue(
     headers: HeaderMap,
     Body(req): Body<IssueRequest>,
 ) -> Result<Json<Issued>, Problem> {
-    let params = s.manager.params();
-    if req.wots_pks.is_empty() || req.wots_pks.len() > MAX_ISSUE {
-        return Err(Problem::invalid_field(
-            "wots_pks",
-            format!("1 to {MAX_ISSUE} public keys"),
-        ));
-    }
-    let cid_star = CidStar::from_slice(params, &b64("cid_star", &req.cid_star)?)
-        .map_err(|e| Problem::bad_field("cid_star", e.to_string()))?;
-    let mut pks = Vec::with_capacity(req.wots_pks.len());
-    for (i, pk) in req.wots_pks.iter().enumerate() {
-        let field = format!("wots_pks[{i}]");
-        let bytes = b64(&field, pk)?;
-        pks.push(
-            WotsPk::from_slice(params, &bytes)
-                .map_err(|e| Problem::bad_field(&field, e.to_string()))?,
-        );
-    }
+    let (cid_star, pks) = req.decode(s.manager.params())?;
     if s.manager.check_cid_star(id, &cid_star).is_err() {
         return Err(Problem::new(
             StatusCode::FORBIDDEN,
@@ -489,6 +516,17 @@ pub struct OpenRequest {
     pub signature: String,
 }
 
+impl OpenRequest {
+    /// Decodes the body as the handler does before opening: the message and the signature
+    /// (400 naming the field).
+    pub fn decode(&self) -> Result<(Vec<u8>, Signature), Problem> {
+        let message = b64("message", &self.message)?;
+        let sig = Signature::from_bytes(&b64("signature", &self.signature)?)
+            .map_err(|e| Problem::bad_field("signature", e.to_string()))?;
+        Ok((message, sig))
+    }
+}
+
 /// The signer of a signature, with what a third party needs to judge the claim.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Opened {
@@ -516,9 +554,7 @@ pub async fn open(
     Body(req): Body<OpenRequest>,
 ) -> Result<Json<Opened>, Problem> {
     let idem = idempotency(&headers, "open", &req)?;
-    let message = b64("message", &req.message)?;
-    let sig = Signature::from_bytes(&b64("signature", &req.signature)?)
-        .map_err(|e| Problem::bad_field("signature", e.to_string()))?;
+    let (message, sig) = req.decode()?;
     let manager = s.manager.clone();
     let (sig, message, opening) = tokio::task::spawn_blocking(move || {
         let o = manager.open(&message, &sig);
@@ -574,6 +610,18 @@ pub struct BackupRequest {
     pub name: Option<String>,
 }
 
+impl BackupRequest {
+    /// Checks the body as the handler does before backing up (422 on `name`).
+    pub fn check(&self) -> Result<(), Problem> {
+        match &self.name {
+            Some(name) => {
+                backup::check_name(name).map_err(|e| Problem::invalid_field("name", e.to_string()))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
 /// Make an online backup on the registry's host.
 ///
 /// A consistent RocksDB checkpoint of the log and its projections, the encrypted manager key
@@ -593,9 +641,7 @@ pub async fn backup(
     State(s): State<Shared>,
     Body(req): Body<BackupRequest>,
 ) -> Result<(StatusCode, Json<backup::Created>), Problem> {
-    if let Some(name) = &req.name {
-        backup::check_name(name).map_err(|e| Problem::invalid_field("name", e.to_string()))?;
-    }
+    req.check()?;
     let store = s.store.clone();
     let made =
         tokio::task::spawn_blocking(move || backup::create_named(&store, req.name.as_deref()))
