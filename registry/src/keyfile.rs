@@ -104,6 +104,32 @@ impl Envelope {
     }
 }
 
+/// Most memory an Argon2id cost may ask for: 4 GiB, 64 times the default. Argon2 allocates
+/// all of it at once, so a cost read from a damaged or hostile file is refused above this
+/// instead of aborting the process on an allocation of up to 4 TiB.
+pub const MAX_KDF_M_KIB: u32 = 4 << 20;
+/// Most Argon2id passes (the time a cost read from a file may ask for is bounded too).
+pub const MAX_KDF_T: u32 = 64;
+/// Most Argon2id lanes.
+pub const MAX_KDF_P: u32 = 64;
+
+impl KdfParams {
+    /// Refuses a cost beyond [`MAX_KDF_M_KIB`], [`MAX_KDF_T`] or [`MAX_KDF_P`], or one
+    /// Argon2id does not accept (zero passes or lanes, under 8 KiB per lane).
+    pub fn check(&self) -> Result<(), String> {
+        if self.m_kib > MAX_KDF_M_KIB || self.t > MAX_KDF_T || self.p > MAX_KDF_P {
+            return Err(format!(
+                "Argon2id cost m={} KiB, t={}, p={} is beyond the most accepted \
+                 (m={MAX_KDF_M_KIB} KiB, t={MAX_KDF_T}, p={MAX_KDF_P})",
+                self.m_kib, self.t, self.p
+            ));
+        }
+        Params::new(self.m_kib, self.t, self.p, Some(32))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// The shortest passphrase accepted for a secret file.
 pub const MIN_PASSPHRASE_LEN: usize = 12;
 /// Salt length used by the key files (bytes).
@@ -112,12 +138,14 @@ pub const SALT_LEN: usize = 16;
 pub const NONCE_LEN: usize = 24;
 
 /// Derives a 32-byte key from `passphrase` and `salt` with Argon2id (v1.3) under `kdf`.
-/// Fails (with a reason) only when the cost parameters or the salt are out of range.
+/// Fails (with a reason) only when the cost parameters ([`KdfParams::check`]) or the salt
+/// are out of range.
 pub fn derive_key(
     passphrase: &[u8],
     salt: &[u8],
     kdf: KdfParams,
 ) -> Result<Zeroizing<[u8; 32]>, String> {
+    kdf.check()?;
     let params = Params::new(kdf.m_kib, kdf.t, kdf.p, Some(32)).map_err(|e| e.to_string())?;
     let mut key = Zeroizing::new([0u8; 32]);
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
@@ -382,6 +410,46 @@ mod tests {
             read(&link, PASS),
             Err(KeyFileError::Secret(SecretFileError::Symlink { .. }))
         ));
+    }
+
+    #[test]
+    fn a_file_asking_for_a_huge_argon2_cost_is_refused_before_allocating() {
+        // Found by review while fuzzing the wallet envelope (same construction): a cost of
+        // 4 TiB made Argon2 abort the process on its allocation, before any check.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manager.key");
+        write(&path, &key(), PASS, FAST).unwrap();
+        let env: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        for (field, value) in [("m_kib", u32::MAX), ("t", u32::MAX), ("p", MAX_KDF_P + 1)] {
+            let mut e = env.clone();
+            e["kdf"][field] = value.into();
+            let bad = dir.path().join(format!("{field}.key"));
+            fs::write(&bad, serde_json::to_vec(&e).unwrap()).unwrap();
+            fs::set_permissions(&bad, fs::Permissions::from_mode(0o600)).unwrap();
+            let err = read(&bad, PASS).unwrap_err();
+            assert!(
+                matches!(&err, KeyFileError::Malformed { reason, .. } if reason.contains("beyond")),
+                "{field}: {err:?}"
+            );
+        }
+        assert!(derive_key(
+            PASS,
+            &[0; SALT_LEN],
+            KdfParams {
+                m_kib: MAX_KDF_M_KIB + 1,
+                t: 1,
+                p: 1
+            }
+        )
+        .is_err());
+        assert!(KdfParams::default().check().is_ok());
+        assert!(KdfParams {
+            m_kib: 8,
+            t: 0,
+            p: 1
+        }
+        .check()
+        .is_err());
     }
 
     #[test]

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use dgsp_core::{
     Certificate, CsrItem, ManagerPublicKey, MemberId, MemberKey, ParamSet, Signature, WotsSeed,
 };
-use dgsp_registry::keyfile::KdfParams;
+use dgsp_registry::keyfile::{KdfParams, MAX_KDF_M_KIB, MAX_KDF_P, MAX_KDF_T};
 use rand_core::{OsRng, RngCore};
 use serde::Serialize;
 
@@ -113,7 +113,8 @@ pub fn kdf_for_new_wallet() -> Result<(KdfParams, bool), Error> {
     };
     let bad = || {
         Error::Config(format!(
-            "${KDF_ENV} must be m_kib,t,p (three positive integers, e.g. 65536,3,1)"
+            "${KDF_ENV} must be m_kib,t,p (three positive integers, e.g. 65536,3,1; at most \
+             {MAX_KDF_M_KIB},{MAX_KDF_T},{MAX_KDF_P})"
         ))
     };
     let text = value.into_string().map_err(|_| bad())?;
@@ -123,7 +124,9 @@ pub fn kdf_for_new_wallet() -> Result<(KdfParams, bool), Error> {
         .collect::<Result<_, _>>()
         .map_err(|_| bad())?;
     match parts[..] {
-        [m_kib, t, p] if m_kib > 0 && t > 0 && p > 0 => Ok((KdfParams { m_kib, t, p }, true)),
+        [m_kib, t, p] if (KdfParams { m_kib, t, p }).check().is_ok() => {
+            Ok((KdfParams { m_kib, t, p }, true))
+        }
         _ => Err(bad()),
     }
 }
