@@ -18,9 +18,7 @@ use std::borrow::Cow;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, StatusCode};
-use dgsp_http::problem::{
-    b64, bytes_problem, json_problem, json_trailing_problem, Problem,
-};
+use dgsp_http::problem::{b64, bytes_problem, json_problem, json_trailing_problem, Problem};
 use serde::Deserialize;
 
 use super::model::{BatchRequest, VerifyRequest};
