@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dgsp_registry::secret_file;
+use dgsp_secrets::file as secret_file;
 use serde::Deserialize;
 
 use crate::error::Error;

@@ -39,7 +39,7 @@ pub enum Error {
     /// A secret file (token, passphrase, wallet, config holding a token) was refused: a
     /// symbolic link, not a regular file, or accessible to other users.
     #[error(transparent)]
-    Secret(#[from] dgsp_registry::secret_file::SecretFileError),
+    Secret(#[from] dgsp_secrets::file::SecretFileError),
 }
 
 impl From<ClientError> for Error {

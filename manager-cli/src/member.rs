@@ -397,7 +397,7 @@ struct StatusOut {
     id: u64,
     params: String,
     group_fingerprint: String,
-    kdf: dgsp_registry::keyfile::KdfParams,
+    kdf: dgsp_secrets::envelope::KdfParams,
     counts: Counts,
     journal_repaired: bool,
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use dgsp_registry::secret_file;
+use dgsp_secrets::file as secret_file;
 
 use crate::error::Error;
 use crate::output::Output;

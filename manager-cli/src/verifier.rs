@@ -13,9 +13,9 @@ use base64::Engine;
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Pi, Signature};
 use dgsp_gateway::anchor::Anchor;
-use dgsp_gateway::api::model::{JudgeAnswer, Status, VerifyAnswer};
 use dgsp_gateway::api::revocations::parse_zeta;
-use dgsp_registry::publisher::snapshot_from_json;
+use dgsp_wire::answer::{JudgeAnswer, Status, VerifyAnswer};
+use dgsp_wire::snapshot::snapshot_from_json;
 use serde_json::{json, Value};
 
 use crate::cli::{CheckProofArgs, GatewayArgs, JudgeArgs, VerifyArgs};
@@ -70,7 +70,7 @@ pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i3
             let policy = Policy {
                 max_age_ms: args.max_age.saturating_mul(1000),
                 min_snapshot: args.min_snapshot,
-                now_unix_ms: dgsp_registry::log::now_ms(),
+                now_unix_ms: dgsp_wire::log::now_ms(),
             };
             Some(check_all(&client, group, &message, &sig, &answer, &policy).await)
         }

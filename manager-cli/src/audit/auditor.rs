@@ -5,10 +5,10 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{MessageDigest, ParamSet, Pi, Signature};
 use dgsp_gateway::anchor::Anchor;
-use dgsp_gateway::follower::apply::revoked_zetas;
-use dgsp_registry::events::{Event, EventError};
-use dgsp_registry::log::Entry;
-use dgsp_registry::publisher::snapshot_from_json;
+use dgsp_wire::events::{Event, EventError};
+use dgsp_wire::follow::revoked_zetas;
+use dgsp_wire::log::Entry;
+use dgsp_wire::snapshot::snapshot_from_json;
 
 use super::chain::Chain;
 use super::checkpoints::{self, Checkpoints};

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use dgsp_registry::log::{unhex32, ChainError, Entry, Hash, GENESIS_PREV};
+use dgsp_wire::log::{unhex32, ChainError, Entry, Hash, GENESIS_PREV};
 
 use super::findings::Findings;
 use super::violation::ViolationKind;

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use dgsp_registry::log::{unhex32, Entry};
+use dgsp_wire::log::{unhex32, Entry};
 
 use super::chain::Chain;
 use super::findings::Findings;

@@ -174,7 +174,7 @@ async fn from_registry(
     }
     let client = args.http.client(&base, token)?;
     let bar = out.progress(0, "auditing");
-    let (tx, mut rx) = mpsc::channel::<Vec<dgsp_registry::log::Entry>>(4);
+    let (tx, mut rx) = mpsc::channel::<Vec<dgsp_wire::log::Entry>>(4);
     let consumer_bar = bar.clone();
     let consumer = tokio::task::spawn_blocking(move || {
         let mut auditor = auditor;

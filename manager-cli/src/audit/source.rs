@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use dgsp_registry::api::public::Entries;
-use dgsp_registry::log::Entry;
+use dgsp_wire::feed::Entries;
+use dgsp_wire::log::Entry;
 use indicatif::ProgressBar;
 use tokio::sync::mpsc;
 

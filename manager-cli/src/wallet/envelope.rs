@@ -3,7 +3,7 @@
 //! ciphertext is the binary payload ([`super::payload`]) under XChaCha20-Poly1305.
 //!
 //! The passphrase goes through Argon2id once per command (the same construction as the
-//! manager key file, [`dgsp_registry::keyfile`]); two sub-keys are derived from its output
+//! manager key file, [`dgsp_secrets::envelope`]); two sub-keys are derived from its output
 //! with SHA3-256: one encrypts the payload, one authenticates the use journal.
 
 use std::path::Path;
@@ -11,8 +11,8 @@ use std::path::Path;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{MemberId, ParamSet};
-use dgsp_registry::keyfile::{self, KdfParams, NONCE_LEN, SALT_LEN};
-use dgsp_registry::secret_file;
+use dgsp_secrets::envelope::{self as keyfile, KdfParams, NONCE_LEN, SALT_LEN};
+use dgsp_secrets::file as secret_file;
 use rand_core::{OsRng, RngCore};
 use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};

@@ -22,7 +22,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dgsp_registry::secret_file;
+use dgsp_secrets::file as secret_file;
 use sha3::{Digest, Sha3_256};
 use zeroize::Zeroizing;
 

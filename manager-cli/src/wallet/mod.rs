@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use dgsp_core::{
     Certificate, CsrItem, ManagerPublicKey, MemberId, MemberKey, ParamSet, Signature, WotsSeed,
 };
-use dgsp_registry::keyfile::{KdfParams, MAX_KDF_M_KIB, MAX_KDF_P, MAX_KDF_T};
+use dgsp_secrets::envelope::{KdfParams, MAX_KDF_M_KIB, MAX_KDF_P, MAX_KDF_T};
 use rand_core::{OsRng, RngCore};
 use serde::Serialize;
 

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use dgsp_registry::keyfile::MIN_PASSPHRASE_LEN;
-use dgsp_registry::secret_file;
+use dgsp_secrets::envelope::MIN_PASSPHRASE_LEN;
+use dgsp_secrets::file as secret_file;
 use zeroize::Zeroizing;
 
 use super::WalletError;
