@@ -108,18 +108,22 @@ fn style(kind: Kind) -> (RGBColor, &'static str) {
     }
 }
 
-/// The label drawn next to a point, if any: named schemes get their name; the DGSP FIPS 205
-/// points their shape (`128f`); the other hash-based points none (the legend says).
+/// The label drawn next to a point, if any: named schemes get their name; of the 48
+/// hash-based points only two DGSP FIPS 205 sets, the default shape and the largest, are
+/// named (the legend and results.md say the rest).
 fn point_label(row: &Row) -> Option<String> {
     match row.kind {
-        Kind::Classical | Kind::ClassicalAnonymous | Kind::Lattice | Kind::Reference => {
-            Some(match row.kind {
-                Kind::Lattice => row.variant.clone(),
-                Kind::Reference => "dgsp 0.1.2".into(),
-                _ => row.scheme.clone(),
-            })
+        Kind::Lattice => Some(row.variant.clone()),
+        Kind::Reference => Some("dgsp 0.1.2".into()),
+        Kind::Classical | Kind::ClassicalAnonymous => Some(row.scheme.clone()),
+        Kind::DgspFips205
+            if matches!(
+                row.variant.as_str(),
+                "slh-dsa-sha2-128f" | "slh-dsa-shake-256f"
+            ) =>
+        {
+            Some(format!("DGSP {}", row.variant))
         }
-        Kind::DgspFips205 => Some(row.variant.trim_start_matches("slh-dsa-").to_string()),
         _ => None,
     }
 }

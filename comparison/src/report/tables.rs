@@ -8,7 +8,7 @@ use crate::machine::Machine;
 use crate::measure::Estimate;
 use crate::results::{Kind, Row, Sweep};
 use crate::scale;
-use crate::schemes::{dgsp, reference, sphincs};
+use crate::schemes::{dgsp, sphincs};
 
 fn est(e: Option<&Estimate>) -> String {
     e.map(estimate).unwrap_or_else(|| "—".into())
@@ -446,12 +446,12 @@ pub fn device(d: &Device, rows: &[Row]) -> String {
             .unwrap_or_else(|| "—".into());
         let _ = writeln!(
             s,
-            "\n**Reference `dgsp` 0.1.2, {}** (no wallet format: what a member must keep): {} bytes \
-             per unused certificate ({}); heap peak of `DGSP::sign`: {} bytes; the signature and \
-             certificate it handles are passed by value ({} bytes on the stack); sign {}.",
+            "\n**Reference `dgsp` 0.1.2, {}** (no wallet format; what a member must keep, the \
+             WOTS+ seed and the certificate): {} bytes per unused certificate; heap peak of \
+             `DGSP::sign`: {} bytes; the signature and certificate it handles are passed by value \
+             ({} bytes on the stack); sign {}.",
             r.params,
             b(r.per_certificate_bytes),
-            reference::PER_CERTIFICATE,
             b(r.heap_sign),
             b(r.by_value_bytes),
             sign,
