@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::anchor::Anchor;
 use crate::api::{ApiConfig, DEFAULT_BODY_LIMIT, DEFAULT_MAX_BATCH};
 use crate::layout::Layout;
 use crate::server::Config;
@@ -118,7 +117,7 @@ impl ServeArgs {
         if self.max_staleness_secs == 0 {
             return Err("--max-staleness-secs must be at least 1".into());
         }
-        let anchor = Anchor::parse(&self.group_key)?;
+        let anchor = crate::anchor::parse(&self.group_key)?;
         let mut c = Config::new(&self.registry, anchor, self.data.clone());
         c.workers = self.workers;
         c.coalesce_wait = Duration::from_micros(self.coalesce_us);

@@ -189,7 +189,7 @@ async fn resolve(config: &Config) -> Result<dgsp_core::ManagerPublicKey, StartEr
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        match config.anchor.resolve(&config.follow).await {
+        match crate::anchor::resolve(&config.anchor, &config.follow).await {
             Ok(pk) => return Ok(pk),
             Err(ResolveError::Refused(e)) => return Err(StartError::Anchor(e)),
             Err(ResolveError::Unavailable(e)) => {

@@ -67,7 +67,7 @@ async fn two_gateways_follow_one_registry_through_a_revocation_and_a_restart() {
     let dir1 = tempfile::tempdir().unwrap();
     let dir2 = tempfile::tempdir().unwrap();
     let by_key = Anchor::Key(Box::new(group.clone()));
-    let by_fingerprint = Anchor::parse(&hex::encode(group.fingerprint())).unwrap();
+    let by_fingerprint = Anchor::from_fingerprint_hex(&hex::encode(group.fingerprint())).unwrap();
     let g1 = gateway(gateway_config(&reg.url, by_key.clone(), dir1.path())).await;
     let g2 = gateway(gateway_config(&reg.url, by_fingerprint, dir2.path())).await;
 
@@ -230,7 +230,7 @@ async fn a_gateway_pinned_to_another_group_applies_nothing() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let cfg = gateway_config(
         &reg.url,
-        Anchor::parse(&hex::encode(other.public_key().fingerprint())).unwrap(),
+        Anchor::from_fingerprint_hex(&hex::encode(other.public_key().fingerprint())).unwrap(),
         tempfile::tempdir().unwrap().path(),
     );
     let err = dgsp_gateway::server::start(cfg, listener)

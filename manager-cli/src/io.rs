@@ -164,3 +164,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
     f.write_all(bytes).map_err(io_err(path))?;
     f.commit()
 }
+
+/// A trust anchor from its command-line form (`--group-key`): 64 hex characters are a
+/// fingerprint, anything else names a group key file, read here.
+pub fn read_anchor(arg: &str) -> Result<dgsp_wire::anchor::Anchor, String> {
+    dgsp_wire::anchor::Anchor::from_arg(arg, |path| std::fs::read(path))
+}

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_registry::api::admin::{
+use dgsp_wire::feed::Entries;
+use dgsp_wire::registry_api::{
     BulkJoined, Issued, JoinedMember, MemberInfo, MemberPage, Opened, Revoked, MAX_BULK_JOIN,
     MAX_ISSUE,
 };
-use dgsp_registry::api::public::{CheckpointInfo, Entries, GroupInfo};
+use dgsp_wire::registry_api::{CheckpointInfo, GroupInfo};
 use serde::Serialize;
 use serde_json::{json, Value};
 use sha3::{Digest, Sha3_256};

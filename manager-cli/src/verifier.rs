@@ -12,8 +12,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Pi, Signature};
-use dgsp_gateway::anchor::Anchor;
-use dgsp_gateway::api::revocations::parse_zeta;
+use dgsp_wire::anchor::Anchor;
+use dgsp_wire::answer::parse_zeta;
 use dgsp_wire::answer::{JudgeAnswer, Status, VerifyAnswer};
 use dgsp_wire::snapshot::snapshot_from_json;
 use serde_json::{json, Value};
@@ -42,7 +42,7 @@ fn gateway(args: &GatewayArgs, config: &Config) -> Result<Client, Error> {
 
 /// Reads a group key: a key file (base64 text or raw encoding).
 fn read_group_key(path: &Path) -> Result<ManagerPublicKey, Error> {
-    match Anchor::parse(&path.display().to_string()) {
+    match crate::io::read_anchor(&path.display().to_string()) {
         Ok(Anchor::Key(pk)) => Ok(*pk),
         Ok(Anchor::Fingerprint(_)) => Err(Error::input(
             path,

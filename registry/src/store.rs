@@ -96,18 +96,7 @@ impl std::fmt::Display for ProjectionState {
     }
 }
 
-/// The newest signed checkpoint, as kept in `meta` and served at `GET /v1/checkpoint`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct StoredNote {
-    /// Entries covered.
-    pub size: u64,
-    /// Hash of entry `size` (hex).
-    pub head: String,
-    /// When the registry signed it (Unix ms), as the note's `time` line says.
-    pub time_unix_ms: u64,
-    /// The signed note (docs/checkpoints.md).
-    pub note: String,
-}
+pub use dgsp_wire::registry_api::StoredNote;
 
 /// Store errors.
 #[derive(Debug, thiserror::Error)]

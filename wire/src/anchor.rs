@@ -31,6 +31,23 @@ impl Anchor {
             .map(Anchor::Fingerprint)
     }
 
+    /// An anchor from its command-line form (`--group-key`): 64 hex characters are a
+    /// fingerprint, anything else names a key file, which `read` reads (the caller's I/O).
+    pub fn from_arg(
+        arg: &str,
+        read: impl FnOnce(&str) -> std::io::Result<Vec<u8>>,
+    ) -> Result<Anchor, String> {
+        if let Some(anchor) = Anchor::from_fingerprint_hex(arg) {
+            return Ok(anchor);
+        }
+        let bytes = read(arg).map_err(|e| {
+            format!("--group-key {arg}: neither a 64-hex-character fingerprint nor a readable key file ({e})")
+        })?;
+        parse_key_file(&bytes)
+            .map(|pk| Anchor::Key(Box::new(pk)))
+            .map_err(|e| format!("{arg}: not a group public key ({e})"))
+    }
+
     /// The fingerprint this anchor pins.
     pub fn fingerprint(&self) -> [u8; 32] {
         match self {

@@ -353,3 +353,18 @@ pub fn b64(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+/// Parses a zeta as clients write it: 32 hex characters, unpadded base64url (22 characters)
+/// or standard base64 (the gateway's proof path, `dgsp-manager check-proof`).
+pub fn parse_zeta(s: &str) -> Option<dgsp_core::Zeta> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    if let Some(bytes) = crate::log::unhex::<16>(s) {
+        return Some(dgsp_core::Zeta(bytes));
+    }
+    let decoded = URL_SAFE_NO_PAD
+        .decode(s)
+        .or_else(|_| STANDARD.decode(s))
+        .ok()?;
+    dgsp_core::Zeta::from_slice(&decoded).ok()
+}

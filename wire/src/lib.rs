@@ -25,4 +25,5 @@ pub mod feed;
 pub mod follow;
 pub mod log;
 pub mod problem;
+pub mod registry_api;
 pub mod snapshot;

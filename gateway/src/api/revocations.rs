@@ -4,11 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use base64::Engine;
-use dgsp_core::Zeta;
 use dgsp_http::problem::{to_b64, Problem};
-use dgsp_wire::log::unhex;
 use dgsp_wire::snapshot::snapshot_json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -114,18 +110,7 @@ pub struct ProofAnswer {
     pub freshness: Freshness,
 }
 
-/// Parses a zeta as clients write it: 32 hex characters, unpadded base64url (22 characters)
-/// or standard base64. Shared with `dgsp-manager check-proof`.
-pub fn parse_zeta(s: &str) -> Option<Zeta> {
-    if let Some(bytes) = unhex::<16>(s) {
-        return Some(Zeta(bytes));
-    }
-    let decoded = URL_SAFE_NO_PAD
-        .decode(s)
-        .or_else(|_| STANDARD.decode(s))
-        .ok()?;
-    Zeta::from_slice(&decoded).ok()
-}
+pub use dgsp_wire::answer::parse_zeta;
 
 /// Inclusion (revoked) or non-membership (not revoked) proof for a zeta against the latest
 /// verified snapshot. The zeta is 32 hex characters or unpadded base64url.

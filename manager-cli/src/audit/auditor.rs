@@ -4,7 +4,7 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{MessageDigest, ParamSet, Pi, Signature};
-use dgsp_gateway::anchor::Anchor;
+use dgsp_wire::anchor::Anchor;
 use dgsp_wire::events::{Event, EventError};
 use dgsp_wire::follow::revoked_zetas;
 use dgsp_wire::log::Entry;

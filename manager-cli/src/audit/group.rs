@@ -3,7 +3,7 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::ManagerPublicKey;
-use dgsp_gateway::anchor::Anchor;
+use dgsp_wire::anchor::Anchor;
 use dgsp_wire::log::Entry;
 use serde_json::Value;
 

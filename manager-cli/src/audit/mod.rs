@@ -97,7 +97,6 @@ mod snapshots;
 pub mod source;
 mod violation;
 
-use dgsp_gateway::anchor::Anchor;
 use tokio::sync::mpsc;
 
 pub use auditor::Auditor;
@@ -115,7 +114,7 @@ pub async fn run(args: AuditArgs, out: Output, config: &Config) -> Result<i32, E
     let pin = args
         .group_key
         .as_deref()
-        .map(Anchor::parse)
+        .map(crate::io::read_anchor)
         .transpose()
         .map_err(|e| Error::arg("--group-key", e))?;
     let auditor = Auditor::new(pin);

@@ -1,6 +1,6 @@
 //! The revoked set rebuilt from the log's public zetas, and every snapshot against it.
 //!
-//! The rule is the gateway's (`dgsp_gateway::follower::apply`): a snapshot's root and
+//! The rule is the gateway's (`dgsp_wire::follow`, which the gateway applies): a snapshot's root and
 //! count must equal the set of every zeta revoked at an entry `<= log_seq` (the record's
 //! last covered entry), it must directly extend the previous snapshot and cover only
 //! entries before itself. On top of that the auditor names a snapshot that goes back

@@ -17,10 +17,11 @@ use crate::events::Event;
 use crate::issuance::Job;
 use crate::writer::{Command, Idempotency, Outcome};
 
-/// Most WOTS+ keys certified by one request.
-pub const MAX_ISSUE: usize = 1024;
-/// Most usernames in one bulk join.
-pub const MAX_BULK_JOIN: usize = 10_000;
+pub use dgsp_wire::registry_api::{
+    BulkJoined, Issued, JoinedMember, MemberInfo, MemberPage, Opened, Revoked, MAX_BULK_JOIN,
+    MAX_ISSUE,
+};
+
 /// Longest username, in bytes.
 pub const MAX_USERNAME: usize = 128;
 
@@ -78,17 +79,6 @@ impl JoinRequest {
     pub fn check(&self) -> Result<(), Problem> {
         check_username("username", &self.username)
     }
-}
-
-/// A member as admitted.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct JoinedMember {
-    /// Assigned id.
-    pub id: MemberId,
-    /// Username.
-    pub username: String,
-    /// `cid*` for the member's certificate requests (standard base64, N bytes).
-    pub cid_star: String,
 }
 
 async fn join_many(
@@ -163,13 +153,6 @@ impl BulkJoinRequest {
     }
 }
 
-/// Members admitted together.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BulkJoined {
-    /// In request order.
-    pub members: Vec<JoinedMember>,
-}
-
 /// Admit many members at once, all or none.
 #[utoipa::path(post, path = "/admin/v1/members/bulk", tag = "admin", request_body = BulkJoinRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and request returns the first answer and changes nothing; 1 to 200 visible ASCII characters")),
@@ -240,17 +223,6 @@ fn base64_list() -> utoipa::openapi::schema::Array {
                 .content_encoding("base64"),
         )
         .build()
-}
-
-/// Certificates, one per requested key, in request order.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Issued {
-    /// Member id.
-    pub id: MemberId,
-    /// Counter value of the first certificate.
-    pub first_counter: u64,
-    /// Encoded certificates (standard base64 of the kind-3 encoding).
-    pub certificates: Vec<String>,
 }
 
 /// Issue certificates for a member's WOTS+ public keys.
@@ -326,19 +298,6 @@ pub async fn issue(
     }))
 }
 
-/// A revocation.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Revoked {
-    /// Member id.
-    pub id: MemberId,
-    /// Log entry of the revocation.
-    pub seq: u64,
-    /// True if the member had already been revoked (nothing changed).
-    pub already_revoked: bool,
-    /// The member's revoked zetas (standard base64, 16 bytes each).
-    pub zetas: Vec<String>,
-}
-
 /// Revoke a member: all of its certificates, for good. Idempotent.
 #[utoipa::path(post, path = "/admin/v1/members/{id}/revoke", tag = "admin",
     params(("id" = u64, Path, description = "member id"),
@@ -382,21 +341,6 @@ pub async fn revoke(
     }))
 }
 
-/// A member record.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MemberInfo {
-    /// Member id.
-    pub id: MemberId,
-    /// Username.
-    pub username: String,
-    /// False once revoked.
-    pub active: bool,
-    /// Certificates issued.
-    pub certificates_issued: u64,
-    /// Log entry of the revocation, once revoked.
-    pub revoked_at: Option<u64>,
-}
-
 fn member_info(id: MemberId, m: crate::store::MemberView) -> MemberInfo {
     MemberInfo {
         id,
@@ -425,15 +369,6 @@ pub struct MemberQuery {
     /// Only the member with this username (ignores `from`/`limit`).
     #[param(nullable = false)]
     pub username: Option<String>,
-}
-
-/// A page of members.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MemberPage {
-    /// In id order.
-    pub members: Vec<MemberInfo>,
-    /// `from` for the next page; absent on the last page.
-    pub next: Option<u64>,
 }
 
 /// List members in id order, a page at a time, or look one up by username.
@@ -525,21 +460,6 @@ impl OpenRequest {
             .map_err(|e| Problem::bad_field("signature", e.to_string()))?;
         Ok((message, sig))
     }
-}
-
-/// The signer of a signature, with what a third party needs to judge the claim.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Opened {
-    /// Signer's member id.
-    pub id: MemberId,
-    /// Signer's username.
-    pub username: String,
-    /// Which of the signer's certificates was used.
-    pub counter: u64,
-    /// Opening proof (standard base64, N bytes): give it with `id` to `POST /v1/judge`.
-    pub pi: String,
-    /// Log entry recording the opening.
-    pub seq: u64,
 }
 
 /// Open a valid signature to its signer (refuses invalid ones). The opening is logged.

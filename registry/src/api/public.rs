@@ -14,29 +14,10 @@ use super::{Auditor, Shared};
 use crate::feed;
 use crate::log::unhex;
 
+pub use dgsp_wire::registry_api::GroupInfo;
+
 /// Largest page of the feed.
 pub const MAX_PAGE: usize = 1000;
-
-/// The group: what verifiers pin.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct GroupInfo {
-    /// Parameter set name.
-    pub params: String,
-    /// The manager signature's standard: `fips205` (FIPS 205 SLH-DSA, `slh-dsa-*` sets) or
-    /// `round3` (SPHINCS+ round 3.1). Absent from registries older than the FIPS 205 sets,
-    /// which serve only round 3.1 groups.
-    #[serde(default = "round3")]
-    #[schema(example = "fips205")]
-    pub standard: String,
-    /// Group public key (standard base64 of its encoding).
-    pub public_key: String,
-    /// SHA3-256 of the public key encoding (hex).
-    pub fingerprint: String,
-    /// Current log head.
-    pub head_seq: u64,
-    /// Hash of the head entry (hex).
-    pub head_hash: String,
-}
 
 /// The group's parameters, public key and log head.
 #[utoipa::path(get, path = "/v1/group", tag = "public", responses((status = 200, body = GroupInfo)))]
@@ -51,10 +32,6 @@ pub async fn group(State(s): State<Shared>) -> Result<Json<GroupInfo>, Problem> 
         head_seq: head.seq,
         head_hash: hex::encode(head.hash),
     }))
-}
-
-fn round3() -> String {
-    dgsp_core::Standard::Round3.tag().to_owned()
 }
 
 /// Feed position.
