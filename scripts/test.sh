@@ -39,8 +39,8 @@ say "the Python verifier SDK (sdk/python: abi3 wheel, conformance vectors, live 
 say "the JavaScript verifier SDK (sdk/js: wasm build, node tests on the vectors and a live stack, the verification page in headless Chromium)"
 DGSP_BIN="$CARGO_TARGET_DIR/debug" ./sdk/js/test.sh
 
-say "dgsp-compare smoke run: every contender, sweep and plot once, seconds (the full run: cargo run --release -p dgsp-comparison; docs/comparison.md)"
-cargo run -p dgsp-comparison --locked -- --smoke > /dev/null
+say "dgsp-compare smoke run: every contender, sweep and plot once, seconds (the full run: cargo bench -p dgsp-comparison --bench compare; docs/comparison.md)"
+cargo bench -p dgsp-comparison --bench compare --profile dev --locked -- --smoke > /dev/null
 
 say "fuzzing every decoder of untrusted bytes and the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS per target, default 60; 0 skips; docs/fuzzing.md)"
 ./scripts/fuzz.sh

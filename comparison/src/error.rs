@@ -51,7 +51,7 @@ pub enum CompareError {
     #[error("signer probe: {0}")]
     Probe(String),
     /// The full run needs optimised code.
-    #[error("the full run must be a release build (`cargo run --release -p dgsp-comparison`); this one is unoptimised (use --smoke, or --allow-debug to measure it anyway)")]
+    #[error("the full run must be an optimised build (`cargo bench -p dgsp-comparison --bench compare`); this one is unoptimised (use --smoke, or --allow-debug to measure it anyway)")]
     NotRelease,
     /// A bad command-line value.
     #[error("{0}")]

@@ -3,7 +3,8 @@
 //! Where DGSP stands: `dgsp-compare` measures DGSP (dgsp-core, all 24 parameter sets, signing
 //! split into its offline and online parts) against Ed25519, ECDSA P-256, BLS12-381, ML-DSA,
 //! raw SPHINCS+ / SLH-DSA of the same sets, BBS (a classical anonymous credential) and the
-//! published `dgsp` 0.1.2, in one run on one machine; sweeps DGSP's costs over group size
+//! published `dgsp` 0.1.2 (a dev-dependency: the bench target `compare` links it and hands it
+//! over as a [`baseline::Baseline`]), in one run on one machine; sweeps DGSP's costs over group size
 //! and revoked-list size; measures the member's side (wallet bytes, signing memory, a
 //! signer-only build); and writes the tables and plots of `docs/comparison.md`.
 //!
@@ -14,6 +15,7 @@
 #![deny(unsafe_code)] // allowed only in `device::heap` (the counting allocator)
 #![warn(missing_docs)]
 
+pub mod baseline;
 pub mod cli;
 pub mod device;
 pub mod error;

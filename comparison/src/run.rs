@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::baseline::Baseline;
 use crate::cli::Options;
 use crate::device;
 use crate::error::CompareError;
@@ -23,11 +24,14 @@ pub fn workspace_root() -> PathBuf {
 
 /// The command that reproduces this run, for the report.
 fn command(release: bool) -> String {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let base = if release {
-        "cargo run --release -p dgsp-comparison"
+        "cargo bench -p dgsp-comparison --bench compare"
     } else {
-        "cargo run -p dgsp-comparison"
+        "cargo bench -p dgsp-comparison --bench compare --profile dev"
     };
     if args.is_empty() {
         base.into()
@@ -50,7 +54,11 @@ fn sampling(b: &Budget) -> String {
 }
 
 /// Runs everything `options` asks for and writes the results; returns the files written.
-pub fn run(options: &Options) -> Result<Vec<PathBuf>, CompareError> {
+/// `baseline` is the published `dgsp` 0.1.2, which only the bench target links.
+pub fn run(
+    options: &Options,
+    baseline: Option<&dyn Baseline>,
+) -> Result<Vec<PathBuf>, CompareError> {
     let started = Instant::now();
     let machine = Machine::detect();
     eprintln!("dgsp-compare: {}", machine.summary());
@@ -67,7 +75,7 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, CompareError> {
     let sets = options.parameter_sets().map_err(CompareError::Usage)?;
     let root = workspace_root();
 
-    let contenders = schemes::contenders(&sets, true);
+    let contenders = schemes::contenders(&sets, baseline.map(|b| b.scheme()));
     let mut rows = Vec::with_capacity(contenders.len());
     for (i, c) in contenders.iter().enumerate() {
         let t = Instant::now();
@@ -104,7 +112,7 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, CompareError> {
 
     let t = Instant::now();
     let build = !(options.smoke || options.skip_build);
-    let device = device::measure(&sets, build.then_some(root.as_path()), true)?;
+    let device = device::measure(&sets, build.then_some(root.as_path()), baseline)?;
     eprintln!("member's side: {:.1} s", t.elapsed().as_secs_f64());
 
     let results = Results {

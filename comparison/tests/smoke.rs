@@ -2,6 +2,10 @@
 //! on tiny samples, into a temporary directory, with the generated blocks of a copy of
 //! docs/comparison.md rewritten.
 
+// The reference `dgsp` 0.1.2, a dev-dependency, as the bench target hands it over.
+#[path = "../benches/compare/reference.rs"]
+mod reference;
+
 use clap::Parser;
 use dgsp_comparison::cli::Options;
 
@@ -20,7 +24,7 @@ fn the_smoke_run_writes_every_file_and_every_block() {
         "--doc",
         doc.to_str().unwrap(),
     ]);
-    let written = dgsp_comparison::run::run(&options).unwrap();
+    let written = dgsp_comparison::run::run(&options, Some(&reference::Reference)).unwrap();
     for name in ["results.md", "results.json"]
         .into_iter()
         .chain(dgsp_comparison::report::PLOTS)

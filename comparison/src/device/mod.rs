@@ -12,9 +12,9 @@ use dgsp_core::{ParamSet, Signature};
 use dgsp_signer_probe::Request;
 use serde::Serialize;
 
+use crate::baseline::Baseline;
 use crate::error::CompareError;
 use crate::schemes::dgsp::{wallet_slot_bytes, Fixture};
-use crate::schemes::reference::{self, RefFixture};
 use crate::schemes::MESSAGE;
 
 /// The member's side on one parameter set.
@@ -66,11 +66,11 @@ pub struct Device {
 }
 
 /// Measures the member's side on `sets`; builds and runs the signer-only probe when
-/// `workspace` is given (the full run), and measures the reference when `with_reference`.
+/// `workspace` is given (the full run), and the reference's side when `baseline` is given.
 pub fn measure(
     sets: &[ParamSet],
     workspace: Option<&Path>,
-    with_reference: bool,
+    baseline: Option<&dyn Baseline>,
 ) -> Result<Device, CompareError> {
     let builds = match workspace {
         Some(ws) => vec![
@@ -122,20 +122,7 @@ pub fn measure(
             probe_peak_rss_kib,
         });
     }
-    let reference = if with_reference {
-        let f = RefFixture::new()?;
-        let cert = f.cert.clone();
-        let (_sig, heap_sign) = heap::peak(|| f.sign(cert));
-        Some(ReferenceSide {
-            params: reference::SET.name().into(),
-            per_certificate_bytes: reference::per_certificate_bytes(),
-            heap_sign,
-            by_value_bytes: std::mem::size_of::<dgsp::scheme::DGSPSignature>()
-                + std::mem::size_of::<dgsp::scheme::DGSPCert>(),
-        })
-    } else {
-        None
-    };
+    let reference = baseline.map(|b| b.member_side()).transpose()?;
     Ok(Device {
         sets: out,
         reference,

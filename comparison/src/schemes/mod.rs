@@ -14,7 +14,6 @@ pub mod dgsp;
 pub mod ecdsa;
 pub mod ed25519;
 pub mod mldsa;
-pub mod reference;
 pub mod slhdsa;
 pub mod sphincs;
 
@@ -144,8 +143,11 @@ pub fn plain_row<P: Plain>(
 }
 
 /// Every contender of a run: the classical and lattice schemes, BBS, then for each set in
-/// `sets` DGSP and the raw SPHINCS+ / SLH-DSA of that set, then the reference.
-pub fn contenders(sets: &[dgsp_core::ParamSet], with_reference: bool) -> Vec<Box<dyn Scheme>> {
+/// `sets` DGSP and the raw SPHINCS+ / SLH-DSA of that set, then the reference when given.
+pub fn contenders(
+    sets: &[dgsp_core::ParamSet],
+    reference: Option<Box<dyn Scheme>>,
+) -> Vec<Box<dyn Scheme>> {
     let mut out: Vec<Box<dyn Scheme>> = vec![
         Box::new(ed25519::Ed25519),
         Box::new(ecdsa::P256),
@@ -161,8 +163,6 @@ pub fn contenders(sets: &[dgsp_core::ParamSet], with_reference: bool) -> Vec<Box
             dgsp_core::Standard::Fips205 => out.push(Box::new(slhdsa::SlhDsa(set))),
         }
     }
-    if with_reference {
-        out.push(Box::new(reference::Reference));
-    }
+    out.extend(reference);
     out
 }

@@ -1,23 +1,26 @@
-//! The published `dgsp` 0.1.2 (crates.io; the paper's artifact), measured through its public
-//! API only, on the one set it is compiled for here (shake-256f, the crate's default and
+//! The published `dgsp` 0.1.2 (crates.io; the paper's artifact), a dev-dependency: the
+//! benchmark baseline, linked only by the bench target and the smoke test, measured through
+//! its public API only, on the one set it is compiled for here (shake-256f, the crate's default and
 //! dgsp-core's benchmark baseline), with its in-memory PLM and revoked list. No code of it
 //! is copied (DEVELOPERS.md); its signatures are not compatible with ours (README).
 
 use dgsp::params::{DGSP_BYTES, DGSP_N, DGSP_PK_BYTES, DGSP_SK_BYTES, DGSP_ZETA_BYTES};
-use dgsp::scheme::{DGSPCert, DGSPManagerPublicKey, DGSPManagerSecretKey, DGSPSignature};
+use dgsp::scheme::{DGSPCert, DGSPManagerPublicKey, DGSPSignature};
 use dgsp::sphincs_plus::SPX_BYTES;
 use dgsp::{InMemoryPLM, InMemoryRevokedList, PLMInterface, RevokedListInterface, DGSP};
 
-use super::{Scheme, MESSAGE};
-use crate::error::CompareError;
-use crate::measure::{self, Budget};
-use crate::results::{ExtraSize, Kind, Row, Sizes};
+use dgsp_comparison::baseline::Baseline;
+use dgsp_comparison::device::{heap, ReferenceSide};
+use dgsp_comparison::error::CompareError;
+use dgsp_comparison::measure::{self, Budget};
+use dgsp_comparison::results::{ExtraSize, Kind, Row, Sizes};
+use dgsp_comparison::schemes::{sphincs, Scheme, MESSAGE};
 
 /// The set the reference is compiled for.
 pub const SET: dgsp_core::ParamSet = dgsp_core::ParamSet::Shake256f;
 
 /// The name of the per-certificate storage extra size.
-pub const PER_CERTIFICATE: &str = "member storage per unused certificate (wots seed + certificate)";
+const PER_CERTIFICATE: &str = "member storage per unused certificate (wots seed + certificate)";
 
 /// The reference implementation.
 pub struct Reference;
@@ -26,8 +29,6 @@ pub struct Reference;
 pub struct RefFixture {
     /// The group key.
     pub pk: DGSPManagerPublicKey,
-    /// The manager key.
-    pub sk: DGSPManagerSecretKey,
     /// The member's seed.
     pub seed_u: [u8; DGSP_N],
     /// The member's id.
@@ -63,7 +64,6 @@ impl RefFixture {
         DGSP::verify(MESSAGE, &sig, &revoked, &pk).map_err(lib)?;
         Ok(RefFixture {
             pk,
-            sk,
             seed_u,
             id,
             wots_seed,
@@ -99,7 +99,7 @@ impl Scheme for Reference {
             scheme: "dgsp 0.1.2".into(),
             variant: SET.name().into(),
             kind: Kind::Reference,
-            security: super::sphincs::level(SET),
+            security: sphincs::level(SET),
             library: "dgsp 0.1.2 (crates.io)".into(),
             sizes: Sizes {
                 public_key: DGSP_PK_BYTES,
@@ -126,6 +126,24 @@ impl Scheme for Reference {
                  takes the certificate by value, cloned outside the timing"
                     .into(),
             ],
+        })
+    }
+}
+
+impl Baseline for Reference {
+    fn scheme(&self) -> Box<dyn Scheme> {
+        Box::new(Reference)
+    }
+
+    fn member_side(&self) -> Result<ReferenceSide, CompareError> {
+        let f = RefFixture::new()?;
+        let cert = f.cert.clone();
+        let (_sig, heap_sign) = heap::peak(|| f.sign(cert));
+        Ok(ReferenceSide {
+            params: SET.name().into(),
+            per_certificate_bytes: per_certificate_bytes(),
+            heap_sign,
+            by_value_bytes: std::mem::size_of::<DGSPSignature>() + std::mem::size_of::<DGSPCert>(),
         })
     }
 }
