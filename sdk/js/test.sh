@@ -28,6 +28,10 @@ if [ -z "${DGSP_BIN:-}" ]; then
   export DGSP_BIN="$CARGO_TARGET_DIR/debug"
 fi
 
+say "js SDK: rustfmt --check, clippy -D warnings (sdk/js, its own workspace, wasm32)"
+rustfmt --edition 2021 --check src/lib.rs
+cargo clippy --locked --target wasm32-unknown-unknown -- -D warnings
+
 ./build.sh
 say "npm ci"
 npm ci --no-audit --no-fund --loglevel=error

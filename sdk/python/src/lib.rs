@@ -9,7 +9,7 @@
 
 #![forbid(unsafe_code)]
 
-use dgsp_verifier::{Error, Policy, TrustRoot as Root};
+use dgsp_verifier::{Error, Policy, SnapshotInfo, TrustRoot as Root};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -180,14 +180,14 @@ impl TrustRoot {
     fn verify_snapshot(&self, py: Python<'_>, snapshot: &[u8]) -> PyResult<SnapshotTuple> {
         py.detach(|| self.root.verify_snapshot(snapshot))
             .map(|s| {
-                let r = s.record;
+                let r = SnapshotInfo::of(&s);
                 (
-                    hex::encode(r.group),
+                    r.group,
                     r.number,
                     r.log_seq,
                     r.count,
-                    hex::encode(r.root),
-                    hex::encode(r.prev_hash),
+                    r.root,
+                    r.prev_hash,
                     r.time_unix_ms,
                 )
             })

@@ -42,7 +42,7 @@ pub use answer::AnswerReport;
 pub use error::Error;
 pub use evidence::{Check, Checks, Policy};
 pub use judge::JudgeReport;
-pub use trust::{CheckpointInfo, SignatureInfo, TrustRoot};
+pub use trust::{CheckpointInfo, SignatureInfo, SnapshotInfo, TrustRoot};
 
 /// The wire types this crate reads (gateway answers, snapshots), re-exported.
 pub use dgsp_wire as wire;

@@ -41,6 +41,41 @@ pub struct CheckpointInfo {
     pub snapshot_number: Option<u64>,
 }
 
+/// A verified snapshot's record, readable (hashes in hex).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SnapshotInfo {
+    /// The group's fingerprint.
+    pub group: String,
+    /// Snapshot number (from 1).
+    pub number: u64,
+    /// Last log entry it covers.
+    pub log_seq: u64,
+    /// Revoked zetas in it.
+    pub count: u64,
+    /// Merkle root over them.
+    pub root: String,
+    /// Hash of the previous snapshot's record.
+    pub prev_hash: String,
+    /// When the manager signed it (Unix ms).
+    pub time_unix_ms: u64,
+}
+
+impl SnapshotInfo {
+    /// The record of `s`.
+    pub fn of(s: &SignedSnapshot) -> Self {
+        let r = &s.record;
+        SnapshotInfo {
+            group: hex::encode(r.group),
+            number: r.number,
+            log_seq: r.log_seq,
+            count: r.count,
+            root: hex::encode(r.root),
+            prev_hash: hex::encode(r.prev_hash),
+            time_unix_ms: r.time_unix_ms,
+        }
+    }
+}
+
 impl TrustRoot {
     /// The root for `key`.
     pub fn new(key: ManagerPublicKey) -> Self {

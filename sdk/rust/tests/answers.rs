@@ -3,121 +3,23 @@
 //! way an answer can lie: a tampered proof, a stale checkpoint, a replayed snapshot, a
 //! revoked signer, another group.
 
-use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef as NamedSnapshot};
-use dgsp_core::revocation::{RevocationSet, SignedSnapshot, SnapshotRecord};
-use dgsp_core::{
-    Certificate, InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, ParamSet, Signature,
-};
+mod support;
+
+use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
+use dgsp_core::{Manager, ParamSet, Signature};
 use dgsp_verifier::evidence::{
     CHECKPOINT_AGE, CHECKPOINT_SIGNATURE, GATEWAY_STATUS, MIN_SNAPSHOT, REVOCATION_PROOF,
     SIGNATURE, SNAPSHOT_NAMED, SNAPSHOT_SIGNATURE,
 };
-use dgsp_verifier::wire::answer::{
-    b64, CheckpointEvidence, Freshness, Note, ProofRef, Revocation, SnapshotRef, Status,
-    VerifyAnswer,
-};
+use dgsp_verifier::wire::answer::{b64, Note, ProofRef, SnapshotRef, Status, VerifyAnswer};
 use dgsp_verifier::wire::snapshot::snapshot_json;
 use dgsp_verifier::{Error, Policy, TrustRoot};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use support::{Group, MSG, T};
 
-const T: u64 = 1_795_000_000_000;
-const MSG: &[u8] = b"a report signed by a member";
-
-struct Fixture {
-    manager: Manager,
-    alice: Signature,
-    bob: Signature,
-    set: RevocationSet,
-    s1: SignedSnapshot,
-    s2: SignedSnapshot,
-}
-
-fn sign(manager: &Manager, plm: &InMemoryPlm, name: &str, rng: &mut ChaCha20Rng) -> Signature {
-    let (id, cid_star) = manager.join(plm, name).unwrap();
-    let member = MemberKey::generate(manager.params(), id, cid_star, rng);
-    let item = member.csr(1, rng).remove(0);
-    let certs = manager
-        .issue(plm, id, member.cid_star(), &[*item.wots_pk()])
-        .unwrap();
-    let cert = Certificate::from_bytes(&certs[0].to_bytes()).unwrap();
-    member
-        .import(manager.public_key(), item, &cert)
-        .unwrap()
-        .sign(MSG)
-}
-
-fn fixture() -> Fixture {
-    let mut rng = ChaCha20Rng::seed_from_u64(15);
-    let manager = Manager::generate(ParamSet::Sha2_128f, &mut rng);
-    let plm = InMemoryPlm::new();
-    let alice = sign(&manager, &plm, "alice", &mut rng);
-    let bob = sign(&manager, &plm, "bob", &mut rng);
-    let revoked = InMemoryRevokedList::new();
-    let bob_zetas = manager.revoke(&plm, &revoked, 1).unwrap();
-    let empty = RevocationSet::from_zetas(std::iter::empty());
-    let set = RevocationSet::from_zetas(bob_zetas.iter().copied());
-    let fp = manager.public_key().fingerprint();
-    let r1 = SnapshotRecord::genesis(fp, 5, 0, empty.root(), T - 60_000);
-    let r2 = r1.next(9, set.len(), set.root(), T - 1_000);
-    let s1 = manager.sign_snapshot(&r1);
-    let s2 = manager.sign_snapshot(&r2);
-    Fixture {
-        manager,
-        alice,
-        bob,
-        set,
-        s1,
-        s2,
-    }
-}
-
-impl Fixture {
-    fn root(&self) -> TrustRoot {
-        TrustRoot::from_key_bytes(&self.manager.public_key().to_bytes()).unwrap()
-    }
-
-    fn note(&self, named: &SignedSnapshot, time: u64) -> String {
-        self.manager.sign_checkpoint(&Checkpoint {
-            origin: origin_for(self.manager.public_key()),
-            size: 10,
-            head: [7; 32],
-            time_unix_ms: Some(time),
-            snapshot: Some(NamedSnapshot::of(&named.record)),
-        })
-    }
-
-    /// The answer a gateway holding `set` under snapshot `s2` gives for `sig`.
-    fn answer(&self, sig: &Signature) -> VerifyAnswer {
-        let proof = self.set.prove(sig.zeta());
-        let revoked = self.set.contains(sig.zeta());
-        let status = if revoked { Status::Revoked } else { Status::Ok };
-        VerifyAnswer {
-            valid: !revoked,
-            status,
-            params: "sha2-128f".into(),
-            zeta: Some(b64(sig.zeta().as_bytes())),
-            revocation: Some(Revocation {
-                revoked,
-                pending_snapshot: false,
-                snapshot: Some(SnapshotRef::of(&self.s2)),
-                proof: Some(ProofRef::of(&proof)),
-            }),
-            freshness: Freshness {
-                applied_seq: 10,
-                checkpoint: Some(CheckpointEvidence {
-                    size: 10,
-                    time_unix_ms: T - 500,
-                    snapshot_number: Some(2),
-                    note: Some(Note::new(self.note(&self.s2, T - 500))),
-                }),
-                age_ms: Some(500),
-                max_staleness_ms: 60_000,
-                stale: false,
-            },
-            detail: revoked.then(|| "its certificate is revoked".into()),
-        }
-    }
+fn fixture() -> Group {
+    Group::new(ParamSet::Sha2_128f, 15)
 }
 
 fn policy() -> Policy {
@@ -125,7 +27,6 @@ fn policy() -> Policy {
 }
 
 fn check(
-    f: &Fixture,
     root: &TrustRoot,
     sig: &Signature,
     answer: &VerifyAnswer,
@@ -134,7 +35,6 @@ fn check(
 ) -> dgsp_verifier::AnswerReport {
     let json = serde_json::to_vec(answer).unwrap();
     let snap = serde_json::to_vec(&snapshot_json(snapshot)).unwrap();
-    let _ = f;
     root.check_answer(MSG, &sig.to_bytes(), &json, Some(&snap), policy)
         .unwrap()
 }
@@ -154,7 +54,7 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
     let f = fixture();
     let root = f.root();
     let honest = f.answer(&f.alice);
-    let report = check(&f, &root, &f.alice, &honest, &f.s2, &policy());
+    let report = check(&root, &f.alice, &honest, &f.s2, &policy());
     assert!(report.valid, "{:?}", report.first_failure());
     let names: Vec<_> = report.checks.0.iter().map(|c| c.check).collect();
     assert_eq!(
@@ -182,19 +82,18 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
     let mut bytes = base64_decode(&proof.encoded);
     *bytes.last_mut().unwrap() ^= 1;
     proof.encoded = b64(&bytes);
-    let r = check(&f, &root, &f.alice, &tampered, &f.s2, &policy());
+    let r = check(&root, &f.alice, &tampered, &f.s2, &policy());
     assert!(!r.valid);
     assert_eq!(failed(&r), [REVOCATION_PROOF]);
 
     // Another member's proof (a valid proof, for the wrong zeta).
     let mut swapped = honest.clone();
     swapped.revocation = f.answer(&f.bob).revocation;
-    let r = check(&f, &root, &f.alice, &swapped, &f.s2, &policy());
+    let r = check(&root, &f.alice, &swapped, &f.s2, &policy());
     assert!(failed(&r).contains(&REVOCATION_PROOF), "{r:?}");
 
     // Stale: the caller's clock is an hour past the checkpoint's signed time.
     let r = check(
-        &f,
         &root,
         &f.alice,
         &honest,
@@ -204,7 +103,7 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
     assert_eq!(failed(&r), [CHECKPOINT_AGE]);
 
     // Replayed: an older snapshot served in place of the one the checkpoint names.
-    let r = check(&f, &root, &f.alice, &honest, &f.s1, &policy());
+    let r = check(&root, &f.alice, &honest, &f.s1, &policy());
     assert_eq!(failed(&r), [SNAPSHOT_NAMED, REVOCATION_PROOF]);
 
     // A checkpoint that names the older snapshot, with a proof against it: fresh and
@@ -215,24 +114,24 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
     old.revocation.as_mut().unwrap().proof = Some(ProofRef::of(
         &RevocationSet::from_zetas(std::iter::empty()).prove(f.alice.zeta()),
     ));
-    let r = check(&f, &root, &f.alice, &old, &f.s1, &policy());
+    let r = check(&root, &f.alice, &old, &f.s1, &policy());
     assert!(r.valid, "{:?}", r.first_failure());
     let pinned = Policy {
         min_snapshot: Some(2),
         ..policy()
     };
-    let r = check(&f, &root, &f.alice, &old, &f.s1, &pinned);
+    let r = check(&root, &f.alice, &old, &f.s1, &pinned);
     assert_eq!(failed(&r), [MIN_SNAPSHOT]);
 
     // The gateway lying "ok" for a revoked signer: the proof says otherwise.
     let mut lie = f.answer(&f.bob);
     lie.valid = true;
     lie.status = Status::Ok;
-    let r = check(&f, &root, &f.bob, &lie, &f.s2, &policy());
+    let r = check(&root, &f.bob, &lie, &f.s2, &policy());
     assert_eq!(failed(&r), [REVOCATION_PROOF]);
 
     // The honest answer for the revoked signer is negative, for two reasons.
-    let r = check(&f, &root, &f.bob, &f.answer(&f.bob), &f.s2, &policy());
+    let r = check(&root, &f.bob, &f.answer(&f.bob), &f.s2, &policy());
     assert!(!r.valid);
     assert_eq!(r.gateway_status, "revoked");
     assert_eq!(failed(&r), [GATEWAY_STATUS, REVOCATION_PROOF]);
@@ -240,7 +139,7 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
     // The answer of this group, checked under another group's key.
     let other = Manager::generate(ParamSet::Sha2_128f, &mut ChaCha20Rng::seed_from_u64(99));
     let wrong = TrustRoot::new(other.public_key().clone());
-    let r = check(&f, &wrong, &f.alice, &honest, &f.s2, &policy());
+    let r = check(&wrong, &f.alice, &honest, &f.s2, &policy());
     assert!(!r.valid);
     assert!(
         failed(&r).starts_with(&[SIGNATURE, CHECKPOINT_SIGNATURE]),
