@@ -79,6 +79,28 @@ fn refused<S: AsRef<OsStr>>(args: &[S]) -> String {
     stderr
 }
 
+/// `dgsp-registry restore --from FROM --data DATA`, which must fail: its stderr.
+fn restore_refused(from: &Path, data: &Path) -> String {
+    refused(&[
+        OsStr::new("restore"),
+        OsStr::new("--from"),
+        p(from),
+        OsStr::new("--data"),
+        p(data),
+    ])
+}
+
+/// `dgsp-registry backup --data DATA --to TO` (offline), which must fail: its stderr.
+fn backup_refused(data: &Path, to: &Path) -> String {
+    refused(&[
+        OsStr::new("backup"),
+        OsStr::new("--data"),
+        p(data),
+        OsStr::new("--to"),
+        p(to),
+    ])
+}
+
 fn p(path: &Path) -> &OsStr {
     path.as_os_str()
 }
@@ -362,13 +384,7 @@ fn an_online_backup_restores_verifies_rebuilds_and_serves() {
     );
     let err = refused(&["backup", "--registry", &url, "--name", "../escape"]);
     assert!(err.contains("backup name"), "{err}");
-    let err = refused(&[
-        OsStr::new("backup"),
-        OsStr::new("--data"),
-        p(&orig),
-        OsStr::new("--to"),
-        p(&tmp.path().join("offline-while-running")),
-    ]);
+    let err = backup_refused(&orig, &tmp.path().join("offline-while-running"));
     assert!(err.contains("locked"), "{err}");
     assert!(!tmp.path().join("offline-while-running").exists());
     let err = run({
@@ -450,21 +466,9 @@ fn an_online_backup_restores_verifies_rebuilds_and_serves() {
     let full = tmp.path().join("full");
     std::fs::create_dir(&full).unwrap();
     std::fs::write(full.join("keep"), b"keep").unwrap();
-    let err = refused(&[
-        OsStr::new("backup"),
-        OsStr::new("--data"),
-        p(&restored),
-        OsStr::new("--to"),
-        p(&full),
-    ]);
+    let err = backup_refused(&restored, &full);
     assert!(err.contains("not empty"), "{err}");
-    let err = refused(&[
-        OsStr::new("restore"),
-        OsStr::new("--from"),
-        p(&quiet_backup),
-        OsStr::new("--data"),
-        p(&full),
-    ]);
+    let err = restore_refused(&quiet_backup, &full);
     assert!(err.contains("not empty"), "{err}");
     let names: Vec<_> = std::fs::read_dir(&full)
         .unwrap()
@@ -474,13 +478,7 @@ fn an_online_backup_restores_verifies_rebuilds_and_serves() {
     assert_eq!(std::fs::read(full.join("keep")).unwrap(), b"keep");
 
     let nowhere = tmp.path().join("nowhere");
-    let err = refused(&[
-        OsStr::new("restore"),
-        OsStr::new("--from"),
-        p(&orig),
-        OsStr::new("--data"),
-        p(&nowhere),
-    ]);
+    let err = restore_refused(&orig, &nowhere);
     assert!(err.contains("not a registry backup"), "{err}");
     assert!(!nowhere.exists());
 
@@ -496,25 +494,13 @@ fn an_online_backup_restores_verifies_rebuilds_and_serves() {
         serde_json::from_slice(&std::fs::read(tampered.join("backup.json")).unwrap()).unwrap();
     t["head_seq"] = json!(m.head_seq + 1);
     std::fs::write(tampered.join("backup.json"), t.to_string()).unwrap();
-    let err = refused(&[
-        OsStr::new("restore"),
-        OsStr::new("--from"),
-        p(&tampered),
-        OsStr::new("--data"),
-        p(&nowhere),
-    ]);
+    let err = restore_refused(&tampered, &nowhere);
     assert!(err.contains("head seq"), "{err}");
     assert!(!nowhere.exists(), "a failed restore leaves nothing");
 
     t["format"] = json!("dgsp-registry-backup-v9");
     std::fs::write(tampered.join("backup.json"), t.to_string()).unwrap();
-    let err = refused(&[
-        OsStr::new("restore"),
-        OsStr::new("--from"),
-        p(&tampered),
-        OsStr::new("--data"),
-        p(&nowhere),
-    ]);
+    let err = restore_refused(&tampered, &nowhere);
     assert!(err.contains("not supported"), "{err}");
     eprintln!("backup test: {:.1} s", started.elapsed().as_secs_f64());
 }
