@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_wire::problem::{ProblemDetails, PROBLEM_JSON, PROBLEM_TYPE_PREFIX};
+use dgsp_wire::problem::{PROBLEM_JSON, PROBLEM_TYPE_PREFIX};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -35,17 +35,6 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// The body as a client reads it.
-    pub fn details(&self) -> ProblemDetails {
-        ProblemDetails {
-            kind: self.kind.clone(),
-            title: self.title.clone(),
-            status: self.status,
-            detail: self.detail.clone(),
-            field: self.field.clone(),
-        }
-    }
-
     /// A problem of kind `slug`.
     pub fn new(status: StatusCode, slug: &str, title: &str, detail: impl Into<String>) -> Self {
         Problem {

@@ -11,10 +11,11 @@
 
 use std::time::Duration;
 
+use dgsp_wire::problem::ProblemDetails;
 use rand_core::{OsRng, RngCore};
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -107,19 +108,6 @@ impl ClientError {
             _ => None,
         }
     }
-}
-
-/// The problem+json document (RFC 9457) the services answer errors with.
-#[derive(Debug, Deserialize)]
-struct ProblemDoc {
-    #[serde(rename = "type", default)]
-    kind: String,
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    detail: String,
-    #[serde(default)]
-    field: Option<String>,
 }
 
 /// Retry timing.
@@ -356,7 +344,7 @@ impl Client {
                 }
             }));
         }
-        let problem = serde_json::from_slice::<ProblemDoc>(&bytes)
+        let problem = serde_json::from_slice::<ProblemDetails>(&bytes)
             .ok()
             .filter(|p| !p.title.is_empty() || !p.detail.is_empty());
         if is_transient(status) {

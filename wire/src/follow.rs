@@ -278,13 +278,17 @@ pub fn check_checkpoint_entry(e: &Entry, cp: &Checkpoint) -> Result<(), RuleErro
     Ok(())
 }
 
-/// A `checkpoint` entry's note, verified under `group`, with the entry agreeing with it.
-pub fn check_checkpoint(group: &ManagerPublicKey, e: &Entry) -> Result<Checkpoint, RuleError> {
+/// A `checkpoint` entry's note, verified under `group`, with the entry agreeing with it:
+/// the checkpoint and the note's text.
+pub fn check_checkpoint<'e>(
+    group: &ManagerPublicKey,
+    e: &'e Entry,
+) -> Result<(Checkpoint, &'e str), RuleError> {
     let note = checkpoint_note(e)?;
     let cp = check_note(group, note)
         .map_err(|detail| RuleError::BadCheckpoint { seq: e.seq, detail })?;
     check_checkpoint_entry(e, &cp)?;
-    Ok(cp)
+    Ok((cp, note))
 }
 
 /// Two timed checkpoints of one log must agree: the later one (by signed time) covers at

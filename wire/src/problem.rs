@@ -11,17 +11,21 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 /// The `type` prefix of every problem this project answers.
 pub const PROBLEM_TYPE_PREFIX: &str = "urn:dgsp:problem:";
 
-/// An error answer's body.
+/// An error answer's body. Read leniently (RFC 9457 makes every member optional): a
+/// missing member is empty.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProblemDetails {
     /// Stable identifier of the problem kind, `urn:dgsp:problem:<slug>`.
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default)]
     pub kind: String,
     /// Short human summary of the kind.
+    #[serde(default)]
     pub title: String,
     /// HTTP status.
+    #[serde(default)]
     pub status: u16,
     /// What went wrong in this request.
+    #[serde(default)]
     pub detail: String,
     /// The request field at fault, when there is one (`wots_pks[3]`, `username`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,5 +83,7 @@ mod tests {
                 .unwrap();
         assert_eq!(bare.slug(), None);
         assert_eq!(bare.field, None);
+        let sparse: ProblemDetails = serde_json::from_str(r#"{"detail":"d"}"#).unwrap();
+        assert_eq!((sparse.title.as_str(), sparse.status), ("", 0));
     }
 }

@@ -144,8 +144,7 @@ pub fn revoked_zetas(e: &Entry) -> Result<Vec<Zeta>, Fault> {
 /// Checks a checkpoint entry's note under the pinned key and that its fields agree with the
 /// note. Returns the verified note.
 pub fn check_checkpoint(view: &View, e: &Entry) -> Result<Verified, Fault> {
-    let cp = follow::check_checkpoint(&view.group, e)?;
-    let note = follow::checkpoint_note(e)?;
+    let (cp, note) = follow::check_checkpoint(&view.group, e)?;
     Ok(Verified::new(cp, note.to_owned()))
 }
 
