@@ -152,7 +152,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
     let app = api::router(state.clone());
     let mut stopped = stopped;
     let server = tokio::spawn(async move {
-        axum::serve(listener, app)
+        axum::serve(dgsp_http::listener::no_delay(listener), app)
             .with_graceful_shutdown(async move {
                 let _ = stopped.changed().await;
             })

@@ -1,6 +1,6 @@
 //! The HTTP plumbing the registry and the gateway share (axum): problem+json answers and
 //! the extractors that produce them ([`problem`]), the router's fallbacks, body limit and
-//! timeout ([`router`]), Prometheus request metrics ([`metrics`]), the OpenAPI parts both
+//! timeout ([`router`]), accepting connections with `TCP_NODELAY` ([`listener`]), Prometheus request metrics ([`metrics`]), the OpenAPI parts both
 //! documents have ([`openapi`]), and logging and shutdown ([`process`]).
 //!
 //! What crosses the wire (bodies, answers, the problem body a client parses) is
@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod listener;
 pub mod metrics;
 pub mod openapi;
 pub mod problem;

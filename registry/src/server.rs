@@ -89,7 +89,7 @@ pub async fn start(
     let (stop, stopped) = oneshot::channel::<()>();
     let app = api::router(state.clone(), config.body_limit);
     let server = tokio::spawn(async move {
-        axum::serve(listener, app)
+        axum::serve(dgsp_http::listener::no_delay(listener), app)
             .with_graceful_shutdown(async {
                 stopped.await.ok();
             })
