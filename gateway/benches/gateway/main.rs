@@ -3,11 +3,13 @@
 //!
 //!     cargo bench -p dgsp-gateway --bench gateway
 //!
+//! - first, the machine's own stalls (`stalls.rs`): a latency tail shorter than those
+//!   cannot be promised on this machine, whatever the gateway does;
 //! - raw core throughput: `ManagerPublicKey::verify_ignoring_revocation` on a rayon pool with
 //!   one thread per core, signatures/s, measured before and after the HTTP runs (the ratios
 //!   use their mean);
 //! - `POST /v1/verify` over HTTP on loopback at saturation (closed loop), requests/s and the
-//!   ratio to raw (target ≥ 0.90), with p50/p99 latency;
+//!   ratio to raw (target ≥ 0.95), with p50/p99 latency;
 //! - `POST /v1/verify` open loop at half the measured saturation rate, p50/p99 latency
 //!   (measured from the scheduled send time, so a stall is not hidden);
 //! - `POST /v1/verify/batch` with 64 items per batch (closed loop), signatures/s;
@@ -19,7 +21,10 @@
 //!
 //! A real registry (RocksDB in a temp dir) and one gateway following it run in this process
 //! on one tokio runtime; the load generator runs on a runtime of its own, and the gateway
-//! verifies on its own pool. Every run cycles through the whole signature set.
+//! verifies on its own pool. Every run cycles through the whole signature set. The load
+//! generator is a minimal HTTP/1.1 client (`client.rs`: requests built once, one write each,
+//! answers read by length) so that the CPU it shares with the gateway is as small as a
+//! client's can be; its CPU is reported, and the ratio on the CPU it leaves is given too.
 //!
 //! Environment: `DGSP_BENCH_PARAMS` (parameter set, default `sha2-128f`), `DGSP_BENCH_SECS`
 //! (seconds per run, default 10), `DGSP_BENCH_SIGS` (distinct signatures, default 512),
@@ -29,8 +34,14 @@
 //! thread layout, default as `dgsp-gateway serve`: see `dgsp_gateway::layout`),
 //! `DGSP_BENCH_COALESCE_US` (the gateway's coalescing wait, default as `serve`),
 //! `DGSP_BENCH_BINARY` and `DGSP_BENCH_JSON` (0 skips the binary-body or the JSON runs),
-//! `DGSP_BENCH_DEBUG_SLOW` (set: print every open-loop request slower than 10 ms, every
-//! send the generator made over 5 ms late, and every change of the gateway's view).
+//! `DGSP_BENCH_DEBUG_SLOW` (set: print every open-loop request slower than its value in ms,
+//! 10 if it is not a number, every
+//! send the generator made over 5 ms late, and every change of the gateway's view),
+//! `DGSP_BENCH_TAIL_PROBE` (requests/s: run only the open loop at that rate, print p50, p99,
+//! p99.9 and the maximum, and stop; for finding what moves the tail), `DGSP_BENCH_STALL_SECS`
+//! (how long the machine's own stalls are measured first, default 3 s: see `stalls.rs`),
+//! `DGSP_BENCH_STRICT=1` (fail unless every request of every run was answered as it should
+//! be, only the overload run shedding: the test command's smoke run, with tiny settings).
 //!
 //! Cores are those this process may use: run it under `taskset -c 0-3` to measure 4 cores.
 
@@ -46,15 +57,24 @@ use dgsp_gateway::api::body::{encode_binary, BINARY};
 use dgsp_gateway::layout::Layout;
 use serde_json::json;
 
-#[path = "../tests/support/mod.rs"]
+mod client;
+mod stalls;
+#[path = "../../tests/support/mod.rs"]
 mod support;
 
 const BATCH: usize = 64;
 
-/// `DGSP_BENCH_DEBUG_SLOW` set: the open loop prints every request slower than 10 ms (when it
+/// `DGSP_BENCH_DEBUG_SLOW` set: the open loop prints every request slower than [`SLOW`] (when it
 /// was sent, how long it took), to find what a tail lines up with.
-static PRINT_SLOW: std::sync::LazyLock<bool> =
-    std::sync::LazyLock::new(|| std::env::var_os("DGSP_BENCH_DEBUG_SLOW").is_some());
+static PRINT_SLOW: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| SLOW.is_some());
+
+/// The threshold of those prints: `DGSP_BENCH_DEBUG_SLOW`'s value in milliseconds, 10 when
+/// it is not a number.
+static SLOW: std::sync::LazyLock<Option<Duration>> = std::sync::LazyLock::new(|| {
+    std::env::var("DGSP_BENCH_DEBUG_SLOW")
+        .ok()
+        .map(|v| Duration::from_secs_f64(v.parse::<f64>().unwrap_or(10.0) / 1e3))
+});
 
 /// The clock of those prints.
 static T0: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
@@ -79,6 +99,9 @@ struct Settings {
     cores: usize,
     concurrency: usize,
     client_threads: usize,
+    tail_probe: Option<f64>,
+    stall_secs: Duration,
+    strict: bool,
 }
 
 impl Settings {
@@ -104,6 +127,12 @@ impl Settings {
             cores,
             concurrency: env_or("DGSP_BENCH_CONCURRENCY", (4 * cores).clamp(8, 32)).max(1),
             client_threads: env_or("DGSP_BENCH_CLIENT_THREADS", (cores / 4).max(1)),
+            stall_secs: Duration::from_secs_f64(env_or("DGSP_BENCH_STALL_SECS", 3.0)),
+            strict: env_or("DGSP_BENCH_STRICT", 0u8) != 0,
+            tail_probe: std::env::var("DGSP_BENCH_TAIL_PROBE").ok().map(|v| {
+                v.parse()
+                    .expect("DGSP_BENCH_TAIL_PROBE: requests per second")
+            }),
         }
     }
 
@@ -260,6 +289,11 @@ impl Outcome {
         )
     }
 
+    /// Requests that failed other than by being shed (503).
+    fn failed(&self) -> u64 {
+        self.other + self.errors + self.bad
+    }
+
     fn failures(&self) -> String {
         format!(
             "{} / {} / {} / {}",
@@ -268,46 +302,37 @@ impl Outcome {
     }
 }
 
-/// A pre-encoded request stream: bodies taken in turn, and how to check a 200 answer.
+/// A pre-encoded request stream: requests taken in turn, and how to check a 200 answer.
 #[derive(Clone)]
 struct Load {
-    client: reqwest::Client,
-    url: Arc<str>,
-    bodies: Arc<Vec<Bytes>>,
-    content_type: &'static str,
+    conns: client::Pool,
+    requests: Arc<Vec<Vec<u8>>>,
     check: fn(&[u8]) -> bool,
     next: Arc<AtomicUsize>,
 }
 
 impl Load {
-    /// Sends the next body; records the outcome with latency from `since`.
+    /// Sends the next request; records the outcome with latency from `since`.
     async fn one(&self, since: Instant, out: &mut Outcome) {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.bodies.len();
-        let sent = self
-            .client
-            .post(&*self.url)
-            .header(reqwest::header::CONTENT_TYPE, self.content_type)
-            .body(self.bodies[i].clone())
-            .send()
-            .await;
-        let r = match sent {
-            Ok(r) => r,
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.requests.len();
+        let mut conn = match self.conns.take().await {
+            Ok(c) => c,
             Err(_) => {
                 out.errors += 1;
                 return;
             }
         };
-        let status = r.status();
-        let body = match r.bytes().await {
-            Ok(b) => b,
+        let (status, good) = match conn.send(&self.requests[i]).await {
+            Ok(a) => (a.status, a.status == 200 && (self.check)(a.body)),
             Err(_) => {
                 out.errors += 1;
                 return;
             }
         };
         let latency = since.elapsed();
-        match status.as_u16() {
-            200 if (self.check)(&body) => {
+        self.conns.give(conn);
+        match status {
+            200 if good => {
                 out.good += 1;
                 out.latencies.push(latency);
             }
@@ -373,7 +398,7 @@ impl Load {
                 tasks.push(handle.spawn(async move {
                     let mut out = Outcome::default();
                     load.one(at, &mut out).await;
-                    if *PRINT_SLOW && at.elapsed() > Duration::from_millis(10) {
+                    if SLOW.is_some_and(|t| at.elapsed() > t) {
                         eprintln!(
                             "slow: sent at {:.3} s, answered after {:.1} ms",
                             (at - *T0).as_secs_f64(),
@@ -563,14 +588,13 @@ fn main() {
             }
         });
     }
-    let base = services.gateway.url.clone();
     let pool = &services.gateway.state().pool;
     let (workers, capacity) = (pool.workers(), pool.capacity());
     // Batches are refused whole when the queue cannot take all their items: stay within it.
     let batch_clients = (capacity / BATCH).clamp(1, 4);
 
     println!(
-        "gateway benchmarks ({}, {} distinct signatures, {} cores, {:.0} s per run; gateway: {} HTTP threads, {workers} verify workers, queue {capacity}, coalescing wait {} µs; load generator: {} thread(s))\n",
+        "gateway benchmarks ({}, {} distinct signatures, {} cores, {:.1} s per run; gateway: {} HTTP threads, {workers} verify workers, queue {capacity}, coalescing wait {} µs; load generator: {} thread(s))\n",
         s.params,
         samples.len(),
         s.cores,
@@ -580,21 +604,15 @@ fn main() {
         s.client_threads,
     );
 
-    // 1. Raw core verification, before and after the HTTP runs (their mean is the reference,
-    // so a drift of the machine over the run shows instead of skewing the ratio silently).
-    raw(&verify_pool, &group, &samples, s.warmup());
-    let (raw_before, failed) = raw(&verify_pool, &group, &samples, s.secs);
-    assert_eq!(failed, 0, "raw verification failures");
-
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(usize::MAX)
-        .build()
-        .unwrap();
-    let load = |path: &str, bodies: Vec<Bytes>, content_type, check| Load {
-        client: client.clone(),
-        url: format!("{base}{path}").into(),
-        bodies: Arc::new(bodies),
-        content_type,
+    let addr = services.gateway.addr();
+    let load = |path: &str, bodies: Vec<Bytes>, content_type: &str, check| Load {
+        conns: client::Pool::new(addr),
+        requests: Arc::new(
+            bodies
+                .iter()
+                .map(|b| client::request(path, content_type, b))
+                .collect(),
+        ),
         check,
         next: Arc::default(),
     };
@@ -628,6 +646,44 @@ fn main() {
             load("/v1/verify/batch", binary_batches, BINARY, all_valid_batch),
         ));
     }
+    // 0. The machine's own stalls, with nothing else running: the floor under any tail.
+    let stalls = stalls::measure(s.cores, s.stall_secs);
+    let stall_line = format!(
+        "{:.2}% of the time lost; {:.2} gaps over 1 ms and {:.2} over 3 ms per core-second; longest {:.2} ms",
+        100.0 * stalls.lost,
+        stalls.over_1ms_per_sec(),
+        stalls.over_3ms as f64 / stalls.thread_secs.max(f64::MIN_POSITIVE),
+        stalls.longest.as_secs_f64() * 1e3
+    );
+    if let Some(rate) = s.tail_probe {
+        println!(
+            "the machine's own stalls (a thread spinning on each core, {:.0} s): {stall_line}",
+            s.stall_secs.as_secs_f64()
+        );
+        // The quick tail probe: the open loop alone at a given rate, then stop.
+        clients.block_on(async {
+            for (name, single, _) in &singles {
+                single.open(rate, s.warmup()).await;
+                let out = single.open(rate, s.secs).await;
+                println!(
+                    "{name}: open loop at {rate:.0} req/s: {:.0} answered/s, p50 / p99 {}, p99.9 {:.2} ms, max {:.2} ms; not ok {}",
+                    out.rate(),
+                    out.p50_p99(),
+                    out.percentile(0.999).as_secs_f64() * 1e3,
+                    out.percentile(1.0).as_secs_f64() * 1e3,
+                    out.failures()
+                );
+            }
+        });
+        drop(clients);
+        servers.block_on(services.shutdown());
+        return;
+    }
+    // 1. Raw core verification, before and after the HTTP runs (their mean is the reference,
+    // so a drift of the machine over the run shows instead of skewing the ratio silently).
+    raw(&verify_pool, &group, &samples, s.warmup());
+    let (raw_before, failed) = raw(&verify_pool, &group, &samples, s.secs);
+    assert_eq!(failed, 0, "raw verification failures");
     let runs: Vec<_> = clients.block_on(async {
         let mut runs = Vec::new();
         for (name, single, batch) in &singles {
@@ -651,6 +707,10 @@ fn main() {
 
     println!("| measurement | result |\n|---|---:|");
     println!(
+        "| the machine's own stalls: a thread spinning on each core for {:.0} s, nothing else running | {stall_line} |",
+        s.stall_secs.as_secs_f64()
+    );
+    println!(
         "| raw core verify, rayon, {} threads (before / after the HTTP runs) | {raw_rate:.0} sig/s ({raw_before:.0} / {raw_after:.0}) |",
         s.cores
     );
@@ -671,6 +731,29 @@ fn main() {
 
     drop(clients);
     servers.block_on(services.shutdown());
+    if s.strict {
+        // The smoke run's check: every request answered as it should have been (only the
+        // overload run may shed), and each kind of run answered some.
+        for (name, sat, half, batch, over) in &runs {
+            for (what, out) in [
+                ("saturation", &sat.out),
+                ("half load", half),
+                ("batch", batch),
+            ] {
+                assert!(
+                    out.good > 0 && out.failed() == 0 && out.shed == 0,
+                    "{name} {what}: {} good; shed / other / transport / not valid: {}",
+                    out.good,
+                    out.failures()
+                );
+            }
+            assert!(
+                over.good > 0 && over.failed() == 0,
+                "{name} overload: {}",
+                over.failures()
+            );
+        }
+    }
 }
 
 fn report(

@@ -306,6 +306,11 @@ impl Gateway {
         &self.running.state
     }
 
+    /// Where it listens.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.running.addr
+    }
+
     /// Stops cleanly (closes the replica).
     pub async fn shutdown(self) {
         self.running.shutdown().await.unwrap();

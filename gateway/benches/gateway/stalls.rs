@@ -1,0 +1,81 @@
+//! The machine's own stalls: how often and for how long a thread that never blocks is kept
+//! from running, with nothing else of this bench running. A latency tail shorter than the
+//! stalls the machine itself imposes cannot be promised on it, so the bench measures them
+//! first and prints them beside the tail (on a VM they are mostly the hypervisor running
+//! other guests on our cores: time that neither the guest's scheduler nor its steal clock
+//! may show).
+//!
+//! One thread per core reads the monotonic clock in a loop; any gap between two readings
+//! longer than [`GAP`] is time that thread did not run.
+
+use std::time::{Duration, Instant};
+
+/// A gap shorter than this is the loop itself (a clock read is ~20 ns) or an interrupt.
+const GAP: Duration = Duration::from_micros(50);
+
+/// What the spinning threads saw, added up.
+#[derive(Debug, Default)]
+pub struct Stalls {
+    /// Thread-seconds measured.
+    pub thread_secs: f64,
+    /// Time lost in gaps over [`GAP`], as a fraction of `thread_secs`.
+    pub lost: f64,
+    /// Gaps over 1 ms.
+    pub over_1ms: u64,
+    /// Gaps over 3 ms.
+    pub over_3ms: u64,
+    /// The longest gap.
+    pub longest: Duration,
+}
+
+impl Stalls {
+    /// Gaps over 1 ms per thread-second.
+    pub fn over_1ms_per_sec(&self) -> f64 {
+        self.over_1ms as f64 / self.thread_secs.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Spins `threads` threads for `dur` and adds up their gaps.
+pub fn measure(threads: usize, dur: Duration) -> Stalls {
+    let one = move || {
+        let start = Instant::now();
+        let (mut last, mut lost) = (start, Duration::ZERO);
+        let mut s = Stalls::default();
+        loop {
+            let now = Instant::now();
+            let gap = now - last;
+            if gap > GAP {
+                lost += gap;
+                s.over_1ms += u64::from(gap > Duration::from_millis(1));
+                s.over_3ms += u64::from(gap > Duration::from_millis(3));
+                s.longest = s.longest.max(gap);
+            }
+            last = now;
+            if now - start >= dur {
+                break;
+            }
+        }
+        s.thread_secs = dur.as_secs_f64();
+        s.lost = lost.as_secs_f64();
+        s
+    };
+    let handles: Vec<_> = (0..threads.max(1))
+        .map(|i| {
+            std::thread::Builder::new()
+                .name(format!("bench-stalls-{i}"))
+                .spawn(one)
+                .expect("spawn a stall probe thread")
+        })
+        .collect();
+    let mut all = Stalls::default();
+    for h in handles {
+        let s = h.join().expect("stall probe thread");
+        all.thread_secs += s.thread_secs;
+        all.lost += s.lost;
+        all.over_1ms += s.over_1ms;
+        all.over_3ms += s.over_3ms;
+        all.longest = all.longest.max(s.longest);
+    }
+    all.lost /= all.thread_secs.max(f64::MIN_POSITIVE);
+    all
+}
