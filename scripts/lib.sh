@@ -119,3 +119,24 @@ stop_stack() {
   for pid in ${GW_PID:-} ${REG_PID:-}; do wait "$pid" 2>/dev/null || true; done
   GW_PID= REG_PID=
 }
+
+# The test tally: `tally CMD ...` runs a test command with its output shown as usual, then
+# adds what its runners say they ran (cargo test, pytest, node --test; scripts/tally.awk) to
+# the tally file; `tally_report` prints the total as the run's closing line,
+# "tests: N passed, N failed, N skipped". A failing command still stops the run (pipefail).
+tally() {
+  if [ -z "${TALLY_FILE:-}" ]; then
+    TALLY_FILE=$(mktemp -t dgsp-tally.XXXXXX)
+    export TALLY_FILE
+  fi
+  local log
+  log=$(mktemp -t dgsp-test-log.XXXXXX)
+  "$@" 2>&1 | tee "$log"
+  awk -f "$(dirname "${BASH_SOURCE[0]}")/tally.awk" "$log" >>"$TALLY_FILE"
+  rm -f "$log"
+}
+tally_report() {
+  awk '{ p += $1; f += $2; s += $3 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' \
+    "${TALLY_FILE:-/dev/null}"
+  rm -f "${TALLY_FILE:-}"
+}

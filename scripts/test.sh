@@ -28,19 +28,23 @@ rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target
 cargo clippy -p dgsp-core --no-default-features --target wasm32-unknown-unknown --locked -- -D warnings
 # (baseline-shake-256f only picks the parameter set of the benchmark-only dev-dependency
 # `dgsp` 0.1.2, which does not build without one; it does not touch the library.)
-cargo test -p dgsp-core --no-default-features --features baseline-shake-256f --lib --locked
+tally cargo test -p dgsp-core --no-default-features --features baseline-shake-256f --lib --locked
 
 say "tests (all 24 parameter sets)"
-cargo test --workspace --locked
+tally cargo test --workspace --locked
 
 say "the Python verifier SDK (sdk/python: abi3 wheel, conformance vectors, live registry + gateway)"
-./sdk/python/test.sh
+tally ./sdk/python/test.sh
 
 say "the JavaScript verifier SDK (sdk/js: wasm build, node tests on the vectors and a live stack, the verification page in headless Chromium)"
-DGSP_BIN="$CARGO_TARGET_DIR/debug" ./sdk/js/test.sh
+DGSP_BIN="$CARGO_TARGET_DIR/debug" tally ./sdk/js/test.sh
 
 say "dgsp-compare smoke run: every contender, sweep and plot once, seconds (the full run: cargo bench -p dgsp-comparison --bench compare; docs/comparison.md)"
 cargo bench -p dgsp-comparison --bench compare --profile dev --locked -- --smoke > /dev/null
+
+say "gateway bench smoke run: every run of cargo bench -p dgsp-gateway --bench gateway once, tiny, failing on any request answered wrongly (the real numbers: docs/benchmarks.md)"
+DGSP_BENCH_SIGS=16 DGSP_BENCH_SECS=0.5 DGSP_BENCH_STALL_SECS=0.2 DGSP_BENCH_STRICT=1 \
+  cargo bench -p dgsp-gateway --bench gateway --profile dev --locked
 
 say "fuzzing every decoder of untrusted bytes and the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS per target, default 60; 0 skips; docs/fuzzing.md)"
 ./scripts/fuzz.sh
@@ -62,3 +66,5 @@ else
 fi
 
 say "all checks passed"
+# The closing line CI reads: what the test runners above ran, added up.
+tally_report
