@@ -657,7 +657,7 @@ fn main() {
     );
     if let Some(rate) = s.tail_probe {
         println!(
-            "the machine's own stalls (a thread spinning on each core, {:.0} s): {stall_line}",
+            "the machine's own stalls (a thread spinning on each core, {:.1} s): {stall_line}",
             s.stall_secs.as_secs_f64()
         );
         // The quick tail probe: the open loop alone at a given rate, then stop.
@@ -707,7 +707,7 @@ fn main() {
 
     println!("| measurement | result |\n|---|---:|");
     println!(
-        "| the machine's own stalls: a thread spinning on each core for {:.0} s, nothing else running | {stall_line} |",
+        "| the machine's own stalls: a thread spinning on each core for {:.1} s, nothing else running | {stall_line} |",
         s.stall_secs.as_secs_f64()
     );
     println!(
