@@ -1,7 +1,14 @@
 # Shared by the README's commands: idempotent installs and the shared build cache.
 # Sourced, not run.
 
-say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+# Every step's heading says how far into the run it starts ([+MM:SS] from the first script
+# that sourced this file), so a slow CI run shows where its time went.
+DGSP_T0="${DGSP_T0:-$(date +%s)}"
+export DGSP_T0
+say() {
+  local t=$(($(date +%s) - DGSP_T0))
+  printf '\033[1m==> %s\033[0m  [+%02d:%02d]\n' "$*" $((t / 60)) $((t % 60))
+}
 
 # One target directory for every build of this project on this machine, outside the clone:
 # CI's fresh clones and later sessions reuse it; a machine without it simply builds cold.
