@@ -6,7 +6,8 @@
 DGSP_T0="${DGSP_T0:-$(date +%s)}"
 export DGSP_T0
 say() {
-  local t=$(($(date +%s) - DGSP_T0))
+  local t
+  t=$(($(date +%s) - DGSP_T0))
   printf '\033[1m==> %s\033[0m  [+%02d:%02d]\n' "$*" $((t / 60)) $((t % 60))
 }
 
