@@ -7,7 +7,7 @@ function num(line, word,    m) {
   return 0
 }
 /test result: / { p += num($0, "passed"); f += num($0, "failed"); s += num($0, "ignored"); next }
-/(passed|failed|skipped|error|errors).* in [0-9.]+s/ && !/test result/ {
+/(passed|failed|skipped|error).* in [0-9.]+s/ {
   p += num($0, "passed"); f += num($0, "failed") + num($0, "errors?"); s += num($0, "skipped"); next
 }
 /^(# |ℹ )pass [0-9]+$/    { p += $NF; next }

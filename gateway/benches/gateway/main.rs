@@ -49,7 +49,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{ManagerPublicKey, ParamSet, Signature};
@@ -64,12 +63,9 @@ mod support;
 
 const BATCH: usize = 64;
 
-/// `DGSP_BENCH_DEBUG_SLOW` set: the open loop prints every request slower than [`SLOW`] (when it
-/// was sent, how long it took), to find what a tail lines up with.
-static PRINT_SLOW: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| SLOW.is_some());
-
-/// The threshold of those prints: `DGSP_BENCH_DEBUG_SLOW`'s value in milliseconds, 10 when
-/// it is not a number.
+/// `DGSP_BENCH_DEBUG_SLOW` set: the open loop prints every request slower than this (its
+/// value in milliseconds, 10 when it is not a number; when it was sent, how long it took),
+/// to find what a tail lines up with.
 static SLOW: std::sync::LazyLock<Option<Duration>> = std::sync::LazyLock::new(|| {
     std::env::var("DGSP_BENCH_DEBUG_SLOW")
         .ok()
@@ -387,7 +383,7 @@ impl Load {
                     std::thread::sleep(wait);
                 }
                 let late = at.elapsed();
-                if *PRINT_SLOW && late > Duration::from_millis(5) {
+                if SLOW.is_some() && late > Duration::from_millis(5) {
                     eprintln!(
                         "late: the generator sent the request due at {:.3} s {:.1} ms late",
                         (at - *T0).as_secs_f64(),
@@ -473,11 +469,11 @@ fn all_valid_batch(body: &[u8]) -> bool {
 
 /// Batch bodies of [`BATCH`] items cycling through `n` samples: `body` makes one from the
 /// samples' indices.
-fn batch_bodies(n: usize, body: impl Fn(&[usize]) -> Vec<u8>) -> Vec<Bytes> {
+fn batch_bodies(n: usize, body: impl Fn(&[usize]) -> Vec<u8>) -> Vec<Vec<u8>> {
     (0..n.div_ceil(BATCH))
         .map(|b| {
             let items: Vec<usize> = (0..BATCH).map(|j| (b * BATCH + j) % n).collect();
-            body(&items).into()
+            body(&items)
         })
         .collect()
 }
@@ -564,7 +560,7 @@ fn main() {
             .collect();
         encode_binary(&pairs, true)
     });
-    if *PRINT_SLOW {
+    if SLOW.is_some() {
         // When the gateway's view changes (a new checkpoint or range), on the same clock.
         let state = services.gateway.state().clone();
         std::thread::spawn(move || {
@@ -605,7 +601,7 @@ fn main() {
     );
 
     let addr = services.gateway.addr();
-    let load = |path: &str, bodies: Vec<Bytes>, content_type: &str, check| Load {
+    let load = |path: &str, bodies: Vec<Vec<u8>>, content_type: &str, check| Load {
         conns: client::Pool::new(addr),
         requests: Arc::new(
             bodies
@@ -620,12 +616,7 @@ fn main() {
     if env_or("DGSP_BENCH_JSON", 1u8) != 0 {
         singles.push((
             "JSON",
-            load(
-                "/v1/verify",
-                json.into_iter().map(Bytes::from).collect(),
-                "application/json",
-                valid_answer,
-            ),
+            load("/v1/verify", json, "application/json", valid_answer),
             load(
                 "/v1/verify/batch",
                 json_batches,
@@ -637,27 +628,15 @@ fn main() {
     if s.binary {
         singles.push((
             "binary",
-            load(
-                "/v1/verify",
-                binary.into_iter().map(Bytes::from).collect(),
-                BINARY,
-                valid_answer,
-            ),
+            load("/v1/verify", binary, BINARY, valid_answer),
             load("/v1/verify/batch", binary_batches, BINARY, all_valid_batch),
         ));
     }
     // 0. The machine's own stalls, with nothing else running: the floor under any tail.
     let stalls = stalls::measure(s.cores, s.stall_secs);
-    let stall_line = format!(
-        "{:.2}% of the time lost; {:.2} gaps over 1 ms and {:.2} over 3 ms per core-second; longest {:.2} ms",
-        100.0 * stalls.lost,
-        stalls.over_1ms_per_sec(),
-        stalls.over_3ms as f64 / stalls.thread_secs.max(f64::MIN_POSITIVE),
-        stalls.longest.as_secs_f64() * 1e3
-    );
     if let Some(rate) = s.tail_probe {
         println!(
-            "the machine's own stalls (a thread spinning on each core, {:.1} s): {stall_line}",
+            "the machine's own stalls (a thread spinning on each core, {:.1} s): {stalls}",
             s.stall_secs.as_secs_f64()
         );
         // The quick tail probe: the open loop alone at a given rate, then stop.
@@ -707,7 +686,7 @@ fn main() {
 
     println!("| measurement | result |\n|---|---:|");
     println!(
-        "| the machine's own stalls: a thread spinning on each core for {:.1} s, nothing else running | {stall_line} |",
+        "| the machine's own stalls: a thread spinning on each core for {:.1} s, nothing else running | {stalls} |",
         s.stall_secs.as_secs_f64()
     );
     println!(

@@ -28,10 +28,18 @@ pub struct Stalls {
     pub longest: Duration,
 }
 
-impl Stalls {
-    /// Gaps over 1 ms per thread-second.
-    pub fn over_1ms_per_sec(&self) -> f64 {
-        self.over_1ms as f64 / self.thread_secs.max(f64::MIN_POSITIVE)
+impl std::fmt::Display for Stalls {
+    /// The bench's line: time lost, gaps over 1 and 3 ms per thread-second, the longest.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let per_sec = |n: u64| n as f64 / self.thread_secs.max(f64::MIN_POSITIVE);
+        write!(
+            f,
+            "{:.2}% of the time lost; {:.2} gaps over 1 ms and {:.2} over 3 ms per core-second; longest {:.2} ms",
+            100.0 * self.lost,
+            per_sec(self.over_1ms),
+            per_sec(self.over_3ms),
+            self.longest.as_secs_f64() * 1e3
+        )
     }
 }
 
