@@ -1,5 +1,9 @@
 //! Prometheus metrics in the text exposition format: per-route request counters and time
 //! (a middleware), and helpers that write one gauge or counter with its help and type.
+//!
+//! Every label comes from a fixed set, so no request can grow the table: the route is the
+//! matched route template (or `unmatched`), the method one of [`METHODS`] (any other is
+//! counted as `OTHER`), the status a `u16`.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -9,8 +13,25 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 
+/// The method labels: the methods HTTP defines (RFC 9110, and PATCH from RFC 5789). A
+/// request with any other method, of any length, is counted as [`OTHER_METHOD`].
+pub const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT",
+];
+
+/// The method label of every method not in [`METHODS`].
+pub const OTHER_METHOD: &str = "OTHER";
+
+/// The label of `method`: itself when it is one of [`METHODS`], else [`OTHER_METHOD`].
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    METHODS
+        .into_iter()
+        .find(|m| *m == method.as_str())
+        .unwrap_or(OTHER_METHOD)
+}
+
 /// `(method, route, status)`.
-type RequestKey = (String, String, u16);
+type RequestKey = (&'static str, String, u16);
 
 /// Request counters and latency sums (seconds) per method, route and status.
 #[derive(Default)]
@@ -25,7 +46,7 @@ impl Metrics {
             .extensions()
             .get::<MatchedPath>()
             .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-        let method = req.method().as_str().to_owned();
+        let method = method_label(req.method());
         let start = Instant::now();
         let resp = next.run(req).await;
         let secs = start.elapsed().as_secs_f64();

@@ -3,6 +3,7 @@
 //! (the body a client reads is `dgsp_wire::problem::ProblemDetails`). The extractors here
 //! turn every rejection into such an answer.
 
+use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -13,6 +14,8 @@ use base64::Engine;
 use dgsp_wire::problem::{PROBLEM_JSON, PROBLEM_TYPE_PREFIX};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+
+use crate::router::BodyLimit;
 
 /// An error answer.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -132,14 +135,49 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = Problem;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
+        let limit = announced_within_limit(&req)?;
         match Json::<T>::from_request(req, state).await {
             Ok(Json(v)) => Ok(Body(v)),
-            Err(rej) => Err(from_rejection(rej)),
+            Err(rej) => Err(from_rejection(rej, limit)),
         }
     }
 }
 
-fn from_rejection(rej: JsonRejection) -> Problem {
+/// The request body as bytes, within the route's limit (a 413 naming it beyond; 400 for a
+/// broken stream), for handlers that parse it themselves.
+pub async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Problem> {
+    let limit = announced_within_limit(&req)?;
+    Bytes::from_request(req, state)
+        .await
+        .map_err(|rej| from_rejection(JsonRejection::from(rej), limit))
+}
+
+/// The route's body limit ([`BodyLimit`]), after refusing a body whose `Content-Length`
+/// already passes it (nothing of it is read).
+fn announced_within_limit(req: &Request) -> Result<Option<usize>, Problem> {
+    let limit = req.extensions().get::<BodyLimit>().map(|l| l.0);
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match (limit, announced) {
+        (Some(max), Some(n)) if n > max as u64 => Err(body_too_large(max)),
+        _ => Ok(limit),
+    }
+}
+
+/// 413 naming the route's body limit.
+pub fn body_too_large(limit: usize) -> Problem {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body-too-large",
+        "Request body too large",
+        format!("the request body is larger than this route's limit of {limit} bytes"),
+    )
+}
+
+fn from_rejection(rej: JsonRejection, limit: Option<usize>) -> Problem {
     let text = rej.body_text();
     match rej {
         JsonRejection::JsonDataError(_) => data_problem(&text),
@@ -153,7 +191,10 @@ fn from_rejection(rej: JsonRejection) -> Problem {
         other => {
             let status = other.status();
             if status == StatusCode::PAYLOAD_TOO_LARGE {
-                Problem::new(status, "body-too-large", "Request body too large", text)
+                match limit {
+                    Some(max) => body_too_large(max),
+                    None => Problem::new(status, "body-too-large", "Request body too large", text),
+                }
             } else {
                 Problem::new(status, "unreadable-body", "Unreadable request body", text)
             }
@@ -204,9 +245,10 @@ fn syntax_problem(detail: String) -> Problem {
     )
 }
 
-/// The problem for a body that could not be read (too large: 413; broken stream: 400).
+/// The problem for a body that could not be read (too large: 413; broken stream: 400), when
+/// the route's limit is not known ([`body_bytes`] names it).
 pub fn bytes_problem(rej: axum::extract::rejection::BytesRejection) -> Problem {
-    from_rejection(JsonRejection::from(rej))
+    from_rejection(JsonRejection::from(rej), None)
 }
 
 /// The field serde names in "missing field `x`" / "unknown field `x`" messages (at the top

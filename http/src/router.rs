@@ -1,8 +1,9 @@
-//! What every service router ends with.
+//! What every service router ends with, and per-route body limits.
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::Router;
+use axum::routing::MethodRouter;
+use axum::{Extension, Router};
 
 use crate::problem::Problem;
 
@@ -12,8 +13,26 @@ pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
 /// A request that takes longer than this (slow client or stuck work) is answered 408.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// 404 and 405 as problem+json, the body limit, and a request timeout answered 408. Shared
-/// by the registry and the gateway.
+/// The body limit in force for a request, in bytes: what the extractors of
+/// [`problem`](crate::problem) name in a 413. Set by [`finish`] for every route and by
+/// [`limit_body`] for one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyLimit(pub usize);
+
+/// `route` with a body limit of its own, `max` bytes, instead of the router's: a larger
+/// body is refused 413 (problem+json naming the limit), before it is read when its
+/// `Content-Length` says so, else as soon as it passes `max`.
+pub fn limit_body<S: Clone + Send + Sync + 'static>(
+    route: MethodRouter<S>,
+    max: usize,
+) -> MethodRouter<S> {
+    route
+        .layer::<_, std::convert::Infallible>(DefaultBodyLimit::max(max))
+        .layer::<_, std::convert::Infallible>(Extension(BodyLimit(max)))
+}
+
+/// 404 and 405 as problem+json, the body limit (routes may have their own, [`limit_body`]),
+/// and a request timeout answered 408. Shared by the registry and the gateway.
 pub fn finish<S: Clone + Send + Sync + 'static>(
     router: Router<S>,
     body_limit: usize,
@@ -37,6 +56,7 @@ pub fn finish<S: Clone + Send + Sync + 'static>(
             )
         })
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(Extension(BodyLimit(body_limit)))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             timeout,
