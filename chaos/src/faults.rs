@@ -1,0 +1,321 @@
+//! The faults, at seeded random points until the deadline: the registry SIGKILLed (or
+//! SIGTERMed) and restarted, a gateway restarted, the registry's clock jumped a little
+//! (within the tolerance, either way), and now and then a clock episode:
+//!
+//! 1. the registry's clock jumps forward by more than the tolerance and stays there longer
+//!    than the gateways' staleness bound: every gateway must refuse the future-dated notes
+//!    and so answer not ready (visibly stale);
+//! 2. the clock returns to real time, now behind the registry's last signed time by more
+//!    than the tolerance: the registry must halt (`/readyz` 503) and sign nothing more
+//!    rather than crawl forward;
+//! 3. once the real clock has passed the last signed time, the registry is restarted and
+//!    must come back ready.
+//!
+//! Every start is checked (ready within 30 s), and a service found exited that the suite
+//! did not stop is a failure.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dgsp_wire::registry_api::CheckpointInfo;
+
+use crate::clock::{now_ms, Clock};
+use crate::processes::{Service, Settings, Stop};
+use crate::rng::Rng;
+
+/// How long a start may take to become ready.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The running services.
+#[derive(Clone)]
+pub struct Stack {
+    /// The registry.
+    pub registry: Arc<tokio::sync::Mutex<Service>>,
+    /// The gateways.
+    pub gateways: Vec<Arc<tokio::sync::Mutex<Service>>>,
+    /// A plain client for health and checkpoint reads.
+    pub http: reqwest::Client,
+    /// The registry's clock.
+    pub clock: Arc<Clock>,
+    /// The services' settings.
+    pub settings: Settings,
+    /// The tolerance for clocks, ms.
+    pub tolerance_ms: u64,
+}
+
+/// What the faults did and what went wrong with them.
+#[derive(Default)]
+pub struct FaultLog {
+    /// Registry stops (SIGKILL, SIGTERM) and restarts.
+    pub registry_kills: u64,
+    /// Registry SIGTERMs.
+    pub registry_terms: u64,
+    /// Gateway SIGKILLs.
+    pub gateway_kills: u64,
+    /// Gateway SIGTERMs.
+    pub gateway_terms: u64,
+    /// Small clock jumps.
+    pub small_jumps: u64,
+    /// Starts checked (each must become ready / listening).
+    pub starts_checked: u64,
+    /// Starts that failed, and services found exited on their own.
+    pub start_failures: Vec<String>,
+    /// Clock episodes: checks made.
+    pub episode_checks: u64,
+    /// Clock episodes: checks failed.
+    pub episode_failures: Vec<String>,
+    /// Clock episodes run.
+    pub episodes: u64,
+    /// Offsets (ms) the registry's clock took, in order.
+    pub offsets: Vec<i64>,
+}
+
+impl Stack {
+    /// Stops and restarts the registry; waits until it is ready.
+    pub async fn restart_registry(&self, how: Stop, pause: Duration, log: &Mutex<FaultLog>) {
+        let mut reg = self.registry.lock().await;
+        reg.stop(how).await;
+        tokio::time::sleep(pause).await;
+        self.start(&mut reg, "/readyz", "restart", log).await;
+    }
+
+    /// Starts `svc` and waits until `path` answers 200.
+    pub async fn start(&self, svc: &mut Service, path: &str, why: &str, log: &Mutex<FaultLog>) {
+        log.lock().unwrap().starts_checked += 1;
+        let result = match svc.spawn(why) {
+            Ok(()) => svc.wait_for(&self.http, path, START_TIMEOUT).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            log.lock().unwrap().start_failures.push(e);
+        }
+    }
+
+    /// Fails (into `log`) for each service that exited without being stopped; restarts it.
+    pub async fn check_running(&self, log: &Mutex<FaultLog>) {
+        let mut reg = self.registry.lock().await;
+        if !reg.running() {
+            let msg = format!(
+                "{} was found exited (not stopped by the suite); see {}",
+                reg.name,
+                reg.log().display()
+            );
+            log.lock().unwrap().start_failures.push(msg);
+            self.start(&mut reg, "/readyz", "found exited", log).await;
+        }
+        drop(reg);
+        for gw in &self.gateways {
+            let mut g = gw.lock().await;
+            if !g.running() {
+                let msg = format!(
+                    "{} was found exited (not stopped by the suite); see {}",
+                    g.name,
+                    g.log().display()
+                );
+                log.lock().unwrap().start_failures.push(msg);
+                self.start(&mut g, "/healthz", "found exited", log).await;
+            }
+        }
+    }
+
+    /// The registry's newest signed checkpoint, if it answers.
+    pub async fn registry_checkpoint(&self) -> Option<CheckpointInfo> {
+        let url = format!("{}/v1/checkpoint", self.registry.lock().await.url);
+        let r = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(3))
+            .send()
+            .await
+            .ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    }
+
+    /// The HTTP status of `url`'s `/readyz` (0 when unanswered).
+    pub async fn readyz(&self, url: &str) -> u16 {
+        self.http
+            .get(format!("{url}/readyz"))
+            .timeout(Duration::from_secs(3))
+            .send()
+            .await
+            .map_or(0, |r| r.status().as_u16())
+    }
+
+    fn set_clock(&self, ms: i64, log: &Mutex<FaultLog>) {
+        if let Err(e) = self.clock.set_ms(ms) {
+            log.lock().unwrap().episode_failures.push(e);
+        }
+        log.lock().unwrap().offsets.push(ms);
+    }
+
+    /// Waits until the real clock is past the registry's newest signed time (as far as
+    /// the registry answers), watching it meanwhile; returns the newest time seen.
+    async fn wait_past_signed_time(&self, mut newest: u64, margin_ms: u64) -> u64 {
+        let give_up = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(c) = self.registry_checkpoint().await {
+                newest = newest.max(c.time_unix_ms);
+            }
+            if now_ms() > newest + margin_ms || Instant::now() > give_up {
+                return newest;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Brings the registry's clock back to real time and the registry to a state that
+    /// serves: past its last signed time, ready (restarted if it halted).
+    pub async fn settle(&self, log: &Mutex<FaultLog>) {
+        self.set_clock(0, log);
+        self.wait_past_signed_time(0, 200).await;
+        let url = self.registry.lock().await.url.clone();
+        if self.readyz(&url).await != 200 {
+            self.restart_registry(Stop::Term, Duration::ZERO, log).await;
+        }
+        self.check_running(log).await;
+    }
+
+    async fn episode(&self, rng: &mut Rng, log: &Mutex<FaultLog>) {
+        log.lock().unwrap().episodes += 1;
+        let s = &self.settings;
+        let jump = self.tolerance_ms + rng.range(3000, 7000);
+        let hold = s.max_staleness_secs * 1000 + s.poll_ms + rng.range(2000, 4000);
+        let mut checks = Vec::new();
+        let mut fail = Vec::new();
+        self.set_clock(jump as i64, log);
+        tokio::time::sleep(Duration::from_millis(hold)).await;
+        // 1. Every gateway visibly stale.
+        for gw in &self.gateways {
+            let (name, url) = {
+                let g = gw.lock().await;
+                (g.name.clone(), g.url.clone())
+            };
+            let code = self.readyz(&url).await;
+            checks.push(());
+            if code != 503 {
+                fail.push(format!(
+                    "{name}: /readyz {code} {:.1} s after the registry's clock jumped {:+.1} s \
+                     (expected 503: notes signed beyond the {:.0} s tolerance must be refused, \
+                     so the gateway goes stale)",
+                    hold as f64 / 1e3,
+                    jump as f64 / 1e3,
+                    self.tolerance_ms as f64 / 1e3
+                ));
+            }
+        }
+        // 2. Back to real time: the registry halts instead of crawling.
+        let newest = self
+            .registry_checkpoint()
+            .await
+            .map_or(0, |c| c.time_unix_ms);
+        self.set_clock(0, log);
+        tokio::time::sleep(Duration::from_millis(s.cadence_secs * 1000 + 1000)).await;
+        let url = self.registry.lock().await.url.clone();
+        let code = self.readyz(&url).await;
+        checks.push(());
+        if code != 503 {
+            fail.push(format!(
+                "registry: /readyz {code} with its clock {:.1} s behind its last signed time \
+                 (expected 503: halted until restarted)",
+                jump as f64 / 1e3
+            ));
+        }
+        let halted_note = self.registry_checkpoint().await.map(|c| c.time_unix_ms);
+        let newest = self.wait_past_signed_time(newest, 500).await;
+        let later_note = self.registry_checkpoint().await.map(|c| c.time_unix_ms);
+        checks.push(());
+        if halted_note != later_note {
+            fail.push(format!(
+                "registry: signed new checkpoints (time {halted_note:?} then {later_note:?}) while \
+                 its clock was behind its last signed time by more than the tolerance"
+            ));
+        }
+        // 3. Restarted once its clock is past the last signed time: ready again.
+        let before = log.lock().unwrap().start_failures.len();
+        let how = if rng.chance(0.5) {
+            Stop::Kill
+        } else {
+            Stop::Term
+        };
+        self.restart_registry(how, Duration::ZERO, log).await;
+        checks.push(());
+        if log.lock().unwrap().start_failures.len() > before {
+            fail.push(format!(
+                "registry: did not come back ready after a restart with its clock past its \
+                 last signed time ({newest})"
+            ));
+        }
+        let mut l = log.lock().unwrap();
+        l.episode_checks += checks.len() as u64;
+        l.episode_failures.extend(fail);
+    }
+
+    /// Injects faults until `deadline`.
+    pub async fn run(&self, mut rng: Rng, deadline: Instant, log: Arc<Mutex<FaultLog>>) {
+        let s = self.settings.clone();
+        let episode_len =
+            Duration::from_millis(s.max_staleness_secs * 1000 + self.tolerance_ms + 20_000);
+        let mut last_episode = Instant::now();
+        loop {
+            let pause = Duration::from_millis(rng.range(1000, 4000));
+            if Instant::now() + pause >= deadline {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+            self.check_running(&log).await;
+            let episode_ok = Instant::now() + episode_len < deadline
+                && last_episode.elapsed() > Duration::from_secs(25);
+            let weights = [3, 3, 4, if episode_ok { 2 } else { 0 }];
+            match rng.weighted(&weights) {
+                0 => {
+                    let how = if rng.chance(0.8) {
+                        Stop::Kill
+                    } else {
+                        Stop::Term
+                    };
+                    {
+                        let mut l = log.lock().unwrap();
+                        l.registry_kills += 1;
+                        l.registry_terms += u64::from(how == Stop::Term);
+                    }
+                    let pause = Duration::from_millis(rng.range(0, 1000));
+                    self.restart_registry(how, pause, &log).await;
+                }
+                1 => {
+                    let i = rng.below(self.gateways.len() as u64) as usize;
+                    let how = if rng.chance(0.5) {
+                        Stop::Kill
+                    } else {
+                        Stop::Term
+                    };
+                    {
+                        let mut l = log.lock().unwrap();
+                        match how {
+                            Stop::Kill => l.gateway_kills += 1,
+                            Stop::Term => l.gateway_terms += 1,
+                        }
+                    }
+                    let mut g = self.gateways[i].lock().await;
+                    g.stop(how).await;
+                    tokio::time::sleep(Duration::from_millis(rng.range(0, 500))).await;
+                    self.start(&mut g, "/healthz", "restart", &log).await;
+                }
+                2 => {
+                    // Within the tolerance either way: the registry keeps signing, the
+                    // gateways keep accepting.
+                    let max = self.tolerance_ms as i64 * 2 / 5;
+                    let offset = rng.range(0, 2 * max as u64) as i64 - max;
+                    log.lock().unwrap().small_jumps += 1;
+                    self.set_clock(offset, &log);
+                }
+                _ => {
+                    self.episode(&mut rng, &log).await;
+                    last_episode = Instant::now();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The invariants checked once the run is quiet, from what the services answer and what the
+//! clients recorded:
+//!
+//! - every signed snapshot in the log holds exactly the zetas revoked at or before its cut
+//!   (recomputed here from the `member_revoked` entries);
+//! - every checkpoint in the log names a snapshot that holds every revocation it covers
+//!   (the registry's promise in docs/checkpoints.md; what a gateway refuses as
+//!   `bad_checkpoint`);
+//! - every zeta of every `member_revoked` entry is proved revoked against the latest signed
+//!   snapshot by the registry (`GET /v1/revocations/{zeta}/proof`, proof and snapshot
+//!   signature checked here) and answered revoked by every gateway;
+//! - every acknowledged write is in the log as it was answered;
+//! - `dgsp-manager audit` passes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dgsp_core::checkpoint::Checkpoint;
+use dgsp_core::revocation::{
+    verify_revocation, Membership, RevocationProof, RevocationSet, SignedSnapshot,
+};
+use dgsp_core::{ManagerPublicKey, Zeta};
+use dgsp_wire::answer::Revocation;
+use dgsp_wire::events::Event;
+use dgsp_wire::feed::Entries;
+use dgsp_wire::log::{unhex, Entry};
+use dgsp_wire::snapshot::snapshot_from_json;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::processes::{Binaries, Group};
+use crate::report::Row;
+use crate::workload::{Ack, Ledger};
+
+/// The registry's proof answer (`GET /v1/revocations/{zeta}/proof`): the registry's own
+/// type, which `dgsp-wire` does not carry.
+#[derive(Debug, Deserialize)]
+struct RegistryProof {
+    revoked: bool,
+    proof: String,
+    snapshot_number: u64,
+}
+
+/// A gateway's proof answer: the revocation part (the wire type).
+#[derive(Debug, Deserialize)]
+struct GatewayProof {
+    #[serde(flatten)]
+    revocation: Revocation,
+}
+
+/// A revocation in the log.
+struct Revoked {
+    seq: u64,
+    id: u64,
+    zetas: Vec<String>,
+}
+
+/// The log, read whole and sorted by kind.
+pub struct Log {
+    /// Entries in order.
+    pub entries: Vec<Entry>,
+    revocations: Vec<Revoked>,
+    /// (entry seq, snapshot)
+    snapshots: Vec<(u64, SignedSnapshot)>,
+    /// (entry seq, checkpoint) of the logged checkpoints
+    checkpoints: Vec<(u64, Result<Checkpoint, String>)>,
+    unreadable: Vec<String>,
+}
+
+async fn get(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+) -> Result<reqwest::Response, String> {
+    let mut req = http.get(url).timeout(Duration::from_secs(30));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let r = req.send().await.map_err(|e| format!("{url}: {e}"))?;
+    if !r.status().is_success() {
+        let s = r.status();
+        let body = r.text().await.unwrap_or_default();
+        return Err(format!("{url}: {s}: {body}"));
+    }
+    Ok(r)
+}
+
+async fn get_json<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+) -> Result<T, String> {
+    get(http, url, token)
+        .await?
+        .json()
+        .await
+        .map_err(|e| format!("{url}: {e}"))
+}
+
+impl Log {
+    /// Reads the whole feed (with the admin token: private parts included).
+    pub async fn fetch(
+        http: &reqwest::Client,
+        registry: &str,
+        token: &str,
+        group: &ManagerPublicKey,
+    ) -> Result<Log, String> {
+        let mut entries = Vec::new();
+        loop {
+            let after = entries.last().map_or(0, |e: &Entry| e.seq);
+            let url = format!("{registry}/v1/log/entries?after={after}&limit=1000");
+            let page: Entries = get_json(http, &url, Some(token)).await?;
+            let done = page.entries.is_empty()
+                || page.entries.last().map(|e| e.seq) >= Some(page.head_seq);
+            entries.extend(page.entries);
+            if done {
+                break;
+            }
+        }
+        let mut log = Log {
+            entries: Vec::new(),
+            revocations: Vec::new(),
+            snapshots: Vec::new(),
+            checkpoints: Vec::new(),
+            unreadable: Vec::new(),
+        };
+        for e in &entries {
+            match e.event() {
+                Ok(Event::MemberRevoked { id, zetas, .. }) => log.revocations.push(Revoked {
+                    seq: e.seq,
+                    id,
+                    zetas,
+                }),
+                Ok(Event::SnapshotPublished { snapshot }) => match snapshot_from_json(&snapshot) {
+                    Some(s) => log.snapshots.push((e.seq, s)),
+                    None => log
+                        .unreadable
+                        .push(format!("entry {}: snapshot does not decode", e.seq)),
+                },
+                Ok(Event::Checkpoint { note, .. }) => log.checkpoints.push((
+                    e.seq,
+                    group
+                        .verify_checkpoint(&note)
+                        .map_err(|err| err.to_string()),
+                )),
+                Ok(_) => {}
+                Err(err) => log.unreadable.push(format!("entry {}: {err}", e.seq)),
+            }
+        }
+        log.entries = entries;
+        Ok(log)
+    }
+
+    /// Every revoked zeta with the seq of its revocation.
+    fn zetas(&self) -> impl Iterator<Item = (u64, &str)> {
+        self.revocations
+            .iter()
+            .flat_map(|r| r.zetas.iter().map(move |z| (r.seq, z.as_str())))
+    }
+}
+
+fn zeta(hex: &str) -> Option<Zeta> {
+    unhex::<16>(hex).map(Zeta)
+}
+
+/// Every signed snapshot in the log holds exactly the zetas revoked at or before its cut.
+pub fn snapshots_exact(log: &Log, group: &ManagerPublicKey) -> Row {
+    let mut failures = log.unreadable.clone();
+    let mut set = RevocationSet::new();
+    let mut pending = log.zetas().peekable();
+    for (seq, s) in &log.snapshots {
+        if let Err(e) = s.verify(group) {
+            failures.push(format!("snapshot {} (entry {seq}): {e}", s.record.number));
+        }
+        let mut batch = Vec::new();
+        while let Some((_, z)) = pending.next_if(|(rseq, _)| *rseq <= s.record.log_seq) {
+            batch.extend(zeta(z));
+        }
+        set.insert(&batch);
+        if set.root() != s.record.root || set.len() != s.record.count {
+            failures.push(format!(
+                "snapshot {} (entry {seq}, cut {}): {} zetas, but {} were revoked at or before its cut",
+                s.record.number, s.record.log_seq, s.record.count, set.len()
+            ));
+        }
+    }
+    Row::new(
+        "every signed snapshot = the revocations up to its cut",
+        log.snapshots.len() as u64,
+        failures,
+    )
+}
+
+/// Every checkpoint in the log names a snapshot holding every revocation it covers.
+pub fn checkpoints_cover(log: &Log) -> Row {
+    let mut failures = Vec::new();
+    let by_number: HashMap<u64, &SignedSnapshot> = log
+        .snapshots
+        .iter()
+        .map(|(_, s)| (s.record.number, s))
+        .collect();
+    for (seq, cp) in &log.checkpoints {
+        let cp = match cp {
+            Ok(cp) => cp,
+            Err(e) => {
+                failures.push(format!("checkpoint at entry {seq}: {e}"));
+                continue;
+            }
+        };
+        let cut = match &cp.snapshot {
+            None => 0,
+            Some(r) => match by_number.get(&r.number) {
+                Some(s) if s.record.hash() == r.hash => s.record.log_seq,
+                Some(_) => {
+                    failures.push(format!(
+                        "checkpoint at entry {seq} names snapshot {} with another hash",
+                        r.number
+                    ));
+                    continue;
+                }
+                None => {
+                    failures.push(format!(
+                        "checkpoint at entry {seq} names snapshot {}, not in the log",
+                        r.number
+                    ));
+                    continue;
+                }
+            },
+        };
+        for r in log
+            .revocations
+            .iter()
+            .filter(|r| r.seq > cut && r.seq <= cp.size)
+        {
+            failures.push(format!(
+                "checkpoint at entry {seq} (size {}) covers the revocation of member {} at entry {}, \
+                 but the snapshot it names (cut {cut}) does not hold it",
+                cp.size, r.id, r.seq
+            ));
+        }
+    }
+    Row::new(
+        "every logged checkpoint's revocations are in its snapshot",
+        log.checkpoints.len() as u64,
+        failures,
+    )
+}
+
+/// Every revoked zeta is proved revoked against the latest signed snapshot by the registry.
+pub async fn registry_answers_revoked(
+    http: &reqwest::Client,
+    registry: &str,
+    log: &Log,
+    group: &ManagerPublicKey,
+) -> Row {
+    let name = "revoked zetas: in the latest snapshot (registry proof)";
+    let snapshot =
+        match get_json::<Value>(http, &format!("{registry}/v1/revocations/snapshot"), None).await {
+            Ok(v) => match snapshot_from_json(&v) {
+                Some(s) => s,
+                None => {
+                    return Row::new(name, 1, vec!["the latest snapshot does not decode".into()])
+                }
+            },
+            Err(e) => return Row::new(name, 1, vec![e]),
+        };
+    let mut failures = Vec::new();
+    if let Err(e) = snapshot.verify(group) {
+        failures.push(format!(
+            "the latest snapshot ({}): {e}",
+            snapshot.record.number
+        ));
+    }
+    let mut checked = 0;
+    for (seq, z) in log.zetas() {
+        checked += 1;
+        let Some(zeta) = zeta(z) else {
+            failures.push(format!("entry {seq}: zeta {z} is not 32 hex characters"));
+            continue;
+        };
+        let answer: RegistryProof =
+            match get_json(http, &format!("{registry}/v1/revocations/{z}/proof"), None).await {
+                Ok(a) => a,
+                Err(e) => {
+                    failures.push(e);
+                    continue;
+                }
+            };
+        let proof = B64
+            .decode(&answer.proof)
+            .ok()
+            .and_then(|b| RevocationProof::from_bytes(&b).ok());
+        let shown = proof.map(|p| verify_revocation(group, &snapshot, &zeta, &p));
+        let in_snapshot = matches!(shown, Some(Ok(Membership::Revoked)));
+        if !answer.revoked || !in_snapshot || answer.snapshot_number != snapshot.record.number {
+            failures.push(format!(
+                "zeta {z} of the revocation at entry {seq}: registry answers revoked {} against snapshot {} \
+                 (latest {}, cut {}); its proof shows {:?}",
+                answer.revoked, answer.snapshot_number, snapshot.record.number, snapshot.record.log_seq, shown
+            ));
+        }
+    }
+    Row::new(name, checked, failures)
+}
+
+/// Every revoked zeta is answered revoked by every gateway.
+pub async fn gateways_answer_revoked(
+    http: &reqwest::Client,
+    gateways: &[(String, String)],
+    log: &Log,
+) -> Row {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (name, url) in gateways {
+        for (seq, z) in log.zetas() {
+            checked += 1;
+            match get_json::<GatewayProof>(http, &format!("{url}/v1/revocations/{z}/proof"), None).await {
+                Ok(a) if a.revocation.revoked => {}
+                Ok(a) => failures.push(format!(
+                    "{name}: zeta {z} of the revocation at entry {seq} answered not revoked (snapshot {:?})",
+                    a.revocation.snapshot.map(|s| s.number)
+                )),
+                Err(e) => failures.push(format!("{name}: {e}")),
+            }
+        }
+    }
+    Row::new(
+        "revoked zetas: answered revoked by every gateway",
+        checked,
+        failures,
+    )
+}
+
+/// Every acknowledged write is in the log as it was answered.
+pub fn acked_in_log(log: &Log, ledger: &Ledger) -> Row {
+    let mut joined: HashMap<u64, String> = HashMap::new();
+    let mut issued: HashMap<(u64, u64), (u64, Vec<String>)> = HashMap::new();
+    let mut by_seq: BTreeMap<u64, (u64, &[String])> = BTreeMap::new();
+    for e in &log.entries {
+        match e.event() {
+            Ok(Event::MemberJoined { id, username }) => {
+                joined.insert(id, username);
+            }
+            Ok(Event::CertificatesIssued {
+                id,
+                first,
+                count,
+                wots_pk_digests,
+            }) => {
+                issued.insert((id, first), (count, wots_pk_digests));
+            }
+            _ => {}
+        }
+    }
+    for r in &log.revocations {
+        by_seq.insert(r.seq, (r.id, &r.zetas));
+    }
+    let acks = ledger.acks.lock().unwrap().clone();
+    let mut failures = Vec::new();
+    for a in &acks {
+        let ok = match a {
+            Ack::Joined { id, username } => joined.get(id) == Some(username),
+            Ack::Issued { id, first, digests } => issued
+                .get(&(*id, *first))
+                .is_some_and(|(count, d)| *count == digests.len() as u64 && d == digests),
+            Ack::Revoked { id, seq, zetas } => by_seq
+                .get(seq)
+                .is_some_and(|(rid, z)| rid == id && *z == zetas.as_slice()),
+        };
+        if !ok {
+            failures.push(format!(
+                "acknowledged but not in the log as answered: {a:?}"
+            ));
+        }
+    }
+    Row::new(
+        "every acknowledged write is in the log",
+        acks.len() as u64,
+        failures,
+    )
+}
+
+/// `dgsp-manager audit` against the registry, with the admin token and the pinned key.
+pub fn audit(bins: &Binaries, group: &Group, registry: &str, state: &Path) -> Row {
+    let name = "dgsp-manager audit passes";
+    let out = std::process::Command::new(&bins.manager)
+        .arg("audit")
+        .args(["--registry", registry, "--token-file"])
+        .arg(&group.admin_token_file)
+        .arg("--group-key")
+        .arg(&group.public_key)
+        .env("XDG_CONFIG_HOME", state.join("no-config"))
+        .env_remove("DGSP_AUDITOR_TOKEN")
+        .env_remove("DGSP_REGISTRY_URL")
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return Row::new(name, 1, vec![format!("{}: {e}", bins.manager.display())]),
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = state.join("audit.txt");
+    let _ = std::fs::write(&file, &text);
+    let failures = if out.status.success() {
+        Vec::new()
+    } else {
+        let mut f: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .rev()
+            .take(12)
+            .map(str::to_owned)
+            .collect();
+        f.reverse();
+        f.push(format!(
+            "exit {} (whole report: {})",
+            out.status,
+            file.display()
+        ));
+        f
+    };
+    Row::new(name, 1, failures)
+}

@@ -1,0 +1,171 @@
+//! Watches the gateways throughout the run: every ~150 ms each gateway is asked for its
+//! freshness (`GET /v1/group`), its readiness (`GET /readyz`) and its freshness again, under
+//! the gateway's lock (never across a restart). Each sample is judged from the outside, on
+//! the real clock the gateways also run on:
+//!
+//! - `/readyz` 200 while the newest checkpoint in service (read just after, so no older
+//!   than the one readiness was judged on) was signed longer ago than the gateway's bound:
+//!   ready while stale;
+//! - `/readyz` 200 with a body saying `stale: true` or `ready: false`;
+//! - a checkpoint in service (read just before, so no newer than the one readiness was
+//!   judged on) signed more than the tolerance ahead of the real clock: a future-dated
+//!   note accepted (`future_checkpoint` is the check that refuses it).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dgsp_wire::answer::Freshness;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::clock::now_ms;
+use crate::processes::Service;
+
+/// The part of a gateway's `/readyz` body the suite reads (the gateway's `Readiness`).
+#[derive(Debug, Deserialize)]
+pub struct Readiness {
+    /// Whether to route traffic here.
+    pub ready: bool,
+    /// `ok`, `degraded`, `stale` or `no_snapshot`.
+    pub status: String,
+    /// Whether the state is stale.
+    pub stale: bool,
+    /// The feed fault in force, if any.
+    #[serde(default)]
+    pub fault: Option<Value>,
+}
+
+/// The part of a gateway's `GET /v1/group` answer the suite reads.
+#[derive(Debug, Deserialize)]
+pub struct GroupAnswer {
+    /// How current the gateway is (the wire type every answer carries).
+    pub freshness: Freshness,
+}
+
+/// What the monitor saw.
+#[derive(Default)]
+pub struct Observations {
+    /// Complete samples.
+    pub samples: u64,
+    /// Samples answered 200.
+    pub ready: u64,
+    /// Samples answered 503.
+    pub not_ready: u64,
+    /// Ready while stale (by the bound, judged from the outside, or by its own body).
+    pub ready_while_stale: Vec<String>,
+    /// Future-dated checkpoints in service.
+    pub future: Vec<String>,
+    /// Largest lead of a checkpoint in service over the real clock, ms.
+    pub max_lead_ms: i64,
+    /// Feed fault kinds seen, with how many samples showed each.
+    pub faults: BTreeMap<String, u64>,
+}
+
+/// The monitor's settings.
+#[derive(Clone, Copy)]
+pub struct Bounds {
+    /// The gateways' `--max-staleness-secs`, in ms.
+    pub max_staleness_ms: u64,
+    /// How far ahead a note may be signed, in ms.
+    pub tolerance_ms: u64,
+    /// Allowance for the time a sample takes and rounding, in ms.
+    pub slack_ms: u64,
+}
+
+async fn get_json<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &str,
+) -> Option<(u16, T)> {
+    let r = http
+        .get(url)
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await
+        .ok()?;
+    let status = r.status().as_u16();
+    let body = r.json().await.ok()?;
+    Some((status, body))
+}
+
+fn checkpoint_time(f: &Freshness) -> Option<u64> {
+    f.checkpoint.as_ref().map(|c| c.time_unix_ms)
+}
+
+/// One sample of gateway `gw`; `None` when a request went unanswered.
+async fn sample(
+    http: &reqwest::Client,
+    gw: &Arc<tokio::sync::Mutex<Service>>,
+    bounds: Bounds,
+    obs: &Mutex<Observations>,
+) -> Option<()> {
+    let svc = gw.lock().await;
+    let (name, url) = (svc.name.clone(), svc.url.clone());
+    let (_, before) = get_json::<GroupAnswer>(http, &format!("{url}/v1/group")).await?;
+    let asked = now_ms();
+    let (code, r) = get_json::<Readiness>(http, &format!("{url}/readyz")).await?;
+    let answered = now_ms();
+    let (_, after) = get_json::<GroupAnswer>(http, &format!("{url}/v1/group")).await?;
+    drop(svc);
+    let mut o = obs.lock().unwrap();
+    o.samples += 1;
+    if let Some(kind) = r.fault.as_ref().and_then(|f| f["kind"].as_str()) {
+        *o.faults.entry(kind.to_owned()).or_default() += 1;
+    }
+    let ready = code == 200;
+    if ready {
+        o.ready += 1;
+    } else {
+        o.not_ready += 1;
+    }
+    if ready && (r.stale || !r.ready) {
+        o.ready_while_stale.push(format!(
+            "{name}: /readyz 200 with ready {} stale {} status {} at {asked}",
+            r.ready, r.stale, r.status
+        ));
+    }
+    if ready {
+        match checkpoint_time(&after.freshness) {
+            None => o
+                .ready_while_stale
+                .push(format!("{name}: /readyz 200 with no timed checkpoint at {asked}")),
+            Some(t) if asked.saturating_sub(t) > bounds.max_staleness_ms + bounds.slack_ms => {
+                o.ready_while_stale.push(format!(
+                    "{name}: /readyz 200 at {asked} while its checkpoint was signed {:.1} s before (bound {} s)",
+                    (asked - t) as f64 / 1e3,
+                    bounds.max_staleness_ms / 1000
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(t) = checkpoint_time(&before.freshness) {
+        let lead = t as i64 - answered as i64;
+        o.max_lead_ms = o.max_lead_ms.max(lead);
+        if lead > (bounds.tolerance_ms + bounds.slack_ms) as i64 {
+            o.future.push(format!(
+                "{name}: in service with a checkpoint (size {}) signed {:.1} s ahead of its clock, /readyz {code}, at {answered}",
+                before.freshness.applied_seq,
+                lead as f64 / 1e3
+            ));
+        }
+    }
+    Some(())
+}
+
+/// Samples every gateway in turn until `stop`.
+pub async fn watch(
+    http: reqwest::Client,
+    gateways: Vec<Arc<tokio::sync::Mutex<Service>>>,
+    bounds: Bounds,
+    stop: Arc<AtomicBool>,
+    obs: Arc<Mutex<Observations>>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        for gw in &gateways {
+            sample(&http, gw, bounds, &obs).await;
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}

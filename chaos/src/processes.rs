@@ -1,0 +1,372 @@
+//! The services under test, as real processes on loopback: a group created the way
+//! `scripts/lib.sh`'s `start_stack` does it (`dgsp-registry init`, `public-key`, a
+//! passphrase and an admin token in 0600 files), one registry on the faked clock and the
+//! gateways following it, each started, killed (SIGKILL or SIGTERM) and restarted on the
+//! same port and data directory.
+
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+/// The three binaries.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    /// `dgsp-registry`
+    pub registry: PathBuf,
+    /// `dgsp-gateway`
+    pub gateway: PathBuf,
+    /// `dgsp-manager`
+    pub manager: PathBuf,
+}
+
+impl Binaries {
+    /// The binaries in `dir`, each checked to exist.
+    pub fn in_dir(dir: &Path) -> Result<Self, String> {
+        let get = |name: &str| {
+            let p = dir.join(name);
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(format!(
+                    "{} not found: build it first (cargo build -p dgsp-registry -p dgsp-gateway -p dgsp-manager) or pass --bin-dir",
+                    p.display()
+                ))
+            }
+        };
+        Ok(Binaries {
+            registry: get("dgsp-registry")?,
+            gateway: get("dgsp-gateway")?,
+            manager: get("dgsp-manager")?,
+        })
+    }
+}
+
+/// A free port on 127.0.0.1 (bound and released: another process could take it in
+/// between, which a start then reports).
+pub fn free_addr() -> Result<SocketAddr, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+/// Writes `contents` to a new file readable by its owner only.
+pub fn write_secret(path: &Path, contents: &str) -> Result<(), String> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(contents.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The group's files in the state directory.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// The registry's data directory.
+    pub data: PathBuf,
+    /// The group public key as `dgsp-registry public-key` prints it.
+    pub public_key: PathBuf,
+    /// The key passphrase file.
+    pub passphrase: PathBuf,
+    /// The admin token file.
+    pub admin_token_file: PathBuf,
+    /// The admin token.
+    pub admin_token: String,
+}
+
+impl Group {
+    /// `dgsp-registry init` and `public-key` in `state`, with a random passphrase and
+    /// admin token (from the OS, not the run's seed: they are secrets, not decisions).
+    pub fn create(bins: &Binaries, state: &Path, params: &str) -> Result<Self, String> {
+        let random = |n: usize| {
+            let mut b = vec![0u8; n];
+            rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut b);
+            hex::encode(b)
+        };
+        let g = Group {
+            data: state.join("group"),
+            public_key: state.join("group.pub"),
+            passphrase: state.join("passphrase"),
+            admin_token_file: state.join("admin-token"),
+            admin_token: random(24),
+        };
+        write_secret(&g.passphrase, &random(24))?;
+        write_secret(&g.admin_token_file, &g.admin_token)?;
+        let out = std::process::Command::new(&bins.registry)
+            .args(["init", "--params", params, "--data"])
+            .arg(&g.data)
+            .env("DGSP_KEY_PASSPHRASE_FILE", &g.passphrase)
+            .output()
+            .map_err(|e| format!("{}: {e}", bins.registry.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "dgsp-registry init failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let out = std::process::Command::new(&bins.registry)
+            .args(["public-key", "--data"])
+            .arg(&g.data)
+            .env("DGSP_KEY_PASSPHRASE_FILE", &g.passphrase)
+            .output()
+            .map_err(|e| format!("{}: {e}", bins.registry.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "dgsp-registry public-key failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        std::fs::write(&g.public_key, &out.stdout)
+            .map_err(|e| format!("{}: {e}", g.public_key.display()))?;
+        Ok(g)
+    }
+}
+
+/// How to stop a service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGKILL: no shutdown code runs (a crash, the OOM killer, a power cut for the
+    /// process).
+    Kill,
+    /// SIGTERM: a clean shutdown (waited for up to 15 s, then SIGKILL).
+    Term,
+}
+
+/// One service process, restartable with the same command line.
+pub struct Service {
+    /// `registry`, `gateway-1`, ...
+    pub name: String,
+    /// Its base URL.
+    pub url: String,
+    program: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(String, String)>,
+    log: PathBuf,
+    child: Option<Child>,
+    /// Times started.
+    pub starts: u32,
+}
+
+impl Service {
+    /// A service not yet started.
+    pub fn new(
+        name: &str,
+        addr: SocketAddr,
+        program: &Path,
+        args: Vec<OsString>,
+        env: Vec<(String, String)>,
+        log: PathBuf,
+    ) -> Self {
+        Service {
+            name: name.into(),
+            url: format!("http://{addr}"),
+            program: program.to_owned(),
+            args,
+            env,
+            log,
+            child: None,
+            starts: 0,
+        }
+    }
+
+    /// Its log file.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// Spawns it, its output appended to its log after a line saying which start this is.
+    pub fn spawn(&mut self, why: &str) -> Result<(), String> {
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("{}: {e}", self.log.display()))?;
+        self.starts += 1;
+        let _ = writeln!(
+            log,
+            "==== dgsp-chaos: start {} of {} ({why}) at {} ms",
+            self.starts,
+            self.name,
+            crate::clock::now_ms()
+        );
+        let err = log
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", self.log.display()))?;
+        let child = Command::new(&self.program)
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", self.program.display()))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// Whether the process is running (it may have exited on its own).
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Stops it and waits for it to exit.
+    pub async fn stop(&mut self, how: Stop) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Some(pid) = child.id() {
+            let sig = match how {
+                Stop::Kill => libc::SIGKILL,
+                Stop::Term => libc::SIGTERM,
+            };
+            // SAFETY: kill(2) on the id of a child this process spawned and has not
+            // reaped yet (so the id cannot have been reused).
+            unsafe {
+                libc::kill(pid as libc::pid_t, sig);
+            }
+        }
+        if tokio::time::timeout(Duration::from_secs(15), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Waits until `path` answers 200 (`/readyz` for ready, `/healthz` for listening), up
+    /// to `timeout`; fails if the process exits first.
+    pub async fn wait_for(
+        &mut self,
+        http: &reqwest::Client,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<Duration, String> {
+        let started = Instant::now();
+        let url = format!("{}{path}", self.url);
+        loop {
+            if let Ok(r) = http.get(&url).timeout(Duration::from_secs(2)).send().await {
+                if r.status().is_success() {
+                    return Ok(started.elapsed());
+                }
+            }
+            if !self.running() {
+                return Err(format!(
+                    "{} exited before {path} answered 200; see {}",
+                    self.name,
+                    self.log.display()
+                ));
+            }
+            if started.elapsed() > timeout {
+                return Err(format!(
+                    "{}: {path} did not answer 200 within {:.0} s; see {}",
+                    self.name,
+                    timeout.as_secs_f64(),
+                    self.log.display()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// The settings of the services.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `--checkpoint-interval-secs` of the registry.
+    pub cadence_secs: u64,
+    /// `--poll-ms` of the gateways.
+    pub poll_ms: u64,
+    /// `--max-staleness-secs` of the gateways.
+    pub max_staleness_secs: u64,
+}
+
+/// The registry's service: `serve` on the faked clock.
+pub fn registry(
+    bins: &Binaries,
+    group: &Group,
+    state: &Path,
+    settings: &Settings,
+    clock_env: Vec<(String, String)>,
+) -> Result<Service, String> {
+    let addr = free_addr()?;
+    let args: Vec<OsString> = vec![
+        "serve".into(),
+        "--data".into(),
+        group.data.clone().into(),
+        "--listen".into(),
+        addr.to_string().into(),
+        "--checkpoint-interval-secs".into(),
+        settings.cadence_secs.to_string().into(),
+    ];
+    let mut env = vec![
+        (
+            "DGSP_KEY_PASSPHRASE_FILE".into(),
+            group.passphrase.display().to_string(),
+        ),
+        (
+            "DGSP_ADMIN_TOKEN_FILE".into(),
+            group.admin_token_file.display().to_string(),
+        ),
+    ];
+    env.extend(clock_env);
+    Ok(Service::new(
+        "registry",
+        addr,
+        &bins.registry,
+        args,
+        env,
+        state.join("registry.log"),
+    ))
+}
+
+/// Gateway number `i` (from 1), following `registry_url`, on the real clock.
+pub fn gateway(
+    bins: &Binaries,
+    group: &Group,
+    state: &Path,
+    settings: &Settings,
+    registry_url: &str,
+    i: usize,
+) -> Result<Service, String> {
+    let addr = free_addr()?;
+    let args: Vec<OsString> = vec![
+        "serve".into(),
+        "--registry".into(),
+        registry_url.into(),
+        "--group-key".into(),
+        group.public_key.clone().into(),
+        "--data".into(),
+        state.join(format!("gateway-{i}")).into(),
+        "--listen".into(),
+        addr.to_string().into(),
+        "--poll-ms".into(),
+        settings.poll_ms.to_string().into(),
+        "--max-staleness-secs".into(),
+        settings.max_staleness_secs.to_string().into(),
+        // Two small processes on a small machine: the registry needs the cores.
+        "--workers".into(),
+        "1".into(),
+        "--http-threads".into(),
+        "1".into(),
+    ];
+    Ok(Service::new(
+        &format!("gateway-{i}"),
+        addr,
+        &bins.gateway,
+        args,
+        Vec::new(),
+        state.join(format!("gateway-{i}.log")),
+    ))
+}
