@@ -32,6 +32,11 @@ use crate::keys::ManagerPublicKey;
 /// Domain prefix of checkpoint signatures.
 pub const CHECKPOINT_PREFIX: &[u8] = b"DGSP-v1:checkpoint";
 
+/// How far (ms) a checkpoint's signed time may be ahead of a verifier's clock before the
+/// verifier refuses it (`future_checkpoint`), unless the verifier sets its own tolerance:
+/// enough for clocks kept by NTP, far less than any freshness bound.
+pub const DEFAULT_CLOCK_TOLERANCE_MS: u64 = 5_000;
+
 /// The revocation snapshot a checkpoint names: its number and the SHA3-256 of its record
 /// ([`SnapshotRecord::hash`](crate::revocation::SnapshotRecord::hash)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,9 +162,19 @@ impl Checkpoint {
     }
 
     /// Milliseconds between the signed time and `now_unix_ms` (0 if the note is from the
-    /// future); `None` for a legacy note without time.
+    /// future: check [`Checkpoint::ahead_ms`] against a tolerance before taking an age of 0
+    /// as fresh); `None` for a legacy note without time.
     pub fn age_ms(&self, now_unix_ms: u64) -> Option<u64> {
         self.time_unix_ms.map(|t| now_unix_ms.saturating_sub(t))
+    }
+
+    /// Milliseconds the signed time is ahead of `now_unix_ms` (0 if it is not); `None` for a
+    /// legacy note without time. A note more than [`DEFAULT_CLOCK_TOLERANCE_MS`] (or the
+    /// verifier's own tolerance) ahead says nothing about freshness: one of the two clocks
+    /// is wrong, and a registry whose clock ran ahead keeps signing times that look fresh
+    /// for as long as it was ahead.
+    pub fn ahead_ms(&self, now_unix_ms: u64) -> Option<u64> {
+        self.time_unix_ms.map(|t| t.saturating_sub(now_unix_ms))
     }
 
     fn parse_body(body: &str) -> Result<Checkpoint, CheckpointError> {
@@ -284,6 +299,16 @@ mod tests {
         assert!(note.contains("\ntime 1700000000123\nsnapshot 3 abab"));
         assert_eq!(cp.age_ms(1_700_000_001_123), Some(1000));
         assert_eq!(cp.age_ms(0), Some(0));
+        assert_eq!(cp.ahead_ms(1_700_000_001_123), Some(0));
+        assert_eq!(cp.ahead_ms(1_700_000_000_023), Some(100));
+        assert_eq!(
+            Checkpoint {
+                time_unix_ms: None,
+                ..cp.clone()
+            }
+            .ahead_ms(0),
+            None
+        );
         assert!(note.starts_with(&cp.body()));
         assert_eq!(m.public_key().verify_checkpoint(&note), Ok(cp.clone()));
         assert_eq!(

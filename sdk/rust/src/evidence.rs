@@ -1,6 +1,7 @@
 //! The checks of a gateway answer, each by a stable name, trusting nothing the gateway says
 //! that can be checked: the signature, here; the checkpoint note in the answer (signature
-//! under the group key, this group's origin, signed time within the policy's maximum age);
+//! under the group key, this group's origin, signed time within the policy's maximum age and
+//! not more than the policy's tolerance ahead of the caller's clock);
 //! the snapshot that note names (its signature, and that the note names exactly it: number
 //! and record hash); the revocation proof in the answer against that snapshot, for the zeta
 //! read from the signature itself; and optionally a minimum snapshot number. Any failure is
@@ -8,6 +9,7 @@
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+pub use dgsp_core::checkpoint::DEFAULT_CLOCK_TOLERANCE_MS;
 use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Signature};
@@ -22,6 +24,10 @@ pub const SIGNATURE: &str = "signature";
 pub const CHECKPOINT_SIGNATURE: &str = "checkpoint_signature";
 /// The checkpoint was signed no longer than the policy's maximum age ago.
 pub const CHECKPOINT_AGE: &str = "checkpoint_age";
+/// The checkpoint's signed time is not more than the policy's tolerance ahead of the
+/// caller's clock: a note from the future has age 0 by any clock, so it would pass
+/// [`CHECKPOINT_AGE`] for as long as the registry's clock was ahead.
+pub const FUTURE_CHECKPOINT: &str = "future_checkpoint";
 /// The snapshot the checkpoint names verifies under the group key.
 pub const SNAPSHOT_SIGNATURE: &str = "snapshot_signature";
 /// The checkpoint names that snapshot (number and record hash), and the answer's proof is
@@ -43,12 +49,17 @@ pub struct Check {
     pub detail: String,
 }
 
-/// What the caller accepts. There is no default: how fresh an answer must be, and what
-/// "now" is, are the caller's to say (a browser or a device has its own clock).
+/// What the caller accepts. How fresh an answer must be, and what "now" is, have no
+/// default: they are the caller's to say (a browser or a device has its own clock). The
+/// constructors set `clock_tolerance_ms` to [`DEFAULT_CLOCK_TOLERANCE_MS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// Oldest acceptable checkpoint, in milliseconds before `now_unix_ms`.
     pub max_age_ms: u64,
+    /// How far, in milliseconds, a checkpoint's signed time may be ahead of `now_unix_ms`
+    /// (clock skew between the registry and the caller); further ahead fails
+    /// [`FUTURE_CHECKPOINT`].
+    pub clock_tolerance_ms: u64,
     /// Lowest acceptable snapshot number (a snapshot seen before must not be replaced by an
     /// older one).
     pub min_snapshot: Option<u64>,
@@ -61,8 +72,17 @@ impl Policy {
     pub fn max_age_secs(secs: u64, now_unix_ms: u64) -> Self {
         Policy {
             max_age_ms: secs.saturating_mul(1000),
+            clock_tolerance_ms: DEFAULT_CLOCK_TOLERANCE_MS,
             min_snapshot: None,
             now_unix_ms,
+        }
+    }
+
+    /// This policy with `ms` as the tolerance for checkpoints signed ahead of `now_unix_ms`.
+    pub fn with_clock_tolerance_ms(self, ms: u64) -> Self {
+        Policy {
+            clock_tolerance_ms: ms,
+            ..self
         }
     }
 }
@@ -145,8 +165,8 @@ pub fn check_answer(
             Some((Some(t), cp)) => {
                 let age = cp.age_ms(policy.now_unix_ms).unwrap_or_default();
                 let words = format!(
-                    "signed at {t} (Unix ms), {:.1} s ago; maximum age {:.1} s",
-                    age as f64 / 1e3,
+                    "signed at {t} (Unix ms), {}; maximum age {:.1} s",
+                    when(cp, policy.now_unix_ms),
                     policy.max_age_ms as f64 / 1e3
                 );
                 if age <= policy.max_age_ms {
@@ -157,7 +177,42 @@ pub fn check_answer(
             }
         },
     );
+    checks.record(
+        FUTURE_CHECKPOINT,
+        match cp.as_ref().map(|cp| (cp.ahead_ms(policy.now_unix_ms), cp)) {
+            None => Err("no verified checkpoint to take the time from".into()),
+            Some((None, _)) => Err("the checkpoint carries no signed time".into()),
+            Some((Some(ahead), cp)) => {
+                let words = format!(
+                    "signed at {} (Unix ms), {}; at most {:.1} s ahead is tolerated",
+                    cp.time_unix_ms.unwrap_or_default(),
+                    when(cp, policy.now_unix_ms),
+                    policy.clock_tolerance_ms as f64 / 1e3
+                );
+                if ahead <= policy.clock_tolerance_ms {
+                    Ok(words)
+                } else {
+                    Err(format!(
+                        "from the future: {words}; the registry's clock or this one is wrong, and such a note says nothing about how fresh the answer is"
+                    ))
+                }
+            }
+        },
+    );
     cp
+}
+
+/// When a timed checkpoint was signed, relative to `now_unix_ms`, in words.
+fn when(cp: &Checkpoint, now_unix_ms: u64) -> String {
+    match cp.ahead_ms(now_unix_ms) {
+        Some(ahead) if ahead > 0 => {
+            format!("{:.1} s ahead of this clock", ahead as f64 / 1e3)
+        }
+        _ => format!(
+            "{:.1} s ago",
+            cp.age_ms(now_unix_ms).unwrap_or_default() as f64 / 1e3
+        ),
+    }
 }
 
 /// The checks against the snapshot the checkpoint names (`fetched`: the snapshot served

@@ -1,15 +1,15 @@
 //! Gateway answers checked offline: a real group (keys, certificates, signatures, a signed
 //! snapshot, a signed checkpoint), answers built the way a gateway builds them, and every
-//! way an answer can lie: a tampered proof, a stale checkpoint, a replayed snapshot, a
-//! revoked signer, another group.
+//! way an answer can lie: a tampered proof, a stale checkpoint, a checkpoint from the
+//! future, a replayed snapshot, a revoked signer, another group.
 
 mod support;
 
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{Manager, ParamSet, Signature};
 use dgsp_verifier::evidence::{
-    CHECKPOINT_AGE, CHECKPOINT_SIGNATURE, GATEWAY_STATUS, MIN_SNAPSHOT, REVOCATION_PROOF,
-    SIGNATURE, SNAPSHOT_NAMED, SNAPSHOT_SIGNATURE,
+    CHECKPOINT_AGE, CHECKPOINT_SIGNATURE, DEFAULT_CLOCK_TOLERANCE_MS, FUTURE_CHECKPOINT,
+    GATEWAY_STATUS, MIN_SNAPSHOT, REVOCATION_PROOF, SIGNATURE, SNAPSHOT_NAMED, SNAPSHOT_SIGNATURE,
 };
 use dgsp_verifier::wire::answer::{b64, Note, ProofRef, SnapshotRef, Status, VerifyAnswer};
 use dgsp_verifier::wire::snapshot::snapshot_json;
@@ -64,6 +64,7 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
             SIGNATURE,
             CHECKPOINT_SIGNATURE,
             CHECKPOINT_AGE,
+            FUTURE_CHECKPOINT,
             SNAPSHOT_SIGNATURE,
             SNAPSHOT_NAMED,
             REVOCATION_PROOF
@@ -142,7 +143,12 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
     let r = check(&wrong, &f.alice, &honest, &f.s2, &policy());
     assert!(!r.valid);
     assert!(
-        failed(&r).starts_with(&[SIGNATURE, CHECKPOINT_SIGNATURE]),
+        failed(&r).starts_with(&[
+            SIGNATURE,
+            CHECKPOINT_SIGNATURE,
+            CHECKPOINT_AGE,
+            FUTURE_CHECKPOINT
+        ]),
         "{r:?}"
     );
 
@@ -168,6 +174,56 @@ fn an_honest_answer_passes_every_check_and_lies_fail_the_right_one() {
         failed(&r),
         [SNAPSHOT_SIGNATURE, SNAPSHOT_NAMED, REVOCATION_PROOF]
     );
+}
+
+/// The answer for alice with its checkpoint note signed at `time`.
+fn signed_at(f: &Group, time: u64) -> VerifyAnswer {
+    let mut a = f.answer(&f.alice);
+    let cp = a.freshness.checkpoint.as_mut().unwrap();
+    cp.note = Some(Note::new(f.note(&f.s2, time)));
+    cp.time_unix_ms = time;
+    a
+}
+
+#[test]
+fn a_checkpoint_from_the_future_is_refused_beyond_the_tolerance() {
+    let f = fixture();
+    let root = f.root();
+    assert_eq!(policy().clock_tolerance_ms, DEFAULT_CLOCK_TOLERANCE_MS);
+    assert_eq!(DEFAULT_CLOCK_TOLERANCE_MS, 5_000);
+
+    // Signed ten minutes ahead of the caller's clock: its age is 0 by that clock, so the age
+    // check holds, and the future check refuses it.
+    let ahead = signed_at(&f, T + 600_000);
+    let r = check(&root, &f.alice, &ahead, &f.s2, &policy());
+    assert!(!r.valid);
+    assert_eq!(failed(&r), [FUTURE_CHECKPOINT]);
+    let why = &r.first_failure().unwrap().detail;
+    assert!(why.contains("600.0 s ahead of this clock"), "{why}");
+    let age = r
+        .checks
+        .0
+        .iter()
+        .find(|c| c.check == CHECKPOINT_AGE)
+        .unwrap();
+    assert!(age.detail.contains("ahead of this clock"), "{age:?}");
+
+    // Within the tolerance (clocks a few seconds apart): accepted; exactly at the bound too.
+    for skew in [1, 4_999, 5_000] {
+        let r = check(&root, &f.alice, &signed_at(&f, T + skew), &f.s2, &policy());
+        assert!(r.valid, "{skew}: {:?}", r.first_failure());
+    }
+    let r = check(&root, &f.alice, &signed_at(&f, T + 5_001), &f.s2, &policy());
+    assert_eq!(failed(&r), [FUTURE_CHECKPOINT]);
+
+    // The tolerance is the caller's: ten minutes ahead passes a tolerance of ten minutes, and
+    // a tolerance of 0 refuses a note 1 ms ahead.
+    let lax = policy().with_clock_tolerance_ms(600_000);
+    assert!(check(&root, &f.alice, &ahead, &f.s2, &lax).valid);
+    let strict = policy().with_clock_tolerance_ms(0);
+    let r = check(&root, &f.alice, &signed_at(&f, T + 1), &f.s2, &strict);
+    assert_eq!(failed(&r), [FUTURE_CHECKPOINT]);
+    assert!(check(&root, &f.alice, &signed_at(&f, T), &f.s2, &strict).valid);
 }
 
 #[test]

@@ -15,6 +15,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ParamSet, Signature};
+use dgsp_verifier::evidence::DEFAULT_CLOCK_TOLERANCE_MS;
 use dgsp_verifier::wire::answer::{Note, ProofRef, SnapshotRef, Status, VerifyAnswer};
 use dgsp_verifier::wire::snapshot::snapshot_json;
 use dgsp_verifier::{Policy, TrustRoot};
@@ -74,6 +75,9 @@ fn run(groups: &serde_json::Map<String, Value>, case: &Value) -> Value {
             let p = &case["policy"];
             let policy = Policy {
                 max_age_ms: p["max_age_ms"].as_u64().unwrap(),
+                clock_tolerance_ms: p["clock_tolerance_ms"]
+                    .as_u64()
+                    .unwrap_or(DEFAULT_CLOCK_TOLERANCE_MS),
                 min_snapshot: p["min_snapshot"].as_u64(),
                 now_unix_ms: p["now_unix_ms"].as_u64().unwrap(),
             };
@@ -126,7 +130,19 @@ fn kind(e: &dgsp_verifier::Error) -> &'static str {
 // ---- generation -------------------------------------------------------------------------
 
 fn policy(now: u64, min_snapshot: Option<u64>) -> Value {
-    json!({"max_age_ms": 300_000, "now_unix_ms": now, "min_snapshot": min_snapshot})
+    json!({"max_age_ms": 300_000, "clock_tolerance_ms": DEFAULT_CLOCK_TOLERANCE_MS,
+           "now_unix_ms": now, "min_snapshot": min_snapshot})
+}
+
+/// `answer` with its checkpoint note (and what the answer says of it) signed at `time`, as a
+/// gateway whose clock agrees with the note would serve it.
+fn signed_at(g: &Group, answer: &VerifyAnswer, time: u64) -> VerifyAnswer {
+    let mut a = answer.clone();
+    let cp = a.freshness.checkpoint.as_mut().unwrap();
+    cp.note = Some(Note::new(g.note(&g.s2, time)));
+    cp.time_unix_ms = time;
+    a.freshness.age_ms = Some(0);
+    a
 }
 
 fn answer_case(
@@ -295,6 +311,33 @@ fn generate() -> Value {
         Some(&a.s2),
         now.clone(),
     ));
+    let future = signed_at(&a, &honest, T + 600_000);
+    cases.push(answer_case(
+        "a: checkpoint from the future",
+        "a",
+        &a.alice,
+        &future,
+        Some(&a.s2),
+        now.clone(),
+    ));
+    let mut lax = policy(T, None);
+    lax["clock_tolerance_ms"] = json!(900_000);
+    cases.push(answer_case(
+        "a: checkpoint from the future, within the caller's tolerance",
+        "a",
+        &a.alice,
+        &future,
+        Some(&a.s2),
+        lax,
+    ));
+    cases.push(answer_case(
+        "a: checkpoint a little ahead, within the default tolerance",
+        "a",
+        &a.alice,
+        &signed_at(&a, &honest, T + 3_000),
+        Some(&a.s2),
+        now.clone(),
+    ));
     let mut forged_note = honest.clone();
     let text = a.note(&a.s2, T - 500).replacen("\n10\n", "\n11\n", 1);
     forged_note.freshness.checkpoint.as_mut().unwrap().note = Some(Note::new(text));
@@ -384,6 +427,16 @@ fn vectors_read_as_intended() {
         json!(["revocation_proof"])
     );
     assert_eq!(failed("a: stale checkpoint"), json!(["checkpoint_age"]));
+    assert_eq!(
+        failed("a: checkpoint from the future"),
+        json!(["future_checkpoint"])
+    );
+    assert!(valid(
+        "a: checkpoint from the future, within the caller's tolerance"
+    ));
+    assert!(valid(
+        "a: checkpoint a little ahead, within the default tolerance"
+    ));
     assert_eq!(
         failed("a: replayed older snapshot"),
         json!(["snapshot_named", "revocation_proof"])
