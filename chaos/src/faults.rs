@@ -14,6 +14,7 @@
 //! Every start is checked (ready within 30 s), and a service found exited that the suite
 //! did not stop is a failure.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,9 @@ pub struct Stack {
     pub settings: Settings,
     /// The tolerance for clocks, ms.
     pub tolerance_ms: u64,
+    /// Set while the registry's clock is behind its last signed time by more than the
+    /// tolerance (a halt is then expected).
+    pub halt_expected: Arc<AtomicBool>,
 }
 
 /// What the faults did and what went wrong with them.
@@ -211,6 +215,7 @@ impl Stack {
             .registry_checkpoint()
             .await
             .map_or(0, |c| c.time_unix_ms);
+        self.halt_expected.store(true, Ordering::SeqCst);
         self.set_clock(0, log);
         tokio::time::sleep(Duration::from_millis(s.cadence_secs * 1000 + 1000)).await;
         let url = self.registry.lock().await.url.clone();
@@ -241,6 +246,7 @@ impl Stack {
             Stop::Term
         };
         self.restart_registry(how, Duration::ZERO, log).await;
+        self.halt_expected.store(false, Ordering::SeqCst);
         checks.push(());
         if log.lock().unwrap().start_failures.len() > before {
             fail.push(format!(
@@ -253,11 +259,32 @@ impl Stack {
         l.episode_failures.extend(fail);
     }
 
-    /// Injects faults until `deadline`.
+    /// The longest a clock episode takes: the jump held past the staleness bound, the
+    /// wait for the real clock to pass the last signed time, a restart.
+    pub fn episode_len(&self) -> Duration {
+        let s = &self.settings;
+        Duration::from_millis(
+            s.max_staleness_secs * 1000
+                + s.poll_ms
+                + 4000
+                + s.cadence_secs * 1000
+                + 1000
+                + self.tolerance_ms
+                + 7000
+                + 15_000,
+        )
+    }
+
+    /// Injects faults until `deadline`. The first clock episode comes at a random point
+    /// that leaves it time to finish (the run must be at least that long: see
+    /// [`episode_len`](Self::episode_len)); later ones at random, at least 25 s apart.
     pub async fn run(&self, mut rng: Rng, deadline: Instant, log: Arc<Mutex<FaultLog>>) {
-        let s = self.settings.clone();
-        let episode_len =
-            Duration::from_millis(s.max_staleness_secs * 1000 + self.tolerance_ms + 20_000);
+        let episode_len = self.episode_len();
+        let latest_first = deadline
+            .saturating_duration_since(Instant::now() + episode_len)
+            .as_millis() as u64;
+        let mut first_episode =
+            Some(Instant::now() + Duration::from_millis(rng.range(0, latest_first)));
         let mut last_episode = Instant::now();
         loop {
             let pause = Duration::from_millis(rng.range(1000, 4000));
@@ -268,8 +295,15 @@ impl Stack {
             self.check_running(&log).await;
             let episode_ok = Instant::now() + episode_len < deadline
                 && last_episode.elapsed() > Duration::from_secs(25);
-            let weights = [3, 3, 4, if episode_ok { 2 } else { 0 }];
-            match rng.weighted(&weights) {
+            let weights = [3, 3, 4, if episode_ok { 1 } else { 0 }];
+            let pick = match first_episode {
+                Some(t) if Instant::now() >= t => {
+                    first_episode = None;
+                    3
+                }
+                _ => rng.weighted(&weights),
+            };
+            match pick {
                 0 => {
                     let how = if rng.chance(0.8) {
                         Stop::Kill
@@ -312,6 +346,7 @@ impl Stack {
                     self.set_clock(offset, &log);
                 }
                 _ => {
+                    first_episode = None;
                     self.episode(&mut rng, &log).await;
                     last_episode = Instant::now();
                 }

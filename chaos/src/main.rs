@@ -88,10 +88,12 @@ struct Args {
 impl Args {
     /// The command line that runs this schedule again.
     fn reproduce(&self, seed: u64, bin_dir: &std::path::Path) -> String {
+        let me = std::env::current_exe()
+            .map_or_else(|_| "dgsp-chaos".into(), |p| p.display().to_string());
         format!(
-            "cargo run -p dgsp-chaos --bin dgsp-chaos -- --bin-dir {} --seed {seed} --duration-secs {} --params {} \
+            "{me} --bin-dir {} --seed {seed} --duration-secs {} --params {} \
              --gateways {} --members {} --checkpoint-interval-secs {} --poll-ms {} --max-staleness-secs {} \
-             --clock-tolerance-secs {}",
+             --clock-tolerance-secs {} --catch-up-grace-ms {}",
             bin_dir.display(),
             self.duration_secs,
             self.params,
@@ -100,7 +102,8 @@ impl Args {
             self.checkpoint_interval_secs,
             self.poll_ms,
             self.max_staleness_secs,
-            self.clock_tolerance_secs
+            self.clock_tolerance_secs,
+            self.catch_up_grace_ms
         )
     }
 }
@@ -226,8 +229,16 @@ async fn run_in(
         clock: clock.clone(),
         settings: settings.clone(),
         tolerance_ms: args.clock_tolerance_secs * 1000,
+        halt_expected: Arc::default(),
     };
     let mut stack = stack;
+    let need = stack.episode_len().as_secs() + 5;
+    if args.duration_secs < need {
+        return Err(format!(
+            "--duration-secs {} is too short for a clock episode with these settings: at least {need}",
+            args.duration_secs
+        ));
+    }
     for i in 1..=args.gateways as usize {
         let mut gw = processes::gateway(&bins, &group, state, &settings, &registry_url, i)?;
         gw.spawn("first start")?;
@@ -293,9 +304,14 @@ async fn run_in(
     };
     let monitor_stop = Arc::new(AtomicBool::new(false));
     let observations = Arc::new(Mutex::new(Observations::default()));
+    let watched = monitor::Watched {
+        registry: stack.registry.clone(),
+        halt_expected: stack.halt_expected.clone(),
+        gateways: stack.gateways.clone(),
+    };
     let monitor = tokio::spawn(monitor::watch(
         http.clone(),
-        stack.gateways.clone(),
+        watched,
         bounds,
         monitor_stop.clone(),
         observations.clone(),
@@ -357,6 +373,11 @@ async fn run_in(
     ];
     {
         let o = observations.lock().unwrap();
+        rows.push(Row::new(
+            "the registry never halts unprompted",
+            o.registry_samples,
+            o.unprompted_halts.clone(),
+        ));
         rows.push(Row::new(
             "no gateway ready while stale",
             o.samples,
@@ -519,10 +540,11 @@ fn summary(
     );
     let o = obs.lock().unwrap();
     println!(
-        "gateways: {} samples, {} ready, {} not ready, largest lead of a note in service {:.1} s, faults seen {:?}",
+        "gateways: {} samples, {} ready, {} not ready ({:?}), largest lead of a note in service {:.1} s, faults seen {:?}",
         o.samples,
         o.ready,
         o.not_ready,
+        o.statuses,
         o.max_lead_ms as f64 / 1e3,
         o.faults
     );

@@ -10,6 +10,9 @@
 //! - a checkpoint in service (read just before, so no newer than the one readiness was
 //!   judged on) signed more than the tolerance ahead of the real clock: a future-dated
 //!   note accepted (`future_checkpoint` is the check that refuses it).
+//!
+//! The registry is sampled too (`GET /readyz`): a registry that halts (`registry-halted`)
+//! other than when the suite set its clock behind its last signed time has failed.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dgsp_wire::answer::Freshness;
+use dgsp_wire::problem::ProblemDetails;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -61,6 +65,12 @@ pub struct Observations {
     pub max_lead_ms: i64,
     /// Feed fault kinds seen, with how many samples showed each.
     pub faults: BTreeMap<String, u64>,
+    /// Gateway statuses seen (`ok`, `degraded`, `stale`, `no_snapshot`), with counts.
+    pub statuses: BTreeMap<String, u64>,
+    /// Registry samples.
+    pub registry_samples: u64,
+    /// Halts of the registry the suite did not provoke (reason, with the start it was in).
+    pub unprompted_halts: Vec<String>,
 }
 
 /// The monitor's settings.
@@ -110,6 +120,7 @@ async fn sample(
     drop(svc);
     let mut o = obs.lock().unwrap();
     o.samples += 1;
+    *o.statuses.entry(r.status.clone()).or_default() += 1;
     if let Some(kind) = r.fault.as_ref().and_then(|f| f["kind"].as_str()) {
         *o.faults.entry(kind.to_owned()).or_default() += 1;
     }
@@ -154,16 +165,61 @@ async fn sample(
     Some(())
 }
 
-/// Samples every gateway in turn until `stop`.
+/// One sample of the registry's readiness: a halt is recorded unless `expected`.
+async fn sample_registry(
+    http: &reqwest::Client,
+    registry: &Arc<tokio::sync::Mutex<Service>>,
+    expected: &AtomicBool,
+    obs: &Mutex<Observations>,
+) -> Option<()> {
+    let svc = registry.lock().await;
+    let start = svc.starts;
+    let r = http
+        .get(format!("{}/readyz", svc.url))
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await
+        .ok()?;
+    let status = r.status().as_u16();
+    let body = r.text().await.ok()?;
+    drop(svc);
+    let mut o = obs.lock().unwrap();
+    o.registry_samples += 1;
+    if status == 200 || expected.load(Ordering::SeqCst) {
+        return Some(());
+    }
+    if let Ok(p) = serde_json::from_str::<ProblemDetails>(&body) {
+        if p.slug() == Some("registry-halted") {
+            let halt = format!("registry halted in its start {start}: {}", p.detail);
+            if !o.unprompted_halts.contains(&halt) {
+                o.unprompted_halts.push(halt);
+            }
+        }
+    }
+    Some(())
+}
+
+/// The services to watch.
+pub struct Watched {
+    /// The registry.
+    pub registry: Arc<tokio::sync::Mutex<Service>>,
+    /// Set while the suite expects the registry to halt (its clock set behind).
+    pub halt_expected: Arc<AtomicBool>,
+    /// The gateways.
+    pub gateways: Vec<Arc<tokio::sync::Mutex<Service>>>,
+}
+
+/// Samples the registry and every gateway in turn until `stop`.
 pub async fn watch(
     http: reqwest::Client,
-    gateways: Vec<Arc<tokio::sync::Mutex<Service>>>,
+    watched: Watched,
     bounds: Bounds,
     stop: Arc<AtomicBool>,
     obs: Arc<Mutex<Observations>>,
 ) {
     while !stop.load(Ordering::Relaxed) {
-        for gw in &gateways {
+        sample_registry(&http, &watched.registry, &watched.halt_expected, &obs).await;
+        for gw in &watched.gateways {
             sample(&http, gw, bounds, &obs).await;
         }
         tokio::time::sleep(Duration::from_millis(150)).await;

@@ -295,7 +295,8 @@ impl Workload {
             Mode::Disconnect => {
                 stats.disconnects.fetch_add(1, Ordering::Relaxed);
                 let linger = Duration::from_micros(rng.below(2000));
-                self.drop_after_send(path, body, key, linger).await;
+                self.drop_after_send(path, body, key, Duration::ZERO, linger)
+                    .await;
                 if !rng.chance(0.5) {
                     return None;
                 }
@@ -314,8 +315,14 @@ impl Workload {
                 stats.acked.fetch_add(1, Ordering::Relaxed);
                 Some(b)
             }
-            Sent::Refused(..) => {
+            Sent::Refused(status, body) => {
                 stats.refused.fetch_add(1, Ordering::Relaxed);
+                // The same key and request again must never be taken for another request.
+                if status == 422 && body.contains("dempotency") {
+                    self.ledger.replay_mismatches.lock().unwrap().push(format!(
+                        "{path} key {key}: a retry of the same request was refused: {body}"
+                    ));
+                }
                 None
             }
             Sent::Abandoned(_) => {
@@ -325,10 +332,22 @@ impl Workload {
         }
     }
 
-    async fn drop_after_send(&self, path: &str, body: Option<&Value>, key: &str, linger: Duration) {
+    /// [`Raw::send_and_drop`] on a blocking thread, after `delay` (slept there: tokio's
+    /// timers have a resolution of 1 ms).
+    async fn drop_after_send(
+        &self,
+        path: &str,
+        body: Option<&Value>,
+        key: &str,
+        delay: Duration,
+        linger: Duration,
+    ) {
         let raw = self.api.raw.clone();
         let (path, body, key) = (path.to_owned(), body.cloned(), key.to_owned());
         let _ = tokio::task::spawn_blocking(move || {
+            if !delay.is_zero() {
+                std::thread::sleep(delay);
+            }
             raw.send_and_drop(&path, body.as_ref(), &key, linger)
         })
         .await;
@@ -585,16 +604,12 @@ impl Workload {
                 me.record_revoked(&body);
             }
         });
-        tokio::time::sleep(Duration::from_micros(rng.below(2000))).await;
         let (a_path, a_key) = (format!("/admin/v1/members/{}/revoke", a.id), rng.key());
         stats.disconnects.fetch_add(1, Ordering::Relaxed);
-        self.drop_after_send(
-            &a_path,
-            None,
-            &a_key,
-            Duration::from_micros(rng.below(1000)),
-        )
-        .await;
+        let delay = Duration::from_micros(rng.below(2000));
+        let linger = Duration::from_micros(rng.below(1000));
+        self.drop_after_send(&a_path, None, &a_key, delay, linger)
+            .await;
         let _ = patient.await;
         if rng.chance(0.5) {
             tokio::time::sleep(Duration::from_millis(rng.range(0, 500))).await;
