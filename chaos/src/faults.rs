@@ -189,8 +189,30 @@ impl Stack {
         let hold = s.max_staleness_secs * 1000 + s.poll_ms + rng.range(2000, 4000);
         let mut checks = Vec::new();
         let mut fail = Vec::new();
+        // From a registry that serves (one halted by something else is restarted first; the
+        // monitor has recorded that halt).
+        let url = self.registry.lock().await.url.clone();
+        if self.readyz(&url).await != 200 {
+            self.restart_registry(Stop::Term, Duration::ZERO, log).await;
+        }
         self.set_clock(jump as i64, log);
         tokio::time::sleep(Duration::from_millis(hold)).await;
+        // 0. The jump took effect: the registry serves, and signs notes from the future.
+        let code = self.readyz(&url).await;
+        let lead = self
+            .registry_checkpoint()
+            .await
+            .map(|c| c.time_unix_ms as i64 - now_ms() as i64);
+        checks.push(());
+        if code != 200 || !lead.is_some_and(|l| l > self.tolerance_ms as i64) {
+            fail.push(format!(
+                "registry: /readyz {code}, newest note {:?} ms ahead of real time, {:.1} s after its \
+                 clock jumped {:+.1} s (expected ready, signing ahead: the episode proves nothing)",
+                lead,
+                hold as f64 / 1e3,
+                jump as f64 / 1e3
+            ));
+        }
         // 1. Every gateway visibly stale.
         for gw in &self.gateways {
             let (name, url) = {

@@ -35,6 +35,26 @@ use crate::processes::{Binaries, Group};
 use crate::report::Row;
 use crate::workload::{Ack, Ledger};
 
+/// Row name.
+pub const SNAPSHOTS_EXACT: &str = "every signed snapshot = the revocations up to its cut";
+/// Row name.
+pub const CHECKPOINTS_COVER: &str = "every logged checkpoint's revocations are in its snapshot";
+/// Row name.
+pub const REGISTRY_REVOKED: &str = "revoked zetas: in the latest snapshot (registry proof)";
+/// Row name.
+pub const GATEWAYS_REVOKED: &str = "revoked zetas: answered revoked by every gateway";
+/// Row name.
+pub const ACKED_IN_LOG: &str = "every acknowledged write is in the log";
+
+/// The rows that need the registry's log.
+pub const LOG_ROWS: [&str; 5] = [
+    SNAPSHOTS_EXACT,
+    CHECKPOINTS_COVER,
+    REGISTRY_REVOKED,
+    GATEWAYS_REVOKED,
+    ACKED_IN_LOG,
+];
+
 /// The registry's proof answer (`GET /v1/revocations/{zeta}/proof`): the registry's own
 /// type, which `dgsp-wire` does not carry.
 #[derive(Debug, Deserialize)]
@@ -187,11 +207,7 @@ pub fn snapshots_exact(log: &Log, group: &ManagerPublicKey) -> Row {
             ));
         }
     }
-    Row::new(
-        "every signed snapshot = the revocations up to its cut",
-        log.snapshots.len() as u64,
-        failures,
-    )
+    Row::new(SNAPSHOTS_EXACT, log.snapshots.len() as u64, failures)
 }
 
 /// Every checkpoint in the log names a snapshot holding every revocation it covers.
@@ -242,11 +258,7 @@ pub fn checkpoints_cover(log: &Log) -> Row {
             ));
         }
     }
-    Row::new(
-        "every logged checkpoint's revocations are in its snapshot",
-        log.checkpoints.len() as u64,
-        failures,
-    )
+    Row::new(CHECKPOINTS_COVER, log.checkpoints.len() as u64, failures)
 }
 
 /// Every revoked zeta is proved revoked against the latest signed snapshot by the registry.
@@ -256,7 +268,7 @@ pub async fn registry_answers_revoked(
     log: &Log,
     group: &ManagerPublicKey,
 ) -> Row {
-    let name = "revoked zetas: in the latest snapshot (registry proof)";
+    let name = REGISTRY_REVOKED;
     let snapshot =
         match get_json::<Value>(http, &format!("{registry}/v1/revocations/snapshot"), None).await {
             Ok(v) => match snapshot_from_json(&v) {
@@ -327,11 +339,7 @@ pub async fn gateways_answer_revoked(
             }
         }
     }
-    Row::new(
-        "revoked zetas: answered revoked by every gateway",
-        checked,
-        failures,
-    )
+    Row::new(GATEWAYS_REVOKED, checked, failures)
 }
 
 /// Every acknowledged write is in the log as it was answered.
@@ -376,11 +384,7 @@ pub fn acked_in_log(log: &Log, ledger: &Ledger) -> Row {
             ));
         }
     }
-    Row::new(
-        "every acknowledged write is in the log",
-        acks.len() as u64,
-        failures,
-    )
+    Row::new(ACKED_IN_LOG, acks.len() as u64, failures)
 }
 
 /// `dgsp-manager audit` against the registry, with the admin token and the pinned key.

@@ -351,26 +351,39 @@ async fn run_in(
     step(t0, "checking the invariants");
 
     // The invariants.
-    let log = invariants::Log::fetch(&http, &registry_url, &group.admin_token, &group_key).await?;
+    let log = invariants::Log::fetch(&http, &registry_url, &group.admin_token, &group_key).await;
     let mut gateways = Vec::new();
     for g in &stack.gateways {
         let g = g.lock().await;
         gateways.push((g.name.clone(), g.url.clone()));
     }
     let ledger = work.ledger.clone();
-    let mut rows = vec![
-        invariants::snapshots_exact(&log, &group_key),
-        invariants::checkpoints_cover(&log),
-        invariants::registry_answers_revoked(&http, &registry_url, &log, &group_key).await,
-        invariants::gateways_answer_revoked(&http, &gateways, &log).await,
-        invariants::acked_in_log(&log, &ledger),
+    let mut rows = match &log {
+        Ok(log) => vec![
+            invariants::snapshots_exact(log, &group_key),
+            invariants::checkpoints_cover(log),
+            invariants::registry_answers_revoked(&http, &registry_url, log, &group_key).await,
+            invariants::gateways_answer_revoked(&http, &gateways, log).await,
+            invariants::acked_in_log(log, &ledger),
+        ],
+        Err(e) => invariants::LOG_ROWS
+            .iter()
+            .map(|name| {
+                let why = format!(
+                    "not checked: the registry does not serve its log after quiescing: {e}"
+                );
+                Row::new(*name, 1, vec![why])
+            })
+            .collect(),
+    };
+    rows.extend([
         Row::new(
             "a retried write is answered as the first time",
             ledger.stats.replays.load(Ordering::Relaxed),
             ledger.replay_mismatches.lock().unwrap().clone(),
         ),
         catch_up,
-    ];
+    ]);
     {
         let o = observations.lock().unwrap();
         rows.push(Row::new(
@@ -406,7 +419,7 @@ async fn run_in(
         ));
     }
     rows.push(invariants::audit(&bins, &group, &registry_url, state));
-    summary(&work, &fault_log, &observations, &log, t0);
+    summary(&work, &fault_log, &observations, log.as_ref().ok(), t0);
 
     // Stop the services cleanly.
     for g in &stack.gateways {
@@ -443,7 +456,8 @@ async fn wait_published(stack: &Stack, registry: &str, args: &Args) -> Option<(u
 }
 
 /// Every gateway reaches the registry's latest checkpoint within one cadence plus one poll
-/// (plus the grace).
+/// (plus the grace) of its signing: the clock is back at real time, so the note's signed
+/// time is real time.
 async fn catch_up(stack: &Stack, published: Option<(u64, u64)>, args: &Args) -> Row {
     let name = "every gateway reaches the latest checkpoint in time";
     let Some((size, time)) = published else {
@@ -453,12 +467,10 @@ async fn catch_up(stack: &Stack, published: Option<(u64, u64)>, args: &Args) -> 
             vec!["the registry's checkpoint never covered its head after quiescing".into()],
         );
     };
-    let bound = Duration::from_millis(
-        args.checkpoint_interval_secs * 1000 + args.poll_ms + args.catch_up_grace_ms,
-    );
-    let started = Instant::now();
+    let bound_ms = args.checkpoint_interval_secs * 1000 + args.poll_ms + args.catch_up_grace_ms;
+    let give_up = time + bound_ms + 30_000;
     let mut failures = Vec::new();
-    let mut slowest = Duration::ZERO;
+    let mut slowest = 0;
     for gw in &stack.gateways {
         let (gname, url) = {
             let g = gw.lock().await;
@@ -466,13 +478,13 @@ async fn catch_up(stack: &Stack, published: Option<(u64, u64)>, args: &Args) -> 
         };
         let mut last = String::from("no answer");
         let reached = loop {
-            if let Ok(r) = stack
+            let answer = stack
                 .http
                 .get(format!("{url}/v1/group"))
                 .timeout(Duration::from_secs(3))
                 .send()
-                .await
-            {
+                .await;
+            if let Ok(r) = answer {
                 if let Ok(g) = r.json::<monitor::GroupAnswer>().await {
                     let f = g.freshness;
                     let cp = f.checkpoint.as_ref().map(|c| (c.size, c.time_unix_ms));
@@ -485,30 +497,30 @@ async fn catch_up(stack: &Stack, published: Option<(u64, u64)>, args: &Args) -> 
                     );
                 }
             }
-            if started.elapsed() > bound + Duration::from_secs(30) {
+            if now_ms() > give_up {
                 break false;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        let took = started.elapsed();
+        let took = now_ms().saturating_sub(time);
         slowest = slowest.max(took);
         if !reached {
             failures.push(format!(
-                "{gname}: never reached checkpoint {size} (signed {time}) within {:.1} s; last: {last}",
-                took.as_secs_f64()
+                "{gname}: had not reached checkpoint {size} {:.1} s after it was signed; last: {last}",
+                took as f64 / 1e3
             ));
-        } else if took > bound {
+        } else if took > bound_ms {
             failures.push(format!(
-                "{gname}: reached checkpoint {size} after {:.1} s (bound {:.1} s)",
-                took.as_secs_f64(),
-                bound.as_secs_f64()
+                "{gname}: reached checkpoint {size} {:.1} s after it was signed (bound {:.1} s)",
+                took as f64 / 1e3,
+                bound_ms as f64 / 1e3
             ));
         }
     }
     println!(
-        "catch-up: slowest gateway reached checkpoint {size} after {:.2} s (bound {:.1} s)",
-        slowest.as_secs_f64(),
-        bound.as_secs_f64()
+        "catch-up: the slowest gateway served checkpoint {size} {:.2} s after it was signed (bound {:.1} s)",
+        slowest as f64 / 1e3,
+        bound_ms as f64 / 1e3
     );
     Row::new(name, stack.gateways.len() as u64, failures)
 }
@@ -517,7 +529,7 @@ fn summary(
     work: &Workload,
     faults: &Mutex<FaultLog>,
     obs: &Mutex<Observations>,
-    log: &invariants::Log,
+    log: Option<&invariants::Log>,
     t0: Instant,
 ) {
     let s = &work.ledger.stats;
@@ -548,15 +560,16 @@ fn summary(
         o.max_lead_ms as f64 / 1e3,
         o.faults
     );
-    let revocations = log
-        .entries
-        .iter()
-        .filter(|e| e.kind == "member_revoked")
-        .count();
-    println!(
-        "log: {} entries, {revocations} revocations; wall time {:.0} s; now {}",
-        log.entries.len(),
-        t0.elapsed().as_secs_f64(),
-        now_ms()
-    );
+    if let Some(log) = log {
+        let revocations = log
+            .entries
+            .iter()
+            .filter(|e| e.kind == "member_revoked")
+            .count();
+        println!(
+            "log: {} entries, {revocations} revocations",
+            log.entries.len()
+        );
+    }
+    println!("wall time {:.0} s", t0.elapsed().as_secs_f64());
 }

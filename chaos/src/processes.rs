@@ -263,8 +263,9 @@ impl Service {
             }
             if !self.running() {
                 return Err(format!(
-                    "{} exited before {path} answered 200; see {}",
+                    "{} exited before {path} answered 200 ({}); see {}",
                     self.name,
+                    last_error(&self.log),
                     self.log.display()
                 ));
             }
@@ -279,6 +280,19 @@ impl Service {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// The last line of `log` that reports an error (for a start that failed).
+fn last_error(log: &Path) -> String {
+    let text = std::fs::read(log).unwrap_or_default();
+    String::from_utf8_lossy(&text)
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error") || l.contains("ERROR") || l.contains("panicked"))
+        .unwrap_or("no error line")
+        .chars()
+        .take(300)
+        .collect()
 }
 
 /// The settings of the services.

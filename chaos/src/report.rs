@@ -69,5 +69,14 @@ pub fn print(rows: &[Row]) -> bool {
             println!("{}: ... and {} more", r.name, r.failures.len() - SHOWN);
         }
     }
+    // The closing line the test command's tally reads (scripts/tally.awk), as cargo test
+    // writes it: one test per invariant.
+    let failed = rows.iter().filter(|r| !r.passed()).count();
+    println!();
+    println!(
+        "test result: {}. {} passed; {failed} failed; 0 ignored (chaos invariants)",
+        if all { "ok" } else { "FAILED" },
+        rows.len() - failed
+    );
     all
 }
