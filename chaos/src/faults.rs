@@ -45,6 +45,10 @@ pub struct Stack {
     /// Set while the registry's clock is behind its last signed time by more than the
     /// tolerance (a halt is then expected).
     pub halt_expected: Arc<AtomicBool>,
+    /// The suite's copy of the log, read up to date before each stop of the registry.
+    pub log_copy: Arc<crate::invariants::LogCopy>,
+    /// The admin token (the log with its private parts).
+    pub admin_token: String,
 }
 
 /// What the faults did and what went wrong with them.
@@ -77,6 +81,7 @@ pub struct FaultLog {
 impl Stack {
     /// Stops and restarts the registry; waits until it is ready.
     pub async fn restart_registry(&self, how: Stop, pause: Duration, log: &Mutex<FaultLog>) {
+        self.sync_log().await;
         let mut reg = self.registry.lock().await;
         reg.stop(how).await;
         tokio::time::sleep(pause).await;
@@ -120,6 +125,16 @@ impl Stack {
                 self.start(&mut g, "/healthz", "found exited", log).await;
             }
         }
+    }
+
+    /// Brings the suite's copy of the log up to date, if the registry answers within 5 s.
+    pub async fn sync_log(&self) -> bool {
+        let url = self.registry.lock().await.url.clone();
+        let sync = self.log_copy.sync(&self.http, &url, &self.admin_token);
+        matches!(
+            tokio::time::timeout(Duration::from_secs(5), sync).await,
+            Ok(Ok(()))
+        )
     }
 
     /// The registry's newest signed checkpoint, if it answers.

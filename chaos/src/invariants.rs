@@ -46,15 +46,6 @@ pub const GATEWAYS_REVOKED: &str = "revoked zetas: answered revoked by every gat
 /// Row name.
 pub const ACKED_IN_LOG: &str = "every acknowledged write is in the log";
 
-/// The rows that need the registry's log.
-pub const LOG_ROWS: [&str; 5] = [
-    SNAPSHOTS_EXACT,
-    CHECKPOINTS_COVER,
-    REGISTRY_REVOKED,
-    GATEWAYS_REVOKED,
-    ACKED_IN_LOG,
-];
-
 /// The registry's proof answer (`GET /v1/revocations/{zeta}/proof`): the registry's own
 /// type, which `dgsp-wire` does not carry.
 #[derive(Debug, Deserialize)]
@@ -120,19 +111,58 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .map_err(|e| format!("{url}: {e}"))
 }
 
-impl Log {
-    /// Reads the whole feed (with the admin token: private parts included).
-    pub async fn fetch(
+/// The suite's own copy of the log, followed during the run (every few seconds and just
+/// before each stop of the registry), so that the checks still have the log when the
+/// registry no longer starts, and so that a log that loses or changes entries across a
+/// crash is seen.
+#[derive(Default)]
+pub struct LogCopy {
+    entries: tokio::sync::Mutex<Vec<Entry>>,
+    /// Rollbacks and forks seen.
+    pub problems: std::sync::Mutex<Vec<String>>,
+    /// Successful reads.
+    pub syncs: std::sync::atomic::AtomicU64,
+}
+
+impl LogCopy {
+    /// Reads what the registry appended since the last read (with the admin token: private
+    /// parts included). Fails when the registry does not answer.
+    pub async fn sync(
+        &self,
         http: &reqwest::Client,
         registry: &str,
         token: &str,
-        group: &ManagerPublicKey,
-    ) -> Result<Log, String> {
-        let mut entries = Vec::new();
+    ) -> Result<(), String> {
+        let mut entries = self.entries.lock().await;
         loop {
-            let after = entries.last().map_or(0, |e: &Entry| e.seq);
+            let after = entries.last().map_or(0, |e| e.seq);
             let url = format!("{registry}/v1/log/entries?after={after}&limit=1000");
             let page: Entries = get_json(http, &url, Some(token)).await?;
+            if page.head_seq < after {
+                let p = format!(
+                    "the registry's log went back from {after} entries to {}",
+                    page.head_seq
+                );
+                let mut problems = self.problems.lock().unwrap();
+                if !problems.contains(&p) {
+                    problems.push(p);
+                }
+                return Ok(());
+            }
+            if let (Some(last), Some(first)) = (entries.last(), page.entries.first()) {
+                if first.seq != last.seq + 1 || first.prev_hash != last.hash {
+                    let p = format!(
+                        "entry {} does not follow entry {} as read before (seq or prev_hash differs): \
+                         the log changed",
+                        first.seq, last.seq
+                    );
+                    let mut problems = self.problems.lock().unwrap();
+                    if !problems.contains(&p) {
+                        problems.push(p);
+                    }
+                    return Ok(());
+                }
+            }
             let done = page.entries.is_empty()
                 || page.entries.last().map(|e| e.seq) >= Some(page.head_seq);
             entries.extend(page.entries);
@@ -140,6 +170,20 @@ impl Log {
                 break;
             }
         }
+        self.syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The entries read so far.
+    pub async fn entries(&self) -> Vec<Entry> {
+        self.entries.lock().await.clone()
+    }
+}
+
+impl Log {
+    /// The log `entries`, sorted by kind.
+    pub fn new(entries: Vec<Entry>, group: &ManagerPublicKey) -> Log {
         let mut log = Log {
             entries: Vec::new(),
             revocations: Vec::new(),
@@ -171,7 +215,7 @@ impl Log {
             }
         }
         log.entries = entries;
-        Ok(log)
+        log
     }
 
     /// Every revoked zeta with the seq of its revocation.

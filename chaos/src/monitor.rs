@@ -11,6 +11,10 @@
 //!   judged on) signed more than the tolerance ahead of the real clock: a future-dated
 //!   note accepted (`future_checkpoint` is the check that refuses it).
 //!
+//! A feed fault that says the registry published something inconsistent (a bad checkpoint
+//! or snapshot, a broken chain, a rollback, ...: every kind but the transport ones and
+//! `future_checkpoint`, which the clock episodes provoke) is recorded as a finding.
+//!
 //! The registry is sampled too (`GET /readyz`): a registry that halts (`registry-halted`)
 //! other than when the suite set its clock behind its last signed time has failed.
 
@@ -26,6 +30,18 @@ use serde_json::Value;
 
 use crate::clock::now_ms;
 use crate::processes::Service;
+
+/// Feed fault kinds that say nothing against what the registry signed: it was down or
+/// restarting (`unreachable`, `http_status`, a page cut short), a page or buffer bound, or
+/// its clock was ahead (the clock episodes).
+const TRANSIENT_FAULTS: &[&str] = &[
+    "unreachable",
+    "http_status",
+    "malformed_page",
+    "page_too_large",
+    "pending_limit",
+    "future_checkpoint",
+];
 
 /// The part of a gateway's `/readyz` body the suite reads (the gateway's `Readiness`).
 #[derive(Debug, Deserialize)]
@@ -67,6 +83,9 @@ pub struct Observations {
     pub faults: BTreeMap<String, u64>,
     /// Gateway statuses seen (`ok`, `degraded`, `stale`, `no_snapshot`), with counts.
     pub statuses: BTreeMap<String, u64>,
+    /// Feed faults that find the registry's publications inconsistent (gateway, kind, entry,
+    /// detail), each once.
+    pub registry_faults: Vec<String>,
     /// Registry samples.
     pub registry_samples: u64,
     /// Halts of the registry the suite did not provoke (reason, with the start it was in).
@@ -121,8 +140,15 @@ async fn sample(
     let mut o = obs.lock().unwrap();
     o.samples += 1;
     *o.statuses.entry(r.status.clone()).or_default() += 1;
-    if let Some(kind) = r.fault.as_ref().and_then(|f| f["kind"].as_str()) {
+    if let Some(f) = &r.fault {
+        let kind = f["kind"].as_str().unwrap_or("?");
         *o.faults.entry(kind.to_owned()).or_default() += 1;
+        if !TRANSIENT_FAULTS.contains(&kind) {
+            let finding = format!("{name}: {kind} at entry {}: {}", f["seq"], f["detail"]);
+            if !o.registry_faults.contains(&finding) {
+                o.registry_faults.push(finding);
+            }
+        }
     }
     let ready = code == 200;
     if ready {
