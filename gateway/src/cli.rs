@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::api::{ApiConfig, DEFAULT_BODY_LIMIT, DEFAULT_MAX_BATCH};
+use crate::api::{ApiConfig, DEFAULT_BODY_LIMIT, DEFAULT_MAX_BATCH, DEFAULT_MAX_MESSAGE};
+use crate::follower::MAX_PENDING_BYTES;
 use crate::layout::Layout;
 use crate::server::Config;
 
@@ -67,9 +68,18 @@ pub struct ServeArgs {
     /// Most signatures in one batch request.
     #[arg(long, env = "DGSP_GATEWAY_MAX_BATCH", default_value_t = DEFAULT_MAX_BATCH)]
     pub max_batch: usize,
-    /// Largest accepted request body, in bytes.
+    /// Largest accepted request body, in bytes: a batch's limit, and the most any request
+    /// may send.
     #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = DEFAULT_BODY_LIMIT)]
     pub max_body_bytes: usize,
+    /// Largest message a single /v1/verify or /v1/judge carries, in bytes: their body limit
+    /// is its base64 plus twice the largest signature (docs/gateway.md, "Limits").
+    #[arg(long, env = "DGSP_GATEWAY_MAX_MESSAGE_BYTES", default_value_t = DEFAULT_MAX_MESSAGE)]
+    pub max_message_bytes: usize,
+    /// Most memory held by feed entries fetched but not yet covered by a signed checkpoint,
+    /// by their parsed size, in bytes; beyond it the feed is refused (`pending_limit`).
+    #[arg(long, env = "DGSP_GATEWAY_MAX_PENDING_BYTES", default_value_t = MAX_PENDING_BYTES)]
+    pub max_pending_bytes: usize,
     /// A state whose newest signed checkpoint (by the registry's signed time) is older than
     /// this many seconds is stale: verify answers `stale` with no verdict and /readyz fails.
     #[arg(long, env = "DGSP_GATEWAY_MAX_STALENESS_SECS", default_value_t = 60)]
@@ -124,6 +134,7 @@ impl ServeArgs {
         c.queue = self.queue;
         c.api = ApiConfig {
             body_limit: self.max_body_bytes,
+            max_message: self.max_message_bytes,
             max_batch: self.max_batch,
             max_staleness: Duration::from_secs(self.max_staleness_secs),
             serve_stale: self.serve_stale,
@@ -131,6 +142,7 @@ impl ServeArgs {
         };
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
+        c.follow.max_pending_bytes = self.max_pending_bytes;
         Ok(c)
     }
 }

@@ -6,7 +6,8 @@
 //! verify, batch verify and judge requests with the signed snapshot and revocation proof
 //! they were checked against. Any number of gateways can follow one registry.
 //!
-//! Modules: [`anchor`] (which group), [`follower`] (feed → checked ranges), [`replica`]
+//! Modules: [`anchor`] (which group), [`clock`] (the wall clock freshness is measured by),
+//! [`follower`] (feed → checked ranges), [`replica`]
 //! (RocksDB), [`state`] (the view in service, sync status), [`pool`] (bounded verification
 //! threads that coalesce signatures into engine batches), [`layout`] (HTTP and verify threads
 //! sized from the cores), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
@@ -17,6 +18,7 @@
 pub mod anchor;
 pub mod api;
 pub mod cli;
+pub mod clock;
 pub mod follower;
 pub mod layout;
 pub mod pool;

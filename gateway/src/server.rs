@@ -98,7 +98,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         coalesce_wait: config.coalesce_wait,
     })
     .map_err(|e| StartError::Other(e.to_string()))?;
-    std::fs::create_dir_all(&config.data)
+    // Private whatever the umask: RocksDB creates the replica's files with it.
+    dgsp_secrets::dir::create_private(&config.data)
         .map_err(|e| StartError::Other(format!("{}: {e}", config.data.display())))?;
     let replica = Arc::new(Replica::open(&config.data.join("replica"))?);
     let loaded = replica.load()?;

@@ -184,7 +184,7 @@ pub struct SyncStatus {
     /// Entries fetched and chain-checked but not yet covered by a checkpoint (excluding the
     /// registry's own trailing checkpoint entries).
     pub pending_substantive: u64,
-    /// Bytes of feed held pending.
+    /// Memory held by the entries pending, by their parsed size (bytes).
     pub pending_bytes: u64,
     /// Registry time of the oldest such entry (Unix ms).
     pub oldest_pending_ms: Option<u64>,

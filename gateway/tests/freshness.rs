@@ -310,9 +310,9 @@ async fn oversized_pages_shrink_and_pending_bytes_are_bounded() {
     );
 
     // A feed that grows without checkpoints, each page within bounds: refused once more
-    // than the bound is held, and the bytes held never exceed it.
+    // than the bound is held (by parsed size), and the bytes held never exceed it.
     mock.serve(padded(&log.entries, 40, m / 2));
-    fault(&gw, "pending_limit", "bytes of feed").await;
+    fault(&gw, "pending_limit", "bytes of parsed entries").await;
     for _ in 0..20 {
         let held = metric(&gw.metrics().await, "dgsp_gateway_pending_bytes").unwrap();
         assert!(held <= (6 * m) as f64, "{held}");

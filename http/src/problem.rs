@@ -135,7 +135,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = Problem;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
-        let limit = announced_within_limit(&req)?;
+        let (req, limit) = announced_within_limit(req).await?;
         match Json::<T>::from_request(req, state).await {
             Ok(Json(v)) => Ok(Body(v)),
             Err(rej) => Err(from_rejection(rej, limit)),
@@ -146,15 +146,22 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 /// The request body as bytes, within the route's limit (a 413 naming it beyond; 400 for a
 /// broken stream), for handlers that parse it themselves.
 pub async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Problem> {
-    let limit = announced_within_limit(&req)?;
+    let (req, limit) = announced_within_limit(req).await?;
     Bytes::from_request(req, state)
         .await
         .map_err(|rej| from_rejection(JsonRejection::from(rej), limit))
 }
 
-/// The route's body limit ([`BodyLimit`]), after refusing a body whose `Content-Length`
-/// already passes it (nothing of it is read).
-fn announced_within_limit(req: &Request) -> Result<Option<usize>, Problem> {
+/// A body refused for its announced length is still read and thrown away when it is at most
+/// this long, so that the client, which is sending it, gets the 413 rather than a connection
+/// reset (a server that closes with unread data makes the client's write fail first). Longer
+/// ones are not read at all.
+pub const DRAIN_LIMIT: u64 = 64 << 20;
+
+/// The request and its route's body limit ([`BodyLimit`]), after refusing a body whose
+/// `Content-Length` already passes that limit: nothing of such a body is kept (it is read
+/// and discarded up to [`DRAIN_LIMIT`]).
+async fn announced_within_limit(req: Request) -> Result<(Request, Option<usize>), Problem> {
     let limit = req.extensions().get::<BodyLimit>().map(|l| l.0);
     let announced = req
         .headers()
@@ -162,9 +169,22 @@ fn announced_within_limit(req: &Request) -> Result<Option<usize>, Problem> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     match (limit, announced) {
-        (Some(max), Some(n)) if n > max as u64 => Err(body_too_large(max)),
-        _ => Ok(limit),
+        (Some(max), Some(n)) if n > max as u64 => {
+            if n <= DRAIN_LIMIT {
+                discard(req.into_body()).await;
+            }
+            Err(body_too_large(max))
+        }
+        _ => Ok((req, limit)),
     }
+}
+
+/// Reads `body` to its end (or its first error), keeping nothing.
+async fn discard(mut body: axum::body::Body) {
+    use http_body::Body as _;
+    while let Some(Ok(_)) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {}
 }
 
 /// 413 naming the route's body limit.
@@ -243,12 +263,6 @@ fn syntax_problem(detail: String) -> Problem {
         "Malformed request body",
         detail,
     )
-}
-
-/// The problem for a body that could not be read (too large: 413; broken stream: 400), when
-/// the route's limit is not known ([`body_bytes`] names it).
-pub fn bytes_problem(rej: axum::extract::rejection::BytesRejection) -> Problem {
-    from_rejection(JsonRejection::from(rej), None)
 }
 
 /// The field serde names in "missing field `x`" / "unknown field `x`" messages (at the top

@@ -134,6 +134,11 @@ async fn a_route_limit_is_enforced_and_named_in_the_413() {
             p["detail"].as_str().unwrap().contains("limit of 64 bytes"),
             "{p}"
         );
+        // A client that sends all of a far larger body before reading still gets the 413,
+        // not a reset connection: the refused body is read and thrown away.
+        let huge = format!("\"{}\"", "a".repeat(4 << 20));
+        let refused = raw(addr, &post_json("/small", &huge, false)).await;
+        assert!(refused.starts_with("HTTP/1.1 413"), "{refused:.200}");
         // The same body passes where the router's limit applies; a larger one names it.
         let ok = raw(addr, &post_json("/large", &over, chunked)).await;
         assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");

@@ -1,9 +1,11 @@
 //! Secrets at rest, the same way everywhere in this project: [`file`] reads secret files
 //! (keys, passphrases, tokens, wallets) only when they are private regular files, and
-//! [`envelope`] is the passphrase encryption of the manager key file and the member wallet.
+//! [`envelope`] is the passphrase encryption of the manager key file and the member wallet;
+//! [`dir`] creates the services' data directories private (0700).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod dir;
 pub mod envelope;
 pub mod file;

@@ -11,6 +11,7 @@
 //! - [`problem`]: RFC 9457 problem details, as every error answer carries them.
 //! - [`anchor`]: a group trust anchor (key or fingerprint) from its text form.
 //! - [`follow`]: the rules a follower applies to a checkpointed range of the log.
+//! - [`limits`]: the body limit of a request that carries one signed message.
 //!
 //! Builds for `wasm32-unknown-unknown`:
 //! `cargo check -p dgsp-wire --target wasm32-unknown-unknown`.
@@ -24,6 +25,7 @@ pub mod events;
 pub mod feed;
 pub mod follow;
 pub mod log;
+pub mod limits;
 pub mod problem;
 pub mod registry_api;
 pub mod snapshot;

@@ -11,14 +11,16 @@
 //!   bytes than base64.
 //!
 //! Every length is checked against the bytes that remain, so a body can claim nothing larger
-//! than itself (the body limit bounds it).
+//! than itself (the route's body limit bounds it: a single verify or judge carries one
+//! message and one signature, `ApiConfig::single_body_limit`; a batch has the larger
+//! `--max-body-bytes`).
 
 use std::borrow::Cow;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, StatusCode};
-use dgsp_http::problem::{b64, bytes_problem, json_problem, json_trailing_problem, Problem};
+use dgsp_http::problem::{b64, body_bytes, json_problem, json_trailing_problem, Problem};
 use serde::Deserialize;
 
 use super::model::{BatchRequest, VerifyRequest};
@@ -61,9 +63,7 @@ impl<S: Send + Sync> FromRequest<S> for VerifyBody {
                 ))
             }
         };
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(bytes_problem)?;
+        let bytes = body_bytes(req, state).await?;
         Ok(VerifyBody { encoding, bytes })
     }
 }

@@ -12,7 +12,8 @@ use utoipa::ToSchema;
 
 use super::model::{Freshness, FreshnessOf, SnapshotRef, Status};
 use super::Shared;
-use crate::state::{current, lock, now_ms, FaultReport};
+use crate::clock::FUTURE_CHECKPOINT;
+use crate::state::{current, lock, FaultReport};
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "alive", body = String)))]
@@ -23,20 +24,25 @@ pub async fn healthz() -> &'static str {
 /// Readiness and sync state.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Readiness {
-    /// Whether to route traffic here: a verified snapshot is in service and the state is
-    /// not stale.
+    /// Whether to route traffic here: a verified snapshot is in service, the state is not
+    /// stale, and the registry's newest checkpoint is not dated ahead of this gateway's clock.
     pub ready: bool,
     /// `ok`, `degraded` (serving the last verified state while the feed is faulty),
-    /// `stale` (the newest signed checkpoint is older than the bound, or there is none) or
-    /// `no_snapshot`.
+    /// `future_checkpoint` (the registry's newest checkpoint is signed more than the clock
+    /// tolerance ahead of this gateway's clock: refused, the last verified state is kept, and
+    /// the gateway is not ready), `stale` (the newest signed checkpoint is older than the
+    /// bound, dated beyond the tolerance ahead, or there is none) or `no_snapshot`.
     pub status: String,
-    /// Whether the state is stale: its newest signed checkpoint is older than the bound, or
-    /// there is none with a time.
+    /// Whether the state is stale: its newest signed checkpoint is older than the bound (by
+    /// the wall clock, or by the monotonic time since it was verified, whichever is more),
+    /// dated more than the clock tolerance ahead of this gateway's clock, or there is none
+    /// with a time.
     pub stale: bool,
     /// Last applied entry.
     pub applied_seq: u64,
-    /// Seconds since the signed time of the checkpoint in service (absent before the first
-    /// timed checkpoint). Staleness is decided by this, never by when the registry answered.
+    /// Seconds since the signed time of the checkpoint in service, or since this gateway
+    /// verified it if that is longer (absent before the first timed checkpoint). Staleness is
+    /// decided by this, never by when the registry answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_age_seconds: Option<f64>,
     /// The bound (`--max-staleness-secs`).
@@ -66,7 +72,9 @@ pub struct Readiness {
 
 /// Readiness: 200 while a verified snapshot is in service and the state is fresh by signed
 /// time (a feed fault alone keeps the gateway ready, serving its last verified state, and is
-/// reported as `degraded`); 503 before the first snapshot or when stale.
+/// reported as `degraded`); 503 before the first snapshot, when stale, or while the
+/// registry's newest checkpoint is dated beyond the clock tolerance ahead
+/// (`future_checkpoint`).
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
 pub async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
@@ -82,22 +90,28 @@ pub async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
 /// The readiness report.
 pub fn readiness(s: &Shared) -> Readiness {
     let view = current(&s.view);
-    let now = now_ms();
-    let fresh = Freshness::of(&view, now, s.config.max_staleness);
+    let now = s.clock.now_unix_ms();
+    let fresh = Freshness::of(&view, &s.clock, s.config.max_staleness);
     let stale = fresh.stale;
     let st = lock(&s.status);
     let snapshot = view.snapshot.as_deref().map(SnapshotRef::of);
+    let future = st
+        .fault
+        .as_ref()
+        .is_some_and(|f| f.kind == FUTURE_CHECKPOINT);
     let status = if snapshot.is_none() {
         "no_snapshot"
     } else if stale {
         "stale"
+    } else if future {
+        FUTURE_CHECKPOINT
     } else if st.fault.is_some() {
         "degraded"
     } else {
         "ok"
     };
     Readiness {
-        ready: snapshot.is_some() && !stale,
+        ready: snapshot.is_some() && !stale && !future,
         status: status.into(),
         stale,
         applied_seq: view.applied.seq,
@@ -197,7 +211,7 @@ pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
     gauge(
         &mut out,
         "dgsp_gateway_stale",
-        "1 while the newest signed checkpoint is older than the bound (or there is none).",
+        "1 while the newest signed checkpoint is older than the bound, dated beyond the clock tolerance ahead, or absent.",
         u64::from(r.stale),
     );
     // No timed checkpoint yet: +Inf, so an alert on the age fires.
@@ -260,7 +274,7 @@ pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
     gauge(
         &mut out,
         "dgsp_gateway_pending_bytes",
-        "Bytes of feed fetched and waiting for a checkpoint.",
+        "Memory held by fetched entries waiting for a checkpoint (parsed size, bytes).",
         lock(&s.status).pending_bytes,
     );
     gauge(

@@ -22,14 +22,18 @@ use std::time::Duration;
 
 use axum::routing::{get, post};
 use axum::Router;
+use dgsp_http::router::limit_body;
 
 use crate::pool::VerifyPool;
 use crate::replica::Replica;
 use crate::state::{SharedStatus, SharedView};
 
-/// Default request body limit: a full batch of the largest signatures fits (256 × ~50 KiB
-/// shake-256f signatures in base64 is ~17 MiB), a flood does not.
+/// Default request body limit, a batch's: a full batch of the largest signatures fits (256 ×
+/// ~50 KiB shake-256f signatures in base64 is ~17 MiB), a flood does not. A single verify or
+/// judge has a much smaller limit ([`ApiConfig::single_body_limit`]).
 pub const DEFAULT_BODY_LIMIT: usize = 20 << 20;
+
+pub use dgsp_wire::limits::DEFAULT_MAX_MESSAGE;
 
 /// Default largest batch.
 pub const DEFAULT_MAX_BATCH: usize = 256;
@@ -40,8 +44,10 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Settings of the HTTP side.
 #[derive(Clone, Debug)]
 pub struct ApiConfig {
-    /// Largest request body in bytes.
+    /// Largest request body in bytes (a batch's; single requests get less).
     pub body_limit: usize,
+    /// Largest message a single verify or judge carries: sizes their body limit.
+    pub max_message: usize,
     /// Most items in one batch verify.
     pub max_batch: usize,
     /// A state whose newest signed checkpoint is older than this is stale: verify answers
@@ -57,11 +63,22 @@ impl Default for ApiConfig {
     fn default() -> Self {
         ApiConfig {
             body_limit: DEFAULT_BODY_LIMIT,
+            max_message: DEFAULT_MAX_MESSAGE,
             max_batch: DEFAULT_MAX_BATCH,
             max_staleness: Duration::from_secs(60),
             serve_stale: false,
             web_dir: None,
         }
+    }
+}
+
+impl ApiConfig {
+    /// The body limit of `/v1/verify` and `/v1/judge`, which carry one message and one
+    /// signature: the message limit in base64, twice the largest signature of all parameter
+    /// sets and 1 KiB ([`dgsp_wire::limits::signed_message_body_limit`]; 1,503,296 bytes
+    /// for the default 1 MiB message), never more than [`body_limit`](Self::body_limit).
+    pub fn single_body_limit(&self) -> usize {
+        dgsp_wire::limits::signed_message_body_limit(self.max_message).min(self.body_limit)
     }
 }
 
@@ -112,11 +129,11 @@ pub type Shared = Arc<AppState>;
 
 /// The router.
 pub fn router(state: Shared) -> Router {
-    let limit = state.config.body_limit;
+    let (limit, single) = (state.config.body_limit, state.config.single_body_limit());
     let router = Router::new()
-        .route("/v1/verify", post(verify::verify))
+        .route("/v1/verify", limit_body(post(verify::verify), single))
         .route("/v1/verify/batch", post(verify::verify_batch))
-        .route("/v1/judge", post(verify::judge))
+        .route("/v1/judge", limit_body(post(verify::judge), single))
         .route("/v1/group", get(revocations::group))
         .route(
             "/v1/revocations/snapshot",

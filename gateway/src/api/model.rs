@@ -6,16 +6,18 @@ pub use dgsp_wire::answer::*;
 
 use dgsp_core::Zeta;
 
+use crate::clock::Clock;
 use crate::state::View;
 
 /// How current a view is, as an answer states it.
 pub trait FreshnessOf {
-    /// The freshness of `view` at `now_unix_ms` against the bound, with the signed note.
-    fn of(view: &View, now_unix_ms: u64, max_staleness: std::time::Duration) -> Self;
+    /// The freshness of `view` now by `clock` against the bound, with the signed note.
+    fn of(view: &View, clock: &Clock, max_staleness: std::time::Duration) -> Self;
 }
 
 impl FreshnessOf for Freshness {
-    fn of(view: &View, now_unix_ms: u64, max_staleness: std::time::Duration) -> Self {
+    fn of(view: &View, clock: &Clock, max_staleness: std::time::Duration) -> Self {
+        let now_unix_ms = clock.now_unix_ms();
         let max_staleness_ms = u64::try_from(max_staleness.as_millis()).unwrap_or(u64::MAX);
         let fresh = view.fresh();
         Freshness {
@@ -30,7 +32,7 @@ impl FreshnessOf for Freshness {
             }),
             age_ms: view.age_ms(now_unix_ms),
             max_staleness_ms,
-            stale: view.is_stale(now_unix_ms, max_staleness_ms),
+            stale: view.is_stale(clock, now_unix_ms, max_staleness_ms),
         }
     }
 }

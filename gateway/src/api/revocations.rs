@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::model::{Freshness, FreshnessOf, Note, Revocation, RevocationOf};
 use super::Shared;
-use crate::state::{current, now_ms};
+use crate::state::current;
 
 /// The pinned group and how far this gateway has followed its log.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -41,7 +41,7 @@ pub async fn group(State(s): State<Shared>) -> Json<GroupAnswer> {
         public_key: to_b64(&view.group.to_bytes()),
         fingerprint: hex::encode(view.group.fingerprint()),
         checkpoint: view.checkpoint.as_ref().map(|c| c.note.clone()),
-        freshness: Freshness::of(&view, now_ms(), s.config.max_staleness),
+        freshness: Freshness::of(&view, &s.clock, s.config.max_staleness),
     })
 }
 
@@ -135,7 +135,7 @@ pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Respons
     Json(ProofAnswer {
         zeta: to_b64(zeta.as_bytes()),
         revocation: Revocation::of(&view, &zeta),
-        freshness: Freshness::of(&view, now_ms(), s.config.max_staleness),
+        freshness: Freshness::of(&view, &s.clock, s.config.max_staleness),
     })
     .into_response()
 }

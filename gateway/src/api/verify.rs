@@ -22,7 +22,7 @@ use super::model::{
 };
 use super::Shared;
 use crate::pool::{PoolError, VerifyItem};
-use crate::state::{current, now_ms, View};
+use crate::state::{current, View};
 
 /// A decoded verify item, or why it could not be.
 #[doc(hidden)]
@@ -59,12 +59,14 @@ enum Plan {
 
 /// The freshness every answer of one request shares.
 fn request_freshness(s: &Shared, view: &View) -> Freshness {
-    Freshness::of(view, now_ms(), s.config.max_staleness)
+    Freshness::of(view, &s.clock, s.config.max_staleness)
 }
 
 /// Why a stale answer is stale, in words.
 fn stale_detail(fresh: &Freshness) -> String {
     match fresh.age_ms {
+        // Stale although not old: the note is dated ahead of the gateway's clock.
+        Some(age) if age <= fresh.max_staleness_ms => "the gateway's newest signed checkpoint is dated ahead of its clock by more than the tolerance: one of the clocks is wrong, so it cannot show how current its revocation state is".into(),
         Some(age) => format!(
             "the gateway's newest signed checkpoint is {:.1} s old, more than its {:.1} s bound: revocations since may be missing",
             age as f64 / 1e3,

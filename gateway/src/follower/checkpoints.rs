@@ -44,6 +44,12 @@ impl Follower {
                 "the answer's size or head differs from its signed note".into(),
             ));
         }
+        self.clock
+            .check_not_ahead(&cp)
+            .map_err(|detail| Fault::FutureCheckpoint {
+                seq: info.size,
+                detail: format!("the registry's current checkpoint: {detail}"),
+            })?;
         let new = Arc::new(Verified::new(cp, info.note));
         let held = [view.checkpoint.as_deref(), self.latest.as_deref()];
         for h in held.into_iter().flatten() {
@@ -126,6 +132,9 @@ impl Follower {
         checked: Verified,
         seq: u64,
     ) -> Result<(), Fault> {
+        self.clock
+            .check_not_ahead(&checked.checkpoint)
+            .map_err(|detail| Fault::FutureCheckpoint { seq, detail })?;
         let view = current(&self.view);
         let advances = checked.checkpoint.size > view.applied.seq;
         if advances && checked.time_unix_ms().is_none() && view.fresh().is_some() {

@@ -75,6 +75,15 @@ pub enum Fault {
     /// replaying old state. Nothing moves back.
     #[error("replayed checkpoint refused: {0}")]
     ReplayedCheckpoint(String),
+    /// A checkpoint signed more than the clock tolerance ahead of this gateway's clock: not
+    /// taken as fresh (nothing it covers is applied; the last verified state stays).
+    #[error("checkpoint at entry {seq} refused: {detail}")]
+    FutureCheckpoint {
+        /// entry (for the registry's current note, the entry it covers)
+        seq: u64,
+        /// how far ahead, of which clock
+        detail: String,
+    },
     /// The registry's signed checkpoint covers entries its feed does not serve.
     #[error("the registry signed a checkpoint of {size} entries but its feed ends at {head}")]
     Withheld {
@@ -120,6 +129,7 @@ impl Fault {
             Fault::MalformedEntry { .. } => "malformed_entry",
             Fault::BadCheckpoint { .. } => "bad_checkpoint",
             Fault::ReplayedCheckpoint(_) => "replayed_checkpoint",
+            Fault::FutureCheckpoint { .. } => crate::clock::FUTURE_CHECKPOINT,
             Fault::Withheld { .. } => "withheld",
             Fault::BadSnapshot { .. } => "bad_snapshot",
             Fault::SnapshotMismatch { .. } => "snapshot_mismatch",
@@ -134,6 +144,7 @@ impl Fault {
             | Fault::Fork { seq, .. }
             | Fault::MalformedEntry { seq, .. }
             | Fault::BadCheckpoint { seq, .. }
+            | Fault::FutureCheckpoint { seq, .. }
             | Fault::BadSnapshot { seq, .. }
             | Fault::SnapshotMismatch { seq, .. } => Some(*seq),
             Fault::Rollback { applied, .. } => Some(*applied),

@@ -13,8 +13,9 @@
 //! registry that rewrote history (a fork) or lost it (a rollback) is caught before anything
 //! new is read. A feed whose head is below the size of the signed note it just served is
 //! withholding entries (`withheld`). New entries must chain; they wait in a pending list,
-//! bounded in entries and bytes, until a checkpoint covers them: a `checkpoint` entry in the
-//! feed, or the note from `/v1/checkpoint` once the feed has served its last entry. That
+//! bounded in entries and in memory (by parsed size), until a checkpoint covers them: a
+//! `checkpoint` entry in the feed, or the note from `/v1/checkpoint` once the feed has served
+//! its last entry. That
 //! range is then checked as a whole ([`apply::apply_range`]: group, revocations, snapshot
 //! signatures, succession, roots, and that a timed checkpoint names the latest snapshot
 //! holding every revocation), written to the replica in one batch with the note, and swapped
@@ -32,6 +33,7 @@ pub mod apply;
 mod checkpoints;
 mod fault;
 pub mod fetch;
+pub mod size;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,9 +53,14 @@ use crate::state::{current, lock, now_ms, replace, SharedStatus, SharedView, Ver
 /// that goes this long without one is refused rather than buffered without bound.
 pub const MAX_PENDING: usize = 200_000;
 
-/// Most bytes of feed held pending (the same rule by size: a registry that serves huge
-/// entries without checkpointing them cannot make the gateway buffer without bound).
-pub const MAX_PENDING_BYTES: usize = 512 << 20;
+/// Most memory held by entries pending, by their parsed size ([`size::parsed_size`]): the
+/// same rule by size, so a registry (or anyone on the path to it) that serves large
+/// entries without checkpointing them cannot make the gateway hold more unverified data than
+/// this. 128 MiB: one `member_revoked` entry of a member at the certificate cap (2^20 zetas,
+/// ~37 MB of JSON, ~80 MiB parsed) fits with room for the rest of its publishing step; two
+/// such revocations in one step do not, and are refused (`pending_limit`) until the bound is
+/// raised (`--max-pending-bytes`).
+pub const MAX_PENDING_BYTES: usize = 128 << 20;
 
 /// Largest feed page read (1000 entries of the largest parameter set are well under this); a
 /// larger page makes the follower ask for fewer entries.
@@ -76,7 +83,7 @@ pub struct FollowConfig {
     pub max_page_bytes: usize,
     /// Most entries held pending.
     pub max_pending: usize,
-    /// Most bytes of feed held pending.
+    /// Most memory held by entries pending, by their parsed size.
     pub max_pending_bytes: usize,
 }
 
@@ -97,8 +104,7 @@ impl FollowConfig {
     }
 }
 
-/// A fetched, chain-checked entry waiting for a checkpoint, with its share of the page's
-/// bytes.
+/// A fetched, chain-checked entry waiting for a checkpoint, with its parsed size.
 struct Held {
     entry: Entry,
     bytes: usize,
@@ -214,25 +220,25 @@ impl Follower {
         // The page starts with the tip (already held, for the continuity check), then up to
         // `page_limit` new entries.
         let limit = (self.page_limit + usize::from(tip > 0)).min(self.config.page.max(2));
-        let (page, bytes) = tokio::select! {
+        let (page, _) = tokio::select! {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_page(&self.client, &self.config, tip.saturating_sub(1), limit) => r?,
         };
         let only_tip =
             tip > 0 && page.head_seq > tip && page.entries.len() == 1 && page.entries[0].seq == tip;
         if !only_tip {
-            return self.process(page, bytes, true).await.map(Some);
+            return self.process(page, true).await.map(Some);
         }
         // The registry's page bound left room for the tip alone: the next entry is larger
         // than the bound (a revocation near the certificate limit is ~37 MB, the registry's
         // pages 16 MiB). Check the tip, then read that entry on its own; its `prev` hash
         // continues from the tip like any other entry's.
         self.check_tip(&page.entries[0])?;
-        let (page, bytes) = tokio::select! {
+        let (page, _) = tokio::select! {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_page(&self.client, &self.config, tip, 1) => r?,
         };
-        self.process(page, bytes, false).await.map(Some)
+        self.process(page, false).await.map(Some)
     }
 
     /// The first entry of a page that starts at the tip must be the tip, byte for byte.
@@ -266,12 +272,7 @@ impl Follower {
 
     /// Checks and holds one page (which starts with the tip when `overlap`); applies what
     /// checkpoints cover. Returns whether the registry has more to fetch.
-    async fn process(
-        &mut self,
-        page: Entries,
-        page_bytes: usize,
-        overlap: bool,
-    ) -> Result<bool, Fault> {
+    async fn process(&mut self, page: Entries, overlap: bool) -> Result<bool, Fault> {
         let (tip_seq, tip_hash) = self.tip();
         if page.head_seq < tip_seq {
             return Err(Fault::Rollback {
@@ -287,7 +288,6 @@ impl Follower {
                 });
             }
         }
-        let share = page_bytes / page.entries.len().max(1);
         let mut entries = page.entries.into_iter();
         if overlap && tip_seq > 0 {
             let first = entries.next().ok_or_else(|| {
@@ -315,7 +315,7 @@ impl Follower {
             }
             prev_seq = e.seq;
             prev_hash = e.hash_bytes().unwrap_or_default();
-            self.hold(e, share)?;
+            self.hold(e)?;
             let last = &self.pending[self.pending.len() - 1].entry;
             if last.kind == "checkpoint" {
                 let seq = last.seq;
@@ -350,8 +350,10 @@ impl Follower {
         Ok(more)
     }
 
-    /// Holds a chain-checked entry, within the bounds.
-    fn hold(&mut self, entry: Entry, bytes: usize) -> Result<(), Fault> {
+    /// Holds a chain-checked entry, within the bounds (in entries, and in memory by parsed
+    /// size).
+    fn hold(&mut self, entry: Entry) -> Result<(), Fault> {
+        let bytes = size::parsed_size(&entry);
         if self.pending.len() >= self.config.max_pending {
             return Err(Fault::PendingLimit(format!(
                 "{} entries up to entry {}",
@@ -360,7 +362,7 @@ impl Follower {
         }
         if self.pending_bytes.saturating_add(bytes) > self.config.max_pending_bytes {
             return Err(Fault::PendingLimit(format!(
-                "{} bytes of feed up to entry {} (at most {})",
+                "{} bytes of parsed entries up to entry {} (at most {}, --max-pending-bytes)",
                 self.pending_bytes.saturating_add(bytes),
                 entry.seq,
                 self.config.max_pending_bytes
