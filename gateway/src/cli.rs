@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use crate::api::{ApiConfig, DEFAULT_BODY_LIMIT, DEFAULT_MAX_BATCH, DEFAULT_MAX_MESSAGE};
+use crate::clock::Clock;
 use crate::follower::MAX_PENDING_BYTES;
 use crate::layout::Layout;
 use crate::server::Config;
@@ -84,6 +85,11 @@ pub struct ServeArgs {
     /// this many seconds is stale: verify answers `stale` with no verdict and /readyz fails.
     #[arg(long, env = "DGSP_GATEWAY_MAX_STALENESS_SECS", default_value_t = 60)]
     pub max_staleness_secs: u64,
+    /// How far, in milliseconds, a signed checkpoint's time may be ahead of this machine's
+    /// clock: a checkpoint further ahead is refused (fault `future_checkpoint`, /readyz not
+    /// ready) and a state whose checkpoint is that far ahead is stale.
+    #[arg(long, env = "DGSP_GATEWAY_CLOCK_TOLERANCE_MS", default_value_t = crate::clock::DEFAULT_CLOCK_TOLERANCE_MS)]
+    pub clock_tolerance_ms: u64,
     /// Give verdicts from a stale state anyway, marked `stale: true` with a detail saying so
     /// (for operators who prefer availability; /readyz still fails).
     #[arg(long, env = "DGSP_GATEWAY_SERVE_STALE", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
@@ -140,6 +146,7 @@ impl ServeArgs {
             serve_stale: self.serve_stale,
             web_dir: self.web_dir.clone(),
         };
+        c.clock = Clock::system().with_tolerance(Duration::from_millis(self.clock_tolerance_ms));
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
         c.follow.max_pending_bytes = self.max_pending_bytes;

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::anchor::{Anchor, ResolveError};
 use crate::api::{self, ApiConfig, AppState, Shared};
+use crate::clock::Clock;
 use crate::follower::{FollowConfig, Follower};
 use crate::layout::Layout;
 use crate::pool::{PoolConfig, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
@@ -41,6 +42,9 @@ pub struct Config {
     /// How many times to try reaching the registry to resolve a fingerprint anchor before
     /// giving up (0: forever).
     pub resolve_attempts: u32,
+    /// The wall clock the follower and the API measure signed times by, and how far ahead
+    /// of it a signed time may be (`--clock-tolerance-ms`); tests step it.
+    pub clock: Clock,
 }
 
 impl Config {
@@ -55,6 +59,7 @@ impl Config {
             coalesce_wait: DEFAULT_COALESCE_WAIT,
             queue: 0,
             resolve_attempts: 0,
+            clock: Clock::system(),
         }
     }
 }
@@ -134,6 +139,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         replica.clone(),
         view.clone(),
         status.clone(),
+        config.clock.clone(),
     )
     .map_err(|e| StartError::Other(e.to_string()))?;
     let (stop, stopped) = watch::channel(false);
@@ -146,6 +152,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         config: config.api.clone(),
         counters: Default::default(),
         http: Default::default(),
+        clock: config.clock.clone(),
     });
     let addr = listener
         .local_addr()

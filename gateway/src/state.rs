@@ -4,16 +4,21 @@
 //!
 //! Freshness is a property of the view, not of the follower's polling: a view is as fresh as
 //! the signed time of the checkpoint that covers it ([`Verified`]). Nothing else (when the
-//! gateway last reached the registry, what a page claimed) moves it.
+//! gateway last reached the registry, what a page claimed) moves it. Its staleness is the
+//! larger of that time's age by the gateway's wall clock and the monotonic time since the
+//! gateway verified the note, so a wall clock stepped back never keeps a frozen gateway
+//! fresh; a note dated more than the clock tolerance ahead of the wall clock is stale.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Instant;
 
 use dgsp_core::checkpoint::Checkpoint;
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
 
 use crate::api::model::Note;
+use crate::clock::Clock;
 use crate::replica::{Applied, Loaded};
 
 pub use dgsp_wire::log::now_ms;
@@ -25,14 +30,18 @@ pub struct Verified {
     pub checkpoint: Checkpoint,
     /// The whole signed note, as the registry served it (ready to go into answers).
     pub note: Note,
+    /// When this gateway verified the note (monotonic): staleness is never less than the
+    /// time since, whatever the wall clock says.
+    pub verified_at: Instant,
 }
 
 impl Verified {
-    /// A verified `checkpoint` and the `note` that signs it.
+    /// A `checkpoint` and the `note` that signs it, verified just now.
     pub fn new(checkpoint: Checkpoint, note: String) -> Self {
         Verified {
             checkpoint,
             note: Note::new(note),
+            verified_at: Instant::now(),
         }
     }
 
@@ -121,17 +130,28 @@ impl View {
             .filter(|v| v.time_unix_ms().is_some())
     }
 
-    /// Milliseconds since the signed time of [`View::fresh`] (`None`: no timed checkpoint,
-    /// which counts as stale).
+    /// How stale the view is at `now_unix_ms`, in milliseconds: the larger of the age of
+    /// [`View::fresh`]'s signed time by the wall clock and the monotonic time since this
+    /// gateway verified that note (`None`: no timed checkpoint, which counts as stale).
     pub fn age_ms(&self, now_unix_ms: u64) -> Option<u64> {
-        self.fresh()?.checkpoint.age_ms(now_unix_ms)
+        let fresh = self.fresh()?;
+        let wall = fresh.checkpoint.age_ms(now_unix_ms)?;
+        let since = u64::try_from(fresh.verified_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Some(wall.max(since))
     }
 
-    /// Whether the view is older than `max_staleness_ms` by signed time (or has no signed
-    /// time at all).
-    pub fn is_stale(&self, now_unix_ms: u64, max_staleness_ms: u64) -> bool {
-        self.age_ms(now_unix_ms)
-            .is_none_or(|age| age > max_staleness_ms)
+    /// Whether the view is stale at `now_unix_ms` by `clock`: older than
+    /// `max_staleness_ms` ([`View::age_ms`]), without a signed time at all, or signed more
+    /// than the clock's tolerance ahead of now (then one of the clocks is wrong, and the
+    /// note says nothing about freshness).
+    pub fn is_stale(&self, clock: &Clock, now_unix_ms: u64, max_staleness_ms: u64) -> bool {
+        let ahead = self
+            .fresh()
+            .is_some_and(|v| clock.is_ahead(&v.checkpoint, now_unix_ms));
+        ahead
+            || self
+                .age_ms(now_unix_ms)
+                .is_none_or(|age| age > max_staleness_ms)
     }
 }
 
@@ -161,8 +181,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct FaultReport {
     /// Stable kind: `unreachable`, `http_status`, `malformed_page`, `page_too_large`,
     /// `pending_limit`, `chain`, `fork`, `rollback`, `wrong_group`, `malformed_entry`,
-    /// `bad_checkpoint`, `replayed_checkpoint`, `withheld`, `bad_snapshot`,
-    /// `snapshot_mismatch`, `storage`.
+    /// `bad_checkpoint`, `replayed_checkpoint`, `future_checkpoint`, `withheld`,
+    /// `bad_snapshot`, `snapshot_mismatch`, `storage`.
     pub kind: String,
     /// What was wrong.
     pub detail: String,

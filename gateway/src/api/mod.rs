@@ -114,6 +114,8 @@ pub struct AppState {
     pub counters: Counters,
     /// HTTP request counters by route and status.
     pub http: dgsp_http::metrics::Metrics,
+    /// The wall clock freshness is measured by, and its tolerance for signed times ahead.
+    pub clock: crate::clock::Clock,
 }
 
 async fn track(

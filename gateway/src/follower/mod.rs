@@ -45,6 +45,7 @@ use tokio::sync::watch;
 pub use fault::Fault;
 pub use fetch::{client, CheckpointInfo};
 
+use crate::clock::Clock;
 use crate::replica::Replica;
 use crate::state::{current, lock, now_ms, replace, SharedStatus, SharedView, Verified, View};
 
@@ -124,6 +125,8 @@ pub struct Follower {
     /// The newest note from `/v1/checkpoint` that verified; it may cover entries not yet
     /// applied.
     latest: Option<Arc<Verified>>,
+    /// The clock signed times are checked against (none may be beyond its tolerance ahead).
+    clock: Clock,
 }
 
 impl Follower {
@@ -133,6 +136,7 @@ impl Follower {
         replica: Arc<Replica>,
         view: SharedView,
         status: SharedStatus,
+        clock: Clock,
     ) -> Result<Self, Fault> {
         let page_limit = config.page.max(1);
         lock(&status).page_limit = page_limit;
@@ -146,6 +150,7 @@ impl Follower {
             pending_bytes: 0,
             page_limit,
             latest: None,
+            clock,
         })
     }
 
