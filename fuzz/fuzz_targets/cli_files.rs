@@ -154,6 +154,7 @@ fn answer(input: &[u8]) {
     let f = files();
     let policy = Policy {
         max_age_ms: 3_600_000,
+        clock_tolerance_ms: evidence::DEFAULT_CLOCK_TOLERANCE_MS,
         min_snapshot: Some(1),
         now_unix_ms: TIME + 1_000,
     };

@@ -332,15 +332,20 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub signature: PathBuf,
     /// trust nothing the gateway says that can be checked, given this group key file: verify
-    /// the signature here, the answer's signed checkpoint (group key, origin, --max-age), the
-    /// snapshot it names (fetched by number: signature, number and record hash) and the
-    /// revocation proof against it for the signature's own zeta; any failure is a negative
-    /// verdict (exit 3) naming the check
+    /// the signature here, the answer's signed checkpoint (group key, origin, --max-age,
+    /// --clock-tolerance-ms), the snapshot it names (fetched by number: signature, number and
+    /// record hash) and the revocation proof against it for the signature's own zeta; any
+    /// failure is a negative verdict (exit 3) naming the check
     #[arg(long, value_name = "FILE")]
     pub group_key: Option<String>,
     /// with --group-key: the oldest acceptable checkpoint, in seconds (at least 1)
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_age: u64,
+    /// with --group-key: how far, in milliseconds, the checkpoint's signed time may be ahead
+    /// of this machine's clock; further ahead is refused (check `future_checkpoint`): one of
+    /// the two clocks is wrong, and a note from the future says nothing about freshness
+    #[arg(long, value_name = "MS", default_value_t = dgsp_verifier::evidence::DEFAULT_CLOCK_TOLERANCE_MS)]
+    pub clock_tolerance_ms: u64,
     /// with --group-key: the lowest acceptable snapshot number (e.g. one you know includes a
     /// revocation)
     #[arg(long, value_name = "N", requires = "group_key")]

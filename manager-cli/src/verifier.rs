@@ -72,6 +72,7 @@ pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i3
                 min_snapshot: args.min_snapshot,
                 now_unix_ms: dgsp_wire::log::now_ms(),
             };
+                clock_tolerance_ms: args.clock_tolerance_ms,
             Some(check_all(&client, group, &message, &sig, &answer, &policy).await)
         }
         None => None,

@@ -550,6 +550,7 @@ fn cli_file_seeds() {
     let parsed: VerifyAnswer = serde_json::from_slice(&answer).unwrap();
     let policy = Policy {
         max_age_ms: 3_600_000,
+        clock_tolerance_ms: evidence::DEFAULT_CLOCK_TOLERANCE_MS,
         min_snapshot: Some(1),
         now_unix_ms: TIME + 1_000,
     };

@@ -1,7 +1,8 @@
 //! `dgsp-manager verify --group-key` trusts nothing it can check. A lying gateway, played by
 //! wiremock from a real gateway's honest answer, edits one thing at a time; each must be a
 //! negative verdict (exit 3) naming the check that failed: a checkpoint older than
-//! `--max-age`, a checkpoint naming another snapshot than the proof's (or the right number
+//! `--max-age`, one signed further ahead of this clock than `--clock-tolerance-ms`, a
+//! checkpoint naming another snapshot than the proof's (or the right number
 //! with another record hash), a checkpoint not signed by the group, a tampered proof, a
 //! signature that does not verify here although the gateway says valid, a snapshot below
 //! `--min-snapshot`, and a stale answer. The honest answer passes every check.
@@ -177,6 +178,7 @@ async fn every_lie_of_a_gateway_is_a_negative_verdict_naming_the_check() {
             "signature",
             "checkpoint_signature",
             "checkpoint_age",
+            "future_checkpoint",
             "snapshot_signature",
             "snapshot_named",
             "revocation_proof"
@@ -192,6 +194,27 @@ async fn every_lie_of_a_gateway_is_a_negative_verdict_naming_the_check() {
         "too old",
     );
     let run = verify(&url, dir, "report.txt", &["--max-age", "300"]).await;
+    assert_eq!(run.code, 0, "{}", run.json["checks"]);
+
+    // A checkpoint signed ten minutes ahead of this clock (a registry whose clock runs
+    // ahead): its age is 0, yet it is refused at the default tolerance; accepted only by a
+    // caller who tolerates that much skew.
+    let ahead = with_note(&honest, &note(&manager, now_ms() + 600_000, current));
+    lie(&server, &ahead, &snapshots).await;
+    let run = verify(&url, dir, "report.txt", &[]).await;
+    refused(&run, "future_checkpoint", "ahead of this clock");
+    let age = &run.json["checks"][3];
+    assert_eq!(
+        (age["check"].as_str(), age["passed"].as_bool()),
+        (Some("checkpoint_age"), Some(true)),
+        "the age alone would have let it through: {age}"
+    );
+    let run = verify(&url, dir, "report.txt", &["--clock-tolerance-ms", "900000"]).await;
+    assert_eq!(run.code, 0, "{}", run.json["checks"]);
+    // Within the default tolerance (clocks 2 s apart): accepted.
+    let near = with_note(&honest, &note(&manager, now_ms() + 2_000, current));
+    lie(&server, &near, &snapshots).await;
+    let run = verify(&url, dir, "report.txt", &[]).await;
     assert_eq!(run.code, 0, "{}", run.json["checks"]);
 
     // A checkpoint naming the previous snapshot while the proof is against the latest.
