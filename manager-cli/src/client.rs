@@ -8,6 +8,10 @@
 //! - **Errors** from problem+json answers keep the server's title, detail and field, so the
 //!   user reads what the server said; other failures say which URL and what went wrong.
 //! - **TLS**: https URLs work (rustls, with the platform's trust store).
+//! - **Bounded answers**: an answer is read only up to a cap ([`MAX_REGISTRY_ANSWER`], or
+//!   [`MAX_GATEWAY_ANSWER`] for a gateway): a larger one is refused
+//!   ([`ClientError::TooLarge`]) as soon as its `Content-Length` or its bytes pass the cap,
+//!   never read whole into memory.
 
 use std::time::Duration;
 
@@ -16,6 +20,16 @@ use rand_core::{OsRng, RngCore};
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+
+/// The most bytes read of a registry's answer: its largest are an issuance of 1024
+/// certificates of the largest parameter set (~68 MB of JSON) and a feed page holding the
+/// revocation of a member at the certificate cap (~37 MB); both fit with room.
+pub const MAX_REGISTRY_ANSWER: usize = 128 << 20;
+
+/// The most bytes read of a gateway's answer: a verify or judge answer carries one signed
+/// checkpoint note (under 70 KB with the largest signature), a revocation proof and a
+/// snapshot record, well under 1 MB; a batch of 256 such answers shares one note.
+pub const MAX_GATEWAY_ANSWER: usize = 8 << 20;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +90,14 @@ pub enum ClientError {
         /// the start of the body
         body: String,
     },
+    /// The answer is larger than the client reads: refused without reading it whole.
+    #[error("{url}: the answer is larger than {limit} bytes, more than any answer of this API; refused without reading it")]
+    TooLarge {
+        /// the request URL
+        url: String,
+        /// the most bytes this client reads of an answer
+        limit: usize,
+    },
     /// A success status whose body is not what the API documents.
     #[error("{url}: malformed reply: {reason}")]
     Malformed {
@@ -95,6 +117,7 @@ impl ClientError {
             ClientError::RetriesExhausted { .. } => "retries_exhausted",
             ClientError::Problem { .. } => "refused",
             ClientError::Status { .. } => "http_status",
+            ClientError::TooLarge { .. } => "answer_too_large",
             ClientError::Malformed { .. } => "malformed_reply",
         }
     }
@@ -151,6 +174,7 @@ pub struct Client {
     token: Option<String>,
     retries: u32,
     backoff: Backoff,
+    max_answer: usize,
 }
 
 fn is_transient(status: StatusCode) -> bool {
@@ -214,7 +238,15 @@ impl Client {
             token: token.filter(|t| !t.is_empty()),
             retries,
             backoff: Backoff::default(),
+            max_answer: MAX_REGISTRY_ANSWER,
         })
+    }
+
+    /// Reads at most `bytes` of an answer ([`MAX_REGISTRY_ANSWER`] unless set; a gateway's
+    /// client sets [`MAX_GATEWAY_ANSWER`]).
+    pub fn with_max_answer(mut self, bytes: usize) -> Client {
+        self.max_answer = bytes;
+        self
     }
 
     /// Replaces the retry timing (tests use short waits).
@@ -325,8 +357,14 @@ impl Client {
         };
         let status = resp.status();
         let after = retry_after(resp.headers());
-        let bytes = match resp.bytes().await {
-            Ok(b) => b,
+        let bytes = match read_capped(resp, self.max_answer).await {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                return Attempt::Done(Err(ClientError::TooLarge {
+                    url: url.to_owned(),
+                    limit: self.max_answer,
+                }))
+            }
             // The connection dropped mid-body: as transient as a refused connection.
             Err(e) => {
                 return Attempt::Retry {
@@ -373,6 +411,26 @@ impl Client {
             },
         }))
     }
+}
+
+/// The answer's body, or `None` as soon as it is known to be longer than `max` bytes (by its
+/// `Content-Length`, before reading, or by what has arrived): what was read is dropped and
+/// the rest is never read.
+async fn read_capped(
+    mut resp: reqwest::Response,
+    max: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if body.len() + chunk.len() > max {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 /// A reqwest error with its causes (reqwest's own Display stops at the first).

@@ -37,7 +37,10 @@ fn gateway(args: &GatewayArgs, config: &Config) -> Result<Client, Error> {
                 "which gateway? set DGSP_GATEWAY_URL, pass --gateway, or put gateway in the config file".into(),
             )
         })?;
-    Ok(args.http.client(&url, None)?)
+    Ok(args
+        .http
+        .client(&url, None)?
+        .with_max_answer(crate::client::MAX_GATEWAY_ANSWER))
 }
 
 /// Reads a group key: a key file (base64 text or raw encoding).
