@@ -73,9 +73,9 @@ pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i3
             let policy = Policy {
                 max_age_ms: args.max_age.saturating_mul(1000),
                 min_snapshot: args.min_snapshot,
+                clock_tolerance_ms: args.clock_tolerance_ms,
                 now_unix_ms: dgsp_wire::log::now_ms(),
             };
-                clock_tolerance_ms: args.clock_tolerance_ms,
             Some(check_all(&client, group, &message, &sig, &answer, &policy).await)
         }
         None => None,
