@@ -219,7 +219,7 @@ impl Stack {
             .await
             .map(|c| c.time_unix_ms as i64 - now_ms() as i64);
         checks.push(());
-        if code != 200 || !lead.is_some_and(|l| l > self.tolerance_ms as i64) {
+        if code != 200 || lead.is_none_or(|l| l <= self.tolerance_ms as i64) {
             fail.push(format!(
                 "registry: /readyz {code}, newest note {:?} ms ahead of real time, {:.1} s after its \
                  clock jumped {:+.1} s (expected ready, signing ahead: the episode proves nothing)",

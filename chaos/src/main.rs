@@ -375,11 +375,12 @@ async fn run_in(
         gateways.push((g.name.clone(), g.url.clone()));
     }
     let ledger = work.ledger.clone();
+    let log_problems = stack.log_copy.problems.lock().unwrap().clone();
     let mut rows = vec![
         Row::new(
             "the log only grows, across crashes too",
             stack.log_copy.syncs.load(Ordering::Relaxed),
-            stack.log_copy.problems.lock().unwrap().clone(),
+            log_problems,
         ),
         invariants::snapshots_exact(&log, &group_key),
         invariants::checkpoints_cover(&log),

@@ -165,8 +165,8 @@ impl Api {
 
     /// Sends a write until it is answered 2xx or refused with a 4xx, retrying with the same
     /// key after timeouts, connection errors and 5xx (the registry restarting or halted).
-    /// The first attempt gets `first_timeout`; later ones 10 s. Gives up `patience` after
-    /// the start, or soon after `stop` is set.
+    /// The first attempt gets `first_timeout`; later ones 10 s. Gives up 30 s after the
+    /// start, or soon after `stop` is set.
     pub async fn write(
         &self,
         stats: &Stats,
@@ -174,7 +174,6 @@ impl Api {
         body: Option<&Value>,
         key: &str,
         first_timeout: Duration,
-        patience: Duration,
         stop: &AtomicBool,
     ) -> Sent {
         let started = Instant::now();
@@ -190,7 +189,7 @@ impl Api {
                 Ok((s, b)) => last = format!("{s}: {}", String::from_utf8_lossy(&b)),
                 Err(e) => last = e,
             }
-            if started.elapsed() > patience || stop.load(Ordering::Relaxed) {
+            if started.elapsed() > PATIENCE || stop.load(Ordering::Relaxed) {
                 return Sent::Abandoned(last);
             }
             stats.retries.fetch_add(1, Ordering::Relaxed);
@@ -308,7 +307,7 @@ impl Workload {
         stats.writes.fetch_add(1, Ordering::Relaxed);
         let sent = self
             .api
-            .write(stats, path, body, key, first_timeout, PATIENCE, &self.stop)
+            .write(stats, path, body, key, first_timeout, &self.stop)
             .await;
         match sent {
             Sent::Acked(b) => {
@@ -360,7 +359,7 @@ impl Workload {
         stats.replays.fetch_add(1, Ordering::Relaxed);
         if let Sent::Acked(b) = self
             .api
-            .write(stats, path, body, key, PATIENT, PATIENCE, &self.stop)
+            .write(stats, path, body, key, PATIENT, &self.stop)
             .await
         {
             let second = summary(path, &b);
@@ -398,7 +397,6 @@ impl Workload {
                 Some(&body),
                 &rng.key(),
                 PATIENT,
-                PATIENCE,
                 &self.stop,
             )
             .await
@@ -597,7 +595,7 @@ impl Workload {
             stats.writes.fetch_add(1, Ordering::Relaxed);
             let sent = me
                 .api
-                .write(stats, &b_path, None, &b_key, PATIENT, PATIENCE, &me.stop)
+                .write(stats, &b_path, None, &b_key, PATIENT, &me.stop)
                 .await;
             if let Sent::Acked(body) = sent {
                 stats.acked.fetch_add(1, Ordering::Relaxed);
