@@ -200,6 +200,9 @@ async fn sample_registry(
 ) -> Option<()> {
     let svc = registry.lock().await;
     let start = svc.starts;
+    // Read before and after: the flag is set just before the clock is set back and cleared
+    // only once a restart (which takes the lock held here) is ready.
+    let expected_before = expected.load(Ordering::SeqCst);
     let r = http
         .get(format!("{}/readyz", svc.url))
         .timeout(Duration::from_secs(3))
@@ -211,7 +214,7 @@ async fn sample_registry(
     drop(svc);
     let mut o = obs.lock().unwrap();
     o.registry_samples += 1;
-    if status == 200 || expected.load(Ordering::SeqCst) {
+    if status == 200 || expected_before || expected.load(Ordering::SeqCst) {
         return Some(());
     }
     if let Ok(p) = serde_json::from_str::<ProblemDetails>(&body) {
