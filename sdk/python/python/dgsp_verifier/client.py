@@ -5,7 +5,10 @@ signed snapshot the answer's checkpoint names from the same gateway, and then ch
 offline with :meth:`TrustRoot.check_answer`, exactly as if you had fetched them yourself.
 The gateway is not trusted: its answer is evidence checked under your trust root, and a
 lying or stale gateway gives a report with ``valid`` False. Only the standard library
-(``urllib``) is used; nothing else in the package touches the network.
+(``urllib``) is used; nothing else in the package touches the network. Answers are read
+with a cap (:data:`MAX_ANSWER_BYTES`, ``max_answer_bytes=``): a larger one is refused with
+:class:`GatewayError` as soon as its ``Content-Length`` or its bytes pass the cap, never
+read whole into memory.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from typing import Any, Dict, Optional, Tuple
 
 from . import AnswerReport, BytesLike, DgspError, TrustRoot, _bytes
 
-__all__ = ["verify_with_gateway", "fetch_answer", "GatewayError"]
+__all__ = ["verify_with_gateway", "fetch_answer", "GatewayError", "MAX_ANSWER_BYTES"]
+
+#: The most bytes read of a gateway's answer: a verify answer carries one signed checkpoint
+#: note (under 70 KB with the largest signature), a revocation proof and a snapshot record,
+#: and a snapshot is smaller still, so 8 MiB leaves ample room.
+MAX_ANSWER_BYTES = 8 << 20
+
+#: The most bytes read of an error answer's body (a problem document is a few hundred).
+MAX_ERROR_BYTES = 64 << 10
 
 
 class GatewayError(DgspError):
@@ -53,17 +64,37 @@ def _signature_bytes(signature: BytesLike) -> bytes:
         return raw
 
 
-def _request(url: str, data: Optional[bytes], timeout: float) -> bytes:
+def _read_capped(resp: Any, url: str, limit: int) -> bytes:
+    """The answer's body, or GatewayError as soon as it is known to be longer than ``limit``
+    bytes: by its Content-Length, before reading, or once ``limit + 1`` bytes have arrived."""
+    status = getattr(resp, "status", None)
+    length = resp.headers.get("Content-Length")
+    if length is not None and length.strip().isdigit() and int(length) > limit:
+        raise GatewayError(
+            f"{url}: the answer is {int(length)} bytes, more than the {limit} this client reads;"
+            " refused without reading it",
+            status=status,
+        )
+    body: bytes = resp.read(limit + 1)
+    if len(body) > limit:
+        raise GatewayError(
+            f"{url}: the answer is larger than the {limit} bytes this client reads;"
+            " refused without reading the rest",
+            status=status,
+        )
+    return body
+
+
+def _request(url: str, data: Optional[bytes], timeout: float, max_answer_bytes: int = MAX_ANSWER_BYTES) -> bytes:
     headers = {"Accept": "application/json"}
     if data is not None:
         headers["Content-Type"] = "application/json"
     req = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (caller's URL)
-            body: bytes = resp.read()
-            return body
+            return _read_capped(resp, url, max_answer_bytes)
     except urllib.error.HTTPError as e:
-        body = e.read()
+        body = e.read(MAX_ERROR_BYTES)
         detail = ""
         try:
             problem = json.loads(body)
@@ -76,14 +107,21 @@ def _request(url: str, data: Optional[bytes], timeout: float) -> bytes:
 
 
 def fetch_answer(
-    gateway_url: str, message: BytesLike, signature: BytesLike, *, timeout: float = 10.0
+    gateway_url: str,
+    message: BytesLike,
+    signature: BytesLike,
+    *,
+    timeout: float = 10.0,
+    max_answer_bytes: int = MAX_ANSWER_BYTES,
 ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
     """Asks ``gateway_url`` (e.g. ``http://127.0.0.1:8081``) to verify the signature and
     fetches the snapshot its answer's checkpoint names: returns ``(answer, snapshot)`` as
     decoded JSON (``snapshot`` None when the answer names none). Nothing is checked here.
+    Each answer is read up to ``max_answer_bytes``.
 
     Raises:
-        GatewayError: the gateway could not be asked or did not answer with JSON.
+        GatewayError: the gateway could not be asked, did not answer with JSON, or answered
+            more than ``max_answer_bytes``.
     """
     base = gateway_url.rstrip("/")
     body = json.dumps(
@@ -93,7 +131,7 @@ def fetch_answer(
         }
     ).encode("utf-8")
     try:
-        answer = json.loads(_request(f"{base}/v1/verify", body, timeout))
+        answer = json.loads(_request(f"{base}/v1/verify", body, timeout, max_answer_bytes))
     except ValueError as e:
         raise GatewayError(f"{base}/v1/verify: not JSON: {e}") from None
     checkpoint = ((answer.get("freshness") or {}).get("checkpoint") or {}) if isinstance(answer, dict) else {}
@@ -101,7 +139,8 @@ def fetch_answer(
     if not isinstance(number, int):
         return answer, None
     try:
-        snapshot = json.loads(_request(f"{base}/v1/revocations/snapshots/{number}", None, timeout))
+        url = f"{base}/v1/revocations/snapshots/{number}"
+        snapshot = json.loads(_request(url, None, timeout, max_answer_bytes))
     except ValueError as e:
         raise GatewayError(f"{base}/v1/revocations/snapshots/{number}: not JSON: {e}") from None
     return answer, snapshot
@@ -119,6 +158,7 @@ def verify_with_gateway(
     min_snapshot: Optional[int] = None,
     timeout: float = 10.0,
 ) -> AnswerReport:
+    max_answer_bytes: int = MAX_ANSWER_BYTES,
     """Network convenience: asks a gateway about ``signature`` on ``message`` (``POST
     {gateway_url}/v1/verify``), fetches the signed snapshot its checkpoint names (``GET
     {gateway_url}/v1/revocations/snapshots/{n}``), and checks both offline under ``root``
@@ -127,10 +167,13 @@ def verify_with_gateway(
 
     Raises:
         GatewayError: the gateway could not be asked (connection, HTTP error such as 422
-            for a body that is not a signature, or an answer that is not JSON).
+            for a body that is not a signature, an answer that is not JSON, or one larger
+            than ``max_answer_bytes``).
         MalformedInput: the signature or the answer cannot be read.
     """
-    answer, snapshot = fetch_answer(gateway_url, message, signature, timeout=timeout)
+    answer, snapshot = fetch_answer(
+        gateway_url, message, signature, timeout=timeout, max_answer_bytes=max_answer_bytes
+    )
     return root.check_answer(
         message,
         signature,
