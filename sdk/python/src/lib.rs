@@ -105,9 +105,11 @@ impl TrustRoot {
     }
 
     /// Checks a gateway's verify answer (JSON bytes) against the snapshot (JSON bytes, or
-    /// None) and the policy: `(valid, gateway_status, gateway_valid, checks)`.
+    /// None) and the policy (`clock_tolerance_ms`: how far the checkpoint's signed time may
+    /// be ahead of `now_unix_ms`, the crate's default when None):
+    /// `(valid, gateway_status, gateway_valid, checks)`.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (message, signature, answer, snapshot, max_age_ms, now_unix_ms, min_snapshot=None))]
+    #[pyo3(signature = (message, signature, answer, snapshot, max_age_ms, now_unix_ms, min_snapshot=None, clock_tolerance_ms=None))]
     fn check_answer(
         &self,
         py: Python<'_>,
@@ -118,9 +120,12 @@ impl TrustRoot {
         max_age_ms: u64,
         now_unix_ms: u64,
         min_snapshot: Option<u64>,
+        clock_tolerance_ms: Option<u64>,
     ) -> PyResult<AnswerTuple> {
         let policy = Policy {
             max_age_ms,
+            clock_tolerance_ms: clock_tolerance_ms
+                .unwrap_or(dgsp_verifier::evidence::DEFAULT_CLOCK_TOLERANCE_MS),
             min_snapshot,
             now_unix_ms,
         };

@@ -1,5 +1,6 @@
 """The SDK against a live registry and gateway on loopback (the `stack` fixture of
-conftest.py): a valid signature, a tampered answer, a stale one, another group's key, an
+conftest.py): a valid signature, a tampered answer, a stale one, one from the future,
+another group's key, an
 opening, and a revocation, each decided by the SDK's own checks, not the gateway's word."""
 
 from __future__ import annotations
@@ -64,6 +65,23 @@ def test_stale(stack: Stack, root: dv.TrustRoot) -> None:
     stale = root.check_answer(stack.message, sig, answer, snapshot, max_age_s=60, now_unix_ms=later)
     assert not stale.valid and stale.failed_checks == ("checkpoint_age",)
     assert stale.first_failure is not None and stale.first_failure.check == "checkpoint_age"
+
+
+def test_checkpoint_from_the_future(stack: Stack, root: dv.TrustRoot) -> None:
+    answer, snapshot = answer_and_snapshot(stack)
+    sig = stack.signatures["alice"]
+    # The caller's clock ten minutes behind the registry's: the live note is signed ten
+    # minutes in its future. Its age is 0, so only the future check can refuse it.
+    behind = int(time.time() * 1000) - 600_000
+    report = root.check_answer(stack.message, sig, answer, snapshot, max_age_s=60, now_unix_ms=behind)
+    assert not report.valid and report.failed_checks == ("future_checkpoint",)
+    assert report.first_failure is not None and "ahead of this clock" in report.first_failure.detail
+    # A caller who tolerates that much skew accepts it; the default tolerance is 5 s.
+    lax = root.check_answer(
+        stack.message, sig, answer, snapshot, max_age_s=60, now_unix_ms=behind, clock_tolerance_ms=900_000
+    )
+    assert lax.valid, lax.first_failure
+    assert dv.DEFAULT_CLOCK_TOLERANCE_MS == 5000
 
 
 def test_tampered_answer(stack: Stack, root: dv.TrustRoot) -> None:

@@ -40,6 +40,7 @@ def run(case: Dict[str, Any]) -> Dict[str, Any]:
                 max_age_ms=p["max_age_ms"],
                 now_unix_ms=p["now_unix_ms"],
                 min_snapshot=p["min_snapshot"],
+                clock_tolerance_ms=p.get("clock_tolerance_ms", dv.DEFAULT_CLOCK_TOLERANCE_MS),
             )
             return {"valid": r.valid, "failed_checks": [c.check for c in r.checks if not c.passed]}
         if kind == "judge":
@@ -56,7 +57,7 @@ def run(case: Dict[str, Any]) -> Dict[str, Any]:
 
 def test_format() -> None:
     assert DATA["format"] == "dgsp-conformance-v1"
-    assert len(CASES) >= 27
+    assert len(CASES) >= 30
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -92,6 +93,26 @@ def test_answer_inputs_as_bytes_text_and_dict_agree() -> None:
     cp = root.verify_checkpoint(case["answer"]["freshness"]["checkpoint"]["note"])
     assert cp.snapshot_number == info.number and info.group == root.fingerprint
     assert cp.origin.startswith("dgsp/") and cp.time_unix_ms is not None
+
+
+def test_checkpoint_from_the_future() -> None:
+    """A note signed ten minutes after the caller's now: refused by name at the default
+    tolerance, whatever its age says; accepted by a caller who tolerates the skew."""
+    case = next(c for c in CASES if c["name"] == "a: checkpoint from the future")
+    root = dv.TrustRoot.from_key_bytes(d(DATA["groups"][case["group"]]))
+    p = case["policy"]
+    args = (d(case["message"]), d(case["signature"]), case["answer"], case["snapshot"])
+    r = root.check_answer(*args, max_age_ms=p["max_age_ms"], now_unix_ms=p["now_unix_ms"])
+    assert not r.valid and r.failed_checks == ("future_checkpoint",)
+    assert r.first_failure is not None and "ahead of this clock" in r.first_failure.detail
+    ahead = r.checks[[c.check for c in r.checks].index("checkpoint_age")]
+    assert ahead.passed, "the age alone would let it through"
+    lax = root.check_answer(
+        *args, max_age_ms=p["max_age_ms"], now_unix_ms=p["now_unix_ms"], clock_tolerance_ms=900_000
+    )
+    assert lax.valid, lax.first_failure
+    with pytest.raises(ValueError):
+        root.check_answer(*args, max_age_ms=1, now_unix_ms=0, clock_tolerance_ms=-1)
 
 
 def test_errors_are_typed() -> None:

@@ -33,6 +33,7 @@ from typing import Any, Mapping, Optional, Tuple, Union
 from . import _native
 
 __all__ = [
+    "DEFAULT_CLOCK_TOLERANCE_MS",
     "TrustRoot",
     "SignatureInfo",
     "Check",
@@ -59,11 +60,16 @@ CHECK_NAMES: Tuple[str, ...] = (
     "signature",
     "checkpoint_signature",
     "checkpoint_age",
+    "future_checkpoint",
     "snapshot_signature",
     "snapshot_named",
     "revocation_proof",
     "min_snapshot",
 )
+
+#: How far (ms) a checkpoint's signed time may be ahead of ``now_unix_ms`` by default in
+#: :meth:`TrustRoot.check_answer`; further ahead fails the check ``future_checkpoint``.
+DEFAULT_CLOCK_TOLERANCE_MS: int = 5000
 
 # Bytes, text (UTF-8 encoded) or, for JSON inputs, an already decoded object.
 BytesLike = Union[bytes, bytearray, memoryview, str]
@@ -377,11 +383,13 @@ class TrustRoot:
         max_age_ms: Optional[int] = None,
         now_unix_ms: Optional[int] = None,
         min_snapshot: Optional[int] = None,
+        clock_tolerance_ms: int = DEFAULT_CLOCK_TOLERANCE_MS,
     ) -> AnswerReport:
         """Checks a gateway's ``POST /v1/verify`` answer for ``signature`` on ``message``,
         trusting nothing the gateway says that can be checked: the signature (computed
         here), the signed checkpoint note in the answer (group key, this group's log, signed
-        time no older than the maximum age), the signed snapshot that checkpoint names (its
+        time no older than the maximum age and not more than ``clock_tolerance_ms`` ahead of
+        now), the signed snapshot that checkpoint names (its
         signature, and that the checkpoint names exactly it), the revocation proof against
         it for the zeta read from the signature itself, and optionally a minimum snapshot
         number.
@@ -398,19 +406,27 @@ class TrustRoot:
             max_age_ms: the same in milliseconds (give exactly one of the two).
             now_unix_ms: now, in Unix milliseconds (default: this machine's clock).
             min_snapshot: lowest acceptable snapshot number (e.g. the highest seen before).
+            clock_tolerance_ms: how far the checkpoint's signed time may be ahead of now
+                (skew between the registry's clock and this one; default 5000). A note
+                further ahead fails ``future_checkpoint``: its age would be 0 however long
+                the registry's clock ran ahead.
 
         Returns:
             An :class:`AnswerReport`; ``valid`` is True exactly when every check held.
 
         Raises:
             MalformedInput: the signature or the answer cannot be read at all.
-            ValueError: neither or both of ``max_age_s`` and ``max_age_ms`` given.
+            ValueError: neither or both of ``max_age_s`` and ``max_age_ms`` given, or a
+                negative maximum age or tolerance.
         """
         if (max_age_s is None) == (max_age_ms is None):
             raise ValueError("give exactly one of max_age_s and max_age_ms")
         age_ms = int(max_age_ms) if max_age_ms is not None else int(float(max_age_s) * 1000)  # type: ignore[arg-type]
         if age_ms < 0:
             raise ValueError("the maximum age must not be negative")
+        tolerance = int(clock_tolerance_ms)
+        if tolerance < 0:
+            raise ValueError("the clock tolerance must not be negative")
         now = int(time.time() * 1000) if now_unix_ms is None else int(now_unix_ms)
         try:
             valid, status, gateway_valid, checks = self._root.check_answer(
@@ -421,6 +437,7 @@ class TrustRoot:
                 age_ms,
                 now,
                 min_snapshot,
+                tolerance,
             )
         except _native.NativeError as e:
             raise _raise(e) from None

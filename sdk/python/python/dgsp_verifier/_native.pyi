@@ -26,6 +26,7 @@ class TrustRoot:
         max_age_ms: int,
         now_unix_ms: int,
         min_snapshot: Optional[int] = None,
+        clock_tolerance_ms: Optional[int] = None,
     ) -> Tuple[bool, str, bool, List[Tuple[str, bool, str]]]: ...
     def judge(
         self, message: bytes, signature: bytes, id: int, pi: bytes

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict, Optional, Tuple
 
-from . import AnswerReport, BytesLike, DgspError, TrustRoot, _bytes
+from . import DEFAULT_CLOCK_TOLERANCE_MS, AnswerReport, BytesLike, DgspError, TrustRoot, _bytes
 
 __all__ = ["verify_with_gateway", "fetch_answer", "GatewayError", "MAX_ANSWER_BYTES"]
 
@@ -156,9 +156,10 @@ def verify_with_gateway(
     max_age_ms: Optional[int] = None,
     now_unix_ms: Optional[int] = None,
     min_snapshot: Optional[int] = None,
+    clock_tolerance_ms: int = DEFAULT_CLOCK_TOLERANCE_MS,
     timeout: float = 10.0,
-) -> AnswerReport:
     max_answer_bytes: int = MAX_ANSWER_BYTES,
+) -> AnswerReport:
     """Network convenience: asks a gateway about ``signature`` on ``message`` (``POST
     {gateway_url}/v1/verify``), fetches the signed snapshot its checkpoint names (``GET
     {gateway_url}/v1/revocations/snapshots/{n}``), and checks both offline under ``root``
@@ -183,4 +184,5 @@ def verify_with_gateway(
         max_age_ms=max_age_ms,
         now_unix_ms=now_unix_ms,
         min_snapshot=min_snapshot,
+        clock_tolerance_ms=clock_tolerance_ms,
     )
