@@ -86,6 +86,7 @@ async fn serve() -> Server {
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: Default::default(),
+        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
     };
     let running = server::start(store, manager, listener, config)
         .await

@@ -71,9 +71,16 @@ pub enum Command {
         /// DGSP_AUDITOR_TOKEN is set); same rules as --admin-token-file.
         #[arg(long, env = "DGSP_AUDITOR_TOKEN_FILE", value_name = "FILE")]
         auditor_token_file: Option<PathBuf>,
-        /// Largest accepted request body, in bytes.
+        /// Largest accepted body of a bulk join (POST /admin/v1/members/bulk), in bytes; every
+        /// other route has a limit sized to what it carries (docs/deploy.md, "Limits").
         #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = crate::api::DEFAULT_BODY_LIMIT)]
         max_body_bytes: usize,
+        /// Most bytes of log feed pages in flight across all requests (built, or being sent
+        /// to clients): beyond it pages get smaller, then requests get 503 with Retry-After.
+        /// At least 48 MiB, so that an entry at the certificate cap (~37 MB) can be served.
+        #[arg(long, env = "DGSP_FEED_BYTES_IN_FLIGHT", default_value_t = crate::feed::DEFAULT_BYTES_IN_FLIGHT,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(crate::feed::MIN_BYTES_IN_FLIGHT as u64..=1 << 40))]
+        feed_bytes_in_flight: usize,
         /// Longest time between two signed checkpoints, even when nothing is written: the
         /// freshness verifiers can demand (docs/checkpoints.md). 1 to 3600.
         #[arg(long, env = "DGSP_CHECKPOINT_INTERVAL_SECS", default_value_t = 15,

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
             auditor_token,
             auditor_token_file,
             max_body_bytes,
+            feed_bytes_in_flight,
             checkpoint_interval_secs,
             backup_dir,
         } => token(admin_token, admin_token_file).and_then(|admin| {
@@ -46,7 +47,7 @@ fn main() -> ExitCode {
                 &key,
                 admin,
                 auditor,
-                max_body_bytes,
+                (max_body_bytes, feed_bytes_in_flight),
                 std::time::Duration::from_secs(checkpoint_interval_secs),
                 backups,
             )
@@ -85,6 +86,8 @@ fn main() -> ExitCode {
 }
 
 fn open_store(data: &std::path::Path) -> Result<Store, String> {
+    // Private whatever the umask: RocksDB creates its files with it.
+    dgsp_secrets::dir::create_private(data).map_err(|e| format!("{}: {e}", data.display()))?;
     Store::open(&data.join("db")).map_err(|e| format!("{}: {e}", data.display()))
 }
 
@@ -94,7 +97,6 @@ fn init(
     key: &dgsp_registry::cli::KeyArgs,
 ) -> Fallible {
     let passphrase = key.passphrase().map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
     let store = open_store(data)?;
     if store.head().map_err(|e| e.to_string())?.seq > 0 {
         return Err(format!(
@@ -169,7 +171,7 @@ fn serve(
     key: &dgsp_registry::cli::KeyArgs,
     admin: String,
     auditor_token: Option<String>,
-    body_limit: usize,
+    (body_limit, feed_bytes_in_flight): (usize, usize),
     checkpoint_interval: std::time::Duration,
     backups: backup::Settings,
 ) -> Fallible {
@@ -197,6 +199,7 @@ fn serve(
             publisher: PublisherConfig {
                 checkpoint_interval,
             },
+            feed_bytes_in_flight,
         };
         let running = server::start(store, manager, listener, config)
             .await

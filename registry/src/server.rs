@@ -26,6 +26,8 @@ pub struct Config {
     pub body_limit: usize,
     /// the publisher's cadence
     pub publisher: PublisherConfig,
+    /// most bytes of feed pages in flight across requests (`feed::Budget`)
+    pub feed_bytes_in_flight: usize,
 }
 
 /// A started registry.
@@ -81,6 +83,7 @@ pub async fn start(
         metrics: Default::default(),
         published,
         health,
+        feed: crate::feed::Budget::new(config.feed_bytes_in_flight),
     });
     let addr = listener.local_addr().map_err(|e| StoreError::Corrupt {
         what: "listener".into(),

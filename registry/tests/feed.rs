@@ -57,6 +57,7 @@ async fn pages_stop_at_16_mib_and_paging_covers_the_whole_log() {
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: Default::default(),
+        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
     };
     let running = server::start(store.clone(), manager, listener, config)
         .await

@@ -43,6 +43,7 @@ async fn start(body_limit: usize) -> Registry {
         auditor_token: Some(AUDITOR.into()),
         body_limit,
         publisher: Default::default(),
+        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await
@@ -532,6 +533,7 @@ async fn a_restart_checkpoints_what_the_last_run_left_unsigned() {
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: Default::default(),
+        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
     };
     let running = server::start(store, manager.clone(), listener, config)
         .await

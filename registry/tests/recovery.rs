@@ -195,6 +195,7 @@ async fn start(db: &Path, manager: &Arc<Manager>) -> Live {
         publisher: PublisherConfig {
             checkpoint_interval: Duration::from_secs(1),
         },
+        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await

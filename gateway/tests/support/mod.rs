@@ -73,6 +73,7 @@ async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry
                 },
             )
             .unwrap_or_default(),
+        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await

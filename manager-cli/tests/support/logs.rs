@@ -65,6 +65,7 @@ impl Registry {
             auditor_token: Some(AUDITOR.into()),
             body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
             publisher: Default::default(),
+            feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
         };
         let running = server::start(store.clone(), manager.clone(), listener, config)
             .await

@@ -5,7 +5,8 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use dgsp_core::{CidStar, MemberId, ParamSet, Signature, WotsPk};
+use dgsp_core::{CidStar, MemberId, ParamSet, Signature, WotsPk, MAX_N};
+use dgsp_wire::limits::{base64_len, signed_message_body_limit, DEFAULT_MAX_MESSAGE, FRAMING};
 use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};
 use utoipa::{IntoParams, ToSchema};
@@ -24,6 +25,23 @@ pub use dgsp_wire::registry_api::{
 
 /// Longest username, in bytes.
 pub const MAX_USERNAME: usize = 128;
+
+/// Body limit of a join: one username of [`MAX_USERNAME`] bytes even if every byte is
+/// written as a six-byte `\u` escape, and [`FRAMING`] (1,792 bytes).
+pub const JOIN_BODY_LIMIT: usize = 6 * MAX_USERNAME + FRAMING;
+
+/// Body limit of an issuance: twice the compact JSON of the largest one ([`MAX_ISSUE`] keys
+/// and a `cid*` of the largest `N`, in base64 with quotes and commas), and [`FRAMING`]
+/// (97,368 bytes).
+pub const ISSUE_BODY_LIMIT: usize =
+    2 * (MAX_ISSUE * (base64_len(MAX_N) + 3) + base64_len(MAX_N)) + FRAMING;
+
+/// Body limit of an opening: one message of [`DEFAULT_MAX_MESSAGE`] bytes and one signature
+/// (`dgsp_wire::limits::signed_message_body_limit`, 1,503,296 bytes).
+pub const OPEN_BODY_LIMIT: usize = signed_message_body_limit(DEFAULT_MAX_MESSAGE);
+
+/// Body limit of a backup request (a name of at most 64 bytes): [`FRAMING`], 1 KiB.
+pub const SMALL_BODY_LIMIT: usize = FRAMING;
 
 fn idempotency(
     headers: &HeaderMap,

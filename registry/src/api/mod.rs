@@ -24,7 +24,7 @@ use crate::store::Store;
 use crate::writer::Writer;
 use problem::Problem;
 
-pub use dgsp_http::router::{finish, DEFAULT_BODY_LIMIT, REQUEST_TIMEOUT};
+pub use dgsp_http::router::{finish, limit_body, DEFAULT_BODY_LIMIT, REQUEST_TIMEOUT};
 
 /// Everything a handler needs.
 pub struct AppState {
@@ -46,6 +46,8 @@ pub struct AppState {
     pub published: crate::publisher::SharedPublished,
     /// fail-stop state: once halted, writes are refused and `/readyz` fails
     pub health: Arc<crate::health::Health>,
+    /// the bound on feed pages in flight across requests
+    pub feed: crate::feed::Budget,
 }
 
 /// Shared state handle.
@@ -168,14 +170,29 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
 
 /// The whole router.
 pub fn router(state: Shared, body_limit: usize) -> Router {
+    // Each write route's body limit is sized to what it carries (`admin::*_BODY_LIMIT`); a
+    // bulk join takes the configured `body_limit`, which also applies where none is set (a
+    // revocation has no body, and nothing reads one sent anyway).
     let router = Router::new()
-        .route("/admin/v1/members", post(admin::join).get(admin::members))
+        .route(
+            "/admin/v1/members",
+            limit_body(post(admin::join), admin::JOIN_BODY_LIMIT).get(admin::members),
+        )
         .route("/admin/v1/members/bulk", post(admin::join_bulk))
         .route("/admin/v1/members/{id}", get(admin::member))
-        .route("/admin/v1/members/{id}/certificates", post(admin::issue))
+        .route(
+            "/admin/v1/members/{id}/certificates",
+            limit_body(post(admin::issue), admin::ISSUE_BODY_LIMIT),
+        )
         .route("/admin/v1/members/{id}/revoke", post(admin::revoke))
-        .route("/admin/v1/open", post(admin::open))
-        .route("/admin/v1/backup", post(admin::backup))
+        .route(
+            "/admin/v1/open",
+            limit_body(post(admin::open), admin::OPEN_BODY_LIMIT),
+        )
+        .route(
+            "/admin/v1/backup",
+            limit_body(post(admin::backup), admin::SMALL_BODY_LIMIT),
+        )
         .route("/v1/group", get(public::group))
         .route("/v1/log/entries", get(public::entries))
         .route("/v1/checkpoint", get(public::checkpoint))

@@ -58,9 +58,14 @@ pub use dgsp_wire::feed::Entries;
 /// `limit` entries although more follow. It always holds at least one entry when one exists
 /// after `after` (an entry larger than the bound comes alone). Continue from the last seq
 /// received until it reaches `head_seq`.
+///
+/// The bytes of pages in flight across all requests are bounded (`--feed-bytes-in-flight`):
+/// while many large pages are being sent, pages are smaller, and a request the bound leaves
+/// no room for is answered 503 `feed-busy` with `Retry-After`.
 #[utoipa::path(get, path = "/v1/log/entries", tag = "public", params(Page),
     responses((status = 200, body = Entries), (status = 400, body = Problem),
-        (status = 401, description = "a bearer token that is neither the auditor nor the admin token (omit it for the public view)", body = Problem)))]
+        (status = 401, description = "a bearer token that is neither the auditor nor the admin token (omit it for the public view)", body = Problem),
+        (status = 503, description = "the bytes of feed pages in flight are at their bound; retry after `Retry-After` seconds", body = Problem)))]
 pub async fn entries(
     State(s): State<Shared>,
     Auditor(auditor): Auditor,
@@ -70,14 +75,33 @@ pub async fn entries(
     if limit == 0 || limit > MAX_PAGE {
         return Err(Problem::bad_field("limit", format!("1 to {MAX_PAGE}")));
     }
-    let store = s.store.clone();
+    let turn = s.feed.build_turn().await;
+    let reservation = s.feed.reserve(feed::MAX_PAGE_BYTES).map_err(feed_busy)?;
+    let (store, max_bytes) = (s.store.clone(), reservation.bytes());
     let page = tokio::task::spawn_blocking(move || {
-        feed::page(&store, page.after, limit, feed::MAX_PAGE_BYTES, auditor)
+        feed::page(&store, page.after, limit, max_bytes, auditor)
     })
     .await
     .map_err(|e| Problem::internal("feed", e))?
     .map_err(|e| Problem::storage("feed", e))?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], page.body).into_response())
+    drop(turn);
+    let reservation = s
+        .feed
+        .fit(reservation, page.body.len())
+        .map_err(feed_busy)?;
+    let body = axum::body::Body::new(feed::HeldBody::new(page.body, reservation));
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// 503 `feed-busy`: the bytes of pages in flight are at their bound.
+fn feed_busy(busy: feed::Busy) -> Problem {
+    Problem::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "feed-busy",
+        "Feed busy",
+        format!("{busy}; retry shortly"),
+    )
+    .retry_after(1)
 }
 
 /// The newest signed checkpoint: what a follower or verifier uses to judge freshness.
