@@ -67,7 +67,9 @@ async fn a_single_verify_takes_one_message_and_a_signature_and_a_batch_more() {
     names_limit(&p, single);
 
     // The same signature in a batch: within the batch's 20 MiB, verified.
-    let (status, a) = gw.post("/v1/verify/batch", &json!({ "items": [body] })).await;
+    let (status, a) = gw
+        .post("/v1/verify/batch", &json!({ "items": [body] }))
+        .await;
     assert_eq!(status, 200, "{a}");
     assert_eq!(a["results"][0]["status"], "ok", "{a}");
 
@@ -135,7 +137,12 @@ fn the_data_directory_is_created_0700_under_umask_022() {
     // trying to reach the registry.
     let mut child = std::process::Command::new("sh")
         .args(["-c", "umask 022 && exec \"$@\"", "sh", BIN, "serve"])
-        .args(["--registry", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"])
+        .args([
+            "--registry",
+            "http://127.0.0.1:9",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .args(["--group-key", &"ab".repeat(32), "--workers", "1"])
         .arg("--data")
         .arg(&data)

@@ -35,7 +35,10 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE_BYTES.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         // SAFETY: the caller's contract is System's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -81,11 +84,7 @@ fn the_estimate_covers_what_parsing_allocates_and_admits_an_entry_at_the_cap() {
         let (after, after_allocations) = live();
         let held = (after - bytes) as usize;
         let charged = held + (after_allocations - allocations) as usize * ALLOCATION_OVERHEAD;
-        let estimate: usize = parsed
-            .entries
-            .iter()
-            .map(|e| parsed_size(e))
-            .sum::<usize>();
+        let estimate: usize = parsed.entries.iter().map(parsed_size).sum::<usize>();
         // The page's own list of entries is not held pending; each entry is.
         let list = parsed.entries.capacity() * std::mem::size_of::<dgsp_wire::log::Entry>();
         assert!(

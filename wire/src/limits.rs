@@ -61,7 +61,10 @@ mod tests {
             .max()
             .unwrap();
         assert_eq!(LARGEST_SIGNATURE, largest);
-        assert_eq!(LARGEST_SIGNATURE, Signature::encoded_len(ParamSet::Shake256f));
+        assert_eq!(
+            LARGEST_SIGNATURE,
+            Signature::encoded_len(ParamSet::Shake256f)
+        );
         assert_eq!(LARGEST_SIGNATURE, 52_084);
         assert_eq!(signed_message_body_limit(DEFAULT_MAX_MESSAGE), 1_503_296);
         let body = format!(
