@@ -216,8 +216,12 @@ pub struct SyncStatus {
     pub registry_checkpoint: Option<(u64, Option<u64>)>,
     /// Entries per feed page now (halved after pages refused for size).
     pub page_limit: usize,
-    /// The fault in force, if the last poll failed.
+    /// The fault in force: the last poll failed, or a signed checkpoint was refused for what
+    /// it covers and no checkpoint at least as large has been applied since.
     pub fault: Option<FaultReport>,
+    /// The last fault that found the registry's publications at fault (every kind but
+    /// `unreachable`, `http_status` and `storage`), kept after the gateway resumed.
+    pub last_integrity_fault: Option<FaultReport>,
     /// Faults seen since start, by kind.
     pub faults_total: HashMap<&'static str, u64>,
     /// Ranges applied since start.

@@ -65,9 +65,15 @@ pub struct Readiness {
     /// The snapshot in service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotRef>,
-    /// The feed fault in force.
+    /// The feed fault in force: the last poll failed, or the gateway refused a signed
+    /// checkpoint for what it covers and has not applied a later one yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultReport>,
+    /// The last fault that found the registry's publications at fault (a refused
+    /// checkpoint, snapshot or entry; not `unreachable`, `http_status` or `storage`) since
+    /// start, still shown once the gateway has resumed and `fault` is gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_integrity_fault: Option<FaultReport>,
 }
 
 /// Readiness: 200 while a verified snapshot is in service and the state is fresh by signed
@@ -125,6 +131,7 @@ pub fn readiness(s: &Shared) -> Readiness {
         page_limit: st.page_limit,
         snapshot,
         fault: st.fault.clone(),
+        last_integrity_fault: st.last_integrity_fault.clone(),
     }
 }
 

@@ -6,8 +6,13 @@
 //! - `member_revoked` adds its public zetas, revoked from that seq on;
 //! - `snapshot_published` must verify under the pinned key, name the group, directly extend
 //!   the previous snapshot (number + 1, `prev_hash`, count and `log_seq` not going back), and
-//!   its root and count must equal the set rebuilt from every revocation with
-//!   `seq <= log_seq`.
+//!   the newest one in the range (the one the covering checkpoint names, and the view will
+//!   serve) must have the root and count of the set rebuilt from every revocation with
+//!   `seq <= log_seq`. An older snapshot of the range that does not is superseded, not
+//!   served: a log written by a registry that lost a revocation from a snapshot is repaired
+//!   by a later snapshot holding it (docs/checkpoints.md, "Recovering a log"), and the
+//!   working set is always the log's revocations, never a snapshot's claim. Such snapshots
+//!   are returned with the range, for the follower to report.
 //!
 //! And for the checkpoint that covers the range ([`check_covers`]): a timed checkpoint must
 //! name the latest snapshot among its entries, and that snapshot must hold every revocation
@@ -29,15 +34,19 @@ use crate::state::{Verified, View};
 /// Applies `entries` (chain-checked, starting right after `view.applied`, ending at the size
 /// of `checkpoint`, which covers them) on top of `view`. Faults about the checkpoint itself
 /// are reported at `at` (its log entry, or the entry it covers for a note from
-/// `/v1/checkpoint`).
+/// `/v1/checkpoint`). Also returns the `snapshot_mismatch` faults of older snapshots of the
+/// range that the newest one supersedes.
 pub fn apply_range(
     view: &View,
     entries: &[Entry],
     checkpoint: Arc<Verified>,
     at: u64,
-) -> Result<(Update, View), Fault> {
+) -> Result<(Update, View, Vec<Fault>), Fault> {
     let group = &view.group;
     let mut set = None;
+    // The newest snapshot's mismatch, if it has one, and those of older ones.
+    let mut mismatch: Option<Fault> = None;
+    let mut superseded = Vec::new();
     let mut unsnapshotted: Vec<(Zeta, u64)> =
         view.unsnapshotted.iter().map(|(z, s)| (*z, *s)).collect();
     let mut latest = view.snapshot.clone();
@@ -65,13 +74,19 @@ pub fn apply_range(
                 unsnapshotted = later;
                 let zetas: Vec<Zeta> = now.into_iter().map(|(z, _)| z).collect();
                 working.insert(&zetas);
-                follow::check_snapshot_root(&s, working, e.seq)?;
+                superseded.extend(mismatch.take());
+                mismatch = follow::check_snapshot_root(&s, working, e.seq)
+                    .err()
+                    .map(Fault::from);
                 let s = Arc::new(s);
                 update.snapshots.push(s.clone());
                 latest = Some(s);
             }
             _ => {}
         }
+    }
+    if let Some(fault) = mismatch {
+        return Err(fault);
     }
     let last = entries
         .last()
@@ -96,7 +111,7 @@ pub fn apply_range(
         set: set.map_or_else(|| view.set.clone(), Arc::new),
         unsnapshotted: Arc::new(unsnapshotted.into_iter().collect::<HashMap<_, _>>()),
     };
-    Ok((update, next))
+    Ok((update, next, superseded))
 }
 
 /// The follower's rule errors are faults of the registry it follows.

@@ -2,7 +2,9 @@
 //! `/v1/checkpoint` (verified unless identical to the last, checked against every timed
 //! checkpoint held, held as the registry's claim and applied once the feed has served what it
 //! covers) and `checkpoint` entries of the feed (verified, checked the same way). Both end in
-//! [`Follower::cover`].
+//! [`Follower::cover`]; one it refuses for what it covers is reported and skipped
+//! ([`Follower::refuse`]), the registry's note is no longer held, and the follower goes on
+//! with the entries pending.
 
 use std::sync::Arc;
 
@@ -19,6 +21,10 @@ impl Follower {
     pub(super) async fn on_registry_note(&mut self, info: CheckpointInfo) -> Result<(), Fault> {
         if self.latest.as_ref().is_some_and(|l| *l.note == info.note) {
             return self.try_latest().await;
+        }
+        if self.is_refused(&info.note) {
+            // Refused already (its fault is in force): keep polling for a later one.
+            return Ok(());
         }
         let view = current(&self.view);
         let origin = origin_for(&view.group);
@@ -80,12 +86,17 @@ impl Follower {
             self.latest = previous;
             return Err(fault);
         }
+        if self.latest.is_none() {
+            // Refused for what it covers (`try_latest` reported it).
+            self.latest = previous;
+            return Ok(());
+        }
         lock(&self.status).registry_checkpoint = Some((new.checkpoint.size, new.time_unix_ms()));
         Ok(())
     }
 
     /// Applies `latest` if it covers the applied position or the last pending entry at its
-    /// size has been fetched.
+    /// size has been fetched. Refused for what it covers, it is reported and no longer held.
     pub(super) async fn try_latest(&mut self) -> Result<(), Fault> {
         let Some(latest) = self.latest.clone() else {
             return Ok(());
@@ -103,7 +114,10 @@ impl Follower {
             return Ok(());
         }
         if size == applied || (size > applied && pending_has) {
-            self.cover(latest, size).await?;
+            if let Some(fault) = self.cover(latest.clone(), size).await? {
+                self.latest = None;
+                self.refuse(latest, fault);
+            }
         }
         Ok(())
     }
@@ -126,12 +140,16 @@ impl Follower {
     }
 
     /// A `checkpoint` entry at `seq`: it must agree with the timed checkpoints held; then it
-    /// covers what it covers.
+    /// covers what it covers, or is refused for it and skipped (the entries stay pending for
+    /// a later checkpoint).
     pub(super) async fn on_log_checkpoint(
         &mut self,
         checked: Verified,
         seq: u64,
     ) -> Result<(), Fault> {
+        if self.is_refused(&checked.note) {
+            return Ok(());
+        }
         self.clock
             .check_not_ahead(&checked.checkpoint)
             .map_err(|detail| Fault::FutureCheckpoint { seq, detail })?;
@@ -148,6 +166,10 @@ impl Follower {
         {
             apply::check_order(&checked.checkpoint, &h.checkpoint)?;
         }
-        self.cover(Arc::new(checked), seq).await
+        let checked = Arc::new(checked);
+        if let Some(fault) = self.cover(checked.clone(), seq).await? {
+            self.refuse(checked, fault);
+        }
+        Ok(())
     }
 }

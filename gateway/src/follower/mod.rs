@@ -26,6 +26,16 @@
 //! that stops serving new entries or new notes cannot keep a gateway fresh, whatever it
 //! answers. Any fault discards the pending list, keeps the last view in service, is reported
 //! in `/readyz` and metrics, and the poll is retried with backoff from the last applied entry.
+//!
+//! Except a validly signed checkpoint refused for what it covers (`bad_checkpoint`: it does
+//! not name the newest snapshot or covers a revocation outside it; `snapshot_mismatch`: the
+//! snapshot it names does not hold the log's revocations). The manager signed it and the
+//! log keeps it, so asking again would meet it again: it is refused and reported (the fault
+//! stays in force until a checkpoint at least as large is applied), the entries stay
+//! pending, and a later checkpoint that covers them consistently applies them, as a
+//! registry repairing such a log publishes (docs/checkpoints.md, "Recovering a log"). Every
+//! state served is still a checkpoint and the snapshot it names, both checked against the
+//! log ([`apply::apply_range`]).
 //! A page refused for size halves the page size (down to one entry) instead of asking for
 //! the same page again; successful pages grow it back.
 
@@ -47,7 +57,9 @@ pub use fetch::{client, CheckpointInfo};
 
 use crate::clock::Clock;
 use crate::replica::Replica;
-use crate::state::{current, lock, now_ms, replace, SharedStatus, SharedView, Verified, View};
+use crate::state::{
+    current, lock, now_ms, replace, FaultReport, SharedStatus, SharedView, Verified, View,
+};
 
 /// Most entries held pending before the registry must have checkpointed them: the registry
 /// checkpoints after every publishing step (a few hundred entries under heavy load), so a feed
@@ -127,6 +139,9 @@ pub struct Follower {
     latest: Option<Arc<Verified>>,
     /// The clock signed times are checked against (none may be beyond its tolerance ahead).
     clock: Clock,
+    /// The newest checkpoint refused for what it covers, with its fault, in force until a
+    /// checkpoint at least as large is applied (its note is not tried again).
+    refused: Option<(Arc<Verified>, FaultReport)>,
 }
 
 impl Follower {
@@ -151,6 +166,7 @@ impl Follower {
             page_limit,
             latest: None,
             clock,
+            refused: None,
         })
     }
 
@@ -192,6 +208,9 @@ impl Follower {
                     let mut st = lock(&self.status);
                     st.pending_bytes = 0;
                     st.record_fault(fault.kind(), fault.to_string(), fault.seq());
+                    if fault.is_integrity() {
+                        st.last_integrity_fault = st.fault.clone();
+                    }
                     drop(st);
                     let exp = self.config.poll.saturating_mul(1 << failures.min(8));
                     exp.min(self.config.max_backoff)
@@ -347,7 +366,7 @@ impl Follower {
         st.pending_substantive = substantive.len() as u64;
         st.oldest_pending_ms = substantive.first().map(|e| e.time_ms);
         st.pending_bytes = self.pending_bytes as u64;
-        st.fault = None;
+        st.fault = self.refused.as_ref().map(|(_, report)| report.clone());
         let more = prev_seq < page.head_seq;
         if !more {
             st.last_sync_unix_ms = Some(now_ms());
@@ -381,8 +400,11 @@ impl Follower {
     /// Applies what a verified checkpoint covers. One of the size already applied must name
     /// the entry applied there (and, when newer, becomes the view's note); a larger one
     /// applies the pending entries up to its size as one range. Faults about the checkpoint
-    /// are reported at `at`.
-    async fn cover(&mut self, checkpoint: Arc<Verified>, at: u64) -> Result<(), Fault> {
+    /// are reported at `at`. `Ok(Some(fault))`: the checkpoint is refused for what it covers
+    /// (`bad_checkpoint` by [`apply::check_covers`], or `snapshot_mismatch` of the snapshot
+    /// it names); nothing was applied and the pending entries are kept, for a later
+    /// checkpoint to cover.
+    async fn cover(&mut self, checkpoint: Arc<Verified>, at: u64) -> Result<Option<Fault>, Fault> {
         let view = current(&self.view);
         let cp = &checkpoint.checkpoint;
         if cp.size <= view.applied.seq {
@@ -408,9 +430,9 @@ impl Follower {
                     .as_ref()
                     .and_then(|c| c.checkpoint.time_unix_ms);
             if cp.size == view.applied.seq && newer {
-                self.confirm(&view, checkpoint, at).await?;
+                return self.confirm(&view, checkpoint, at).await;
             }
-            return Ok(());
+            return Ok(None);
         }
         // The pending entries start right after `applied`, so the covered ones are a prefix.
         let covered = (cp.size - view.applied.seq) as usize;
@@ -430,25 +452,43 @@ impl Follower {
                 })
             }
         }
-        // Taken out, not copied: on a fault the caller drops everything pending anyway.
-        let entries: Vec<Entry> = self
+        // Taken out, not copied: on most faults the caller drops everything pending anyway;
+        // a checkpoint refused for what it covers hands them back.
+        let (entries, sizes): (Vec<Entry>, Vec<usize>) = self
             .pending
             .drain(..covered)
-            .map(|h| {
-                self.pending_bytes -= h.bytes;
-                h.entry
-            })
-            .collect();
+            .map(|h| (h.entry, h.bytes))
+            .unzip();
         let replica = self.replica.clone();
-        let (next, revocations, snapshots) = tokio::task::spawn_blocking(move || {
-            let (update, next) = apply::apply_range(&view, &entries, checkpoint, at)?;
+        let applied = tokio::task::spawn_blocking(move || {
+            let (update, next, superseded) =
+                match apply::apply_range(&view, &entries, checkpoint, at) {
+                    Ok(applied) => applied,
+                    Err(fault @ (Fault::BadCheckpoint { .. } | Fault::SnapshotMismatch { .. })) => {
+                        return Ok(Err((fault, entries)))
+                    }
+                    Err(fault) => return Err(fault),
+                };
             replica
                 .commit(&update)
                 .map_err(|e| Fault::Storage(e.to_string()))?;
-            Ok::<_, Fault>((next, update.revocations.len(), update.snapshots.len()))
+            let counts = (update.revocations.len(), update.snapshots.len());
+            Ok::<_, Fault>(Ok((next, counts, superseded)))
         })
         .await
         .map_err(|e| Fault::Storage(format!("apply task: {e}")))??;
+        let (next, (revocations, snapshots), superseded) = match applied {
+            Ok(applied) => applied,
+            Err((fault, entries)) => {
+                let held = entries
+                    .into_iter()
+                    .zip(sizes)
+                    .map(|(entry, bytes)| Held { entry, bytes });
+                self.pending.splice(..0, held);
+                return Ok(Some(fault));
+            }
+        };
+        self.pending_bytes -= sizes.iter().sum::<usize>();
         let seq = next.applied.seq;
         replace(&self.view, next);
         let mut st = lock(&self.status);
@@ -456,7 +496,8 @@ impl Follower {
         st.pending_bytes = self.pending_bytes as u64;
         drop(st);
         tracing::info!(seq, revocations, snapshots, "applied a checkpointed range");
-        Ok(())
+        self.resumed(seq, superseded);
+        Ok(None)
     }
 
     /// A newer signed note of exactly the applied state: checked like any covering
@@ -466,13 +507,14 @@ impl Follower {
         view: &View,
         checkpoint: Arc<Verified>,
         at: u64,
-    ) -> Result<(), Fault> {
-        apply::check_covers(
+    ) -> Result<Option<Fault>, Fault> {
+        if let Err(detail) = apply::check_covers(
             &checkpoint.checkpoint,
             view.snapshot.as_deref(),
             view.unsnapshotted.values().min().copied(),
-        )
-        .map_err(|detail| Fault::BadCheckpoint { seq: at, detail })?;
+        ) {
+            return Ok(Some(Fault::BadCheckpoint { seq: at, detail }));
+        }
         let replica = self.replica.clone();
         let note = checkpoint.note.clone();
         tokio::task::spawn_blocking(move || replica.confirm(note.as_str()))
@@ -482,6 +524,51 @@ impl Follower {
         let mut next = view.clone();
         next.checkpoint = Some(checkpoint);
         replace(&self.view, next);
-        Ok(())
+        self.resumed(view.applied.seq, Vec::new());
+        Ok(None)
+    }
+
+    /// A checkpoint refused for what it covers: reported (in force until a checkpoint at
+    /// least as large is applied, counted once per note), never tried again.
+    fn refuse(&mut self, checkpoint: Arc<Verified>, fault: Fault) {
+        tracing::warn!(
+            kind = fault.kind(),
+            error = %fault,
+            "signed checkpoint refused; waiting for a later one that covers the log consistently"
+        );
+        let mut st = lock(&self.status);
+        st.record_fault(fault.kind(), fault.to_string(), fault.seq());
+        st.last_integrity_fault = st.fault.clone();
+        if let Some(report) = st.fault.clone() {
+            self.refused = Some((checkpoint, report));
+        }
+    }
+
+    /// Whether `note` is the checkpoint refused last.
+    fn is_refused(&self, note: &str) -> bool {
+        self.refused.as_ref().is_some_and(|(r, _)| *r.note == *note)
+    }
+
+    /// The applied state now covers entry `seq`: a refused checkpoint no larger is history
+    /// (its fault stays in `last_integrity_fault` and the counts). Snapshots the range
+    /// superseded that did not match the log are reported unless the refusal in force was
+    /// theirs.
+    fn resumed(&mut self, seq: u64, superseded: Vec<Fault>) {
+        let shown = self.refused.as_ref().map(|(_, f)| (f.kind.clone(), f.seq));
+        for fault in superseded {
+            if shown != Some((fault.kind().to_owned(), fault.seq())) {
+                tracing::warn!(kind = fault.kind(), error = %fault, "a superseded snapshot does not match the log");
+                let mut st = lock(&self.status);
+                st.record_fault(fault.kind(), fault.to_string(), fault.seq());
+                st.last_integrity_fault = st.fault.clone();
+            }
+        }
+        if let Some((r, _)) = self.refused.take_if(|(r, _)| r.checkpoint.size <= seq) {
+            tracing::info!(
+                seq,
+                refused = r.checkpoint.size,
+                "resumed past a refused checkpoint"
+            );
+        }
     }
 }

@@ -57,10 +57,24 @@ pub async fn registry_with_cadence(interval: Duration) -> Registry {
 }
 
 async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry {
+    registry_on_log(params, cadence, |_, _| ()).await.0
+}
+
+/// Starts a registry for a new group of `params` on a log that `write` extends first (with
+/// its own writer, as a registry that ran before did), and returns what `write` returns.
+pub async fn registry_on_log<T: Send + 'static>(
+    params: ParamSet,
+    cadence: Option<Duration>,
+    write: impl FnOnce(&Arc<Store>, &Arc<Manager>) -> T + Send + 'static,
+) -> (Registry, T) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let manager = Arc::new(Manager::generate(params, &mut OsRng));
     store.create_group(manager.public_key(), 1).unwrap();
+    let (s, m) = (store.clone(), manager.clone());
+    let written = tokio::task::spawn_blocking(move || write(&s, &m))
+        .await
+        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
         admin_token: ADMIN.into(),
@@ -79,7 +93,7 @@ async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry
         .await
         .unwrap();
     let url = running.url();
-    Registry {
+    let registry = Registry {
         feed_url: url.clone(),
         url,
         client: reqwest::Client::new(),
@@ -87,7 +101,8 @@ async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry
         manager,
         running,
         _dir: dir,
-    }
+    };
+    (registry, written)
 }
 
 /// A member with unused signing keys.
