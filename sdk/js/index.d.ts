@@ -10,6 +10,7 @@ export type CheckName =
   | 'signature'
   | 'checkpoint_signature'
   | 'checkpoint_age'
+  | 'future_checkpoint'
   | 'snapshot_signature'
   | 'snapshot_named'
   | 'revocation_proof'
@@ -38,6 +39,11 @@ export interface Policy {
   now_unix_ms: number;
   /** Lowest acceptable snapshot number. */
   min_snapshot?: number | null;
+  /**
+   * How far, in ms, the checkpoint's signed time may be ahead of `now_unix_ms` (clock skew);
+   * further ahead fails `future_checkpoint`. Default {@link DEFAULT_CLOCK_TOLERANCE_MS}.
+   */
+  clock_tolerance_ms?: number | null;
 }
 
 export interface Check {
@@ -110,6 +116,8 @@ export class TrustRoot {
 }
 
 export const CHECKS: readonly CheckName[];
+/** The default `Policy.clock_tolerance_ms` (5 s). */
+export const DEFAULT_CLOCK_TOLERANCE_MS: 5000;
 /** The one check that is the gateway's word; every other is computed locally. */
 export const GATEWAY_WORD: 'gateway_status';
 export function firstFailure(report: AnswerReport): Check | null;

@@ -4,7 +4,9 @@
 import wasmInit from './pkg/dgsp_verifier_wasm.js';
 import { markReady } from './verifier.js';
 
-export { TrustRoot, DgspError, CHECKS, GATEWAY_WORD, firstFailure, version } from './verifier.js';
+export {
+  TrustRoot, DgspError, CHECKS, DEFAULT_CLOCK_TOLERANCE_MS, GATEWAY_WORD, firstFailure, version,
+} from './verifier.js';
 
 let loading;
 /** Instantiates the WebAssembly module (once). `source`: a URL, Response, bytes or WebAssembly.Module. */

@@ -7,7 +7,9 @@ import { markReady } from './verifier.js';
 initSync({ module: readFileSync(new URL('./pkg/dgsp_verifier_wasm_bg.wasm', import.meta.url)) });
 markReady();
 
-export { TrustRoot, DgspError, CHECKS, GATEWAY_WORD, firstFailure, version } from './verifier.js';
+export {
+  TrustRoot, DgspError, CHECKS, DEFAULT_CLOCK_TOLERANCE_MS, GATEWAY_WORD, firstFailure, version,
+} from './verifier.js';
 
 /** Nothing to do in Node (the module is ready on import). */
 export async function init() {}

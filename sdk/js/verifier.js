@@ -16,11 +16,18 @@ export const CHECKS = Object.freeze([
   'signature',
   'checkpoint_signature',
   'checkpoint_age',
+  'future_checkpoint',
   'snapshot_signature',
   'snapshot_named',
   'revocation_proof',
   'min_snapshot',
 ]);
+
+/**
+ * How far (ms) a checkpoint's signed time may be ahead of `now_unix_ms` unless the policy says
+ * otherwise (`clock_tolerance_ms`); further ahead fails `future_checkpoint`.
+ */
+export const DEFAULT_CLOCK_TOLERANCE_MS = 5000;
 
 /** Every check but this one is computed locally; this one is the gateway's own word. */
 export const GATEWAY_WORD = 'gateway_status';
@@ -137,15 +144,20 @@ export class TrustRoot {
 
   /**
    * A gateway's `POST /v1/verify` answer checked whole, with the signed snapshot its
-   * checkpoint names (or null). `policy`: `{ max_age_ms, now_unix_ms, min_snapshot? }`.
+   * checkpoint names (or null). `policy`: `{ max_age_ms, now_unix_ms, min_snapshot?,
+   * clock_tolerance_ms? }` (`clock_tolerance_ms`: how far the checkpoint's signed time may be
+   * ahead of `now_unix_ms`, default DEFAULT_CLOCK_TOLERANCE_MS).
    */
   checkAnswer(message, signature, answer, snapshot, policy) {
     if (policy === null || typeof policy !== 'object') {
-      throw new DgspError('argument', 'policy: expected { max_age_ms, now_unix_ms, min_snapshot? }');
+      throw new DgspError('argument', 'policy: expected { max_age_ms, now_unix_ms, min_snapshot?, clock_tolerance_ms? }');
     }
     const maxAge = num(policy.max_age_ms, 'policy.max_age_ms');
     const now = num(policy.now_unix_ms, 'policy.now_unix_ms');
     const min = policy.min_snapshot == null ? undefined : num(policy.min_snapshot, 'policy.min_snapshot');
+    const tolerance = policy.clock_tolerance_ms == null
+      ? undefined
+      : num(policy.clock_tolerance_ms, 'policy.clock_tolerance_ms');
     const snap = snapshot == null ? undefined : jsonBytes(snapshot, 'snapshot');
     return JSON.parse(
       call(() =>
@@ -157,6 +169,7 @@ export class TrustRoot {
           maxAge,
           now,
           min,
+          tolerance,
         ),
       ),
     );

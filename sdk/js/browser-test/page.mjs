@@ -2,7 +2,9 @@
 // a live stack; the page served by the gateway (`--web-dir`) or, for a gateway without that
 // option, by serve.mjs on one origin with /v1/* forwarded; then a valid signature (with the
 // fingerprint pinned), a tampered signature, a tampered gateway answer (the proof flipped
-// in flight) and, after `operator revoke`, a revoked signer. One screenshot per case in
+// in flight), the browser's clock ten minutes behind (the gateway's note from its future)
+// and, after `operator revoke`, a revoked signer; served by the gateway, under its
+// Content-Security-Policy, with no violation reported. One screenshot per case in
 // ../artifacts/. Exits non-zero on any failure.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
@@ -50,16 +52,25 @@ try {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
 
-  async function runCase(name, { sig, pin = '', route, expect, expectStatus, expectFailed }) {
+  async function runCase(name, { sig, pin = '', route, clockBehindMs = 0, expect, expectStatus, expectFailed }) {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
     const foreign = [];
     page.on('request', (r) => { if (!r.url().startsWith(origin)) foreign.push(r.url()); });
     const errors = [];
     page.on('pageerror', (e) => errors.push(String(e)));
+    // A Content-Security-Policy violation is reported on the console, not thrown.
+    page.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) errors.push(m.text()); });
     if (route) await page.route('**/v1/verify', route);
+    // The browser's clock behind the registry's: the gateway's note is then from its future.
+    if (clockBehindMs) await page.clock.setFixedTime(Date.now() - clockBehindMs);
     try {
-      await page.goto(`${origin}/verify/`);
+      const served = await page.goto(`${origin}/verify/`);
+      if (gatewayServes) {
+        const csp = served.headers()['content-security-policy'] ?? '';
+        assert.match(csp, /frame-ancestors 'none'/, `${name}: the page's CSP (${csp})`);
+        assert.match(csp, /script-src 'self' 'wasm-unsafe-eval'/, `${name}: the page's CSP (${csp})`);
+      }
       await page.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
       if (pin) await page.fill('#pin', pin);
       await page.setInputFiles('#message-file', s.message);
@@ -103,6 +114,9 @@ try {
     },
   });
   await runCase('wrong-pin', { sig: s.alice_sig, pin: 'ab'.repeat(32), expect: 'not-valid' });
+  await runCase('future-checkpoint', {
+    sig: s.alice_sig, clockBehindMs: 600_000, expect: 'not-valid', expectFailed: ['future_checkpoint'],
+  });
 
   s.revoke('bob');
   const message = readFileSync(s.message);

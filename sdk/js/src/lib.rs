@@ -98,7 +98,8 @@ impl TrustRoot {
             .map_err(err)
     }
 
-    /// `AnswerReport` as JSON.
+    /// `AnswerReport` as JSON. `clock_tolerance_ms`: how far the checkpoint's signed time may
+    /// be ahead of `now_unix_ms` (the crate's default, 5000, when absent).
     #[wasm_bindgen(js_name = checkAnswer)]
     // The policy's fields cross the wasm boundary as plain numbers (verifier.js builds them
     // from the caller's policy object), so the export takes more than clippy's seven.
@@ -112,9 +113,14 @@ impl TrustRoot {
         max_age_ms: f64,
         now_unix_ms: f64,
         min_snapshot: Option<f64>,
+        clock_tolerance_ms: Option<f64>,
     ) -> Result<String, JsValue> {
         let policy = Policy {
             max_age_ms: uint("max_age_ms", max_age_ms)?,
+            clock_tolerance_ms: clock_tolerance_ms
+                .map(|t| uint("clock_tolerance_ms", t))
+                .transpose()?
+                .unwrap_or(dgsp_verifier::evidence::DEFAULT_CLOCK_TOLERANCE_MS),
             now_unix_ms: uint("now_unix_ms", now_unix_ms)?,
             min_snapshot: min_snapshot.map(|m| uint("min_snapshot", m)).transpose()?,
         };

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { TrustRoot, DgspError } from '../node.js';
+import { TrustRoot, DgspError, CHECKS, DEFAULT_CLOCK_TOLERANCE_MS } from '../node.js';
 
 const doc = JSON.parse(
   readFileSync(new URL('../../vectors/conformance.json', import.meta.url), 'utf8'),
@@ -35,7 +35,8 @@ function run(groups, c) {
         const p = c.policy;
         const r = root.checkAnswer(msg, d(c.signature), JSON.stringify(c.answer),
           c.snapshot === null ? null : JSON.stringify(c.snapshot),
-          { max_age_ms: p.max_age_ms, min_snapshot: p.min_snapshot, now_unix_ms: p.now_unix_ms });
+          { max_age_ms: p.max_age_ms, min_snapshot: p.min_snapshot, now_unix_ms: p.now_unix_ms,
+            clock_tolerance_ms: p.clock_tolerance_ms });
         return { valid: r.valid, failed_checks: r.checks.filter((x) => !x.passed).map((x) => x.check) };
       }
       case 'judge': {
@@ -75,6 +76,24 @@ test('answers and snapshots may also be passed parsed, or as bytes', () => {
   const rec = root.verifySnapshot(c.snapshot);
   assert.equal(rec.number, c.snapshot.record?.number ?? rec.number);
   assert.equal(rec.group, root.fingerprint);
+});
+
+test('a checkpoint from the future: refused by name, unless the caller tolerates the skew', () => {
+  const c = doc.cases.find((x) => x.name === 'a: checkpoint from the future');
+  const root = TrustRoot.fromKeyBytes(d(doc.groups[c.group]));
+  const { max_age_ms, now_unix_ms } = c.policy;
+  const args = [d(c.message), d(c.signature), c.answer, c.snapshot];
+  const r = root.checkAnswer(...args, { max_age_ms, now_unix_ms });
+  assert.equal(r.valid, false);
+  assert.deepStrictEqual(r.checks.filter((x) => !x.passed).map((x) => x.check), ['future_checkpoint']);
+  assert.match(r.checks.find((x) => x.check === 'future_checkpoint').detail, /ahead of this clock/);
+  assert.equal(r.checks.find((x) => x.check === 'checkpoint_age').passed, true, 'the age alone lets it through');
+  assert.equal(root.checkAnswer(...args, { max_age_ms, now_unix_ms, clock_tolerance_ms: 900_000 }).valid, true);
+  assert.equal(DEFAULT_CLOCK_TOLERANCE_MS, 5000);
+  assert.deepStrictEqual(r.checks.map((x) => x.check), CHECKS.slice(0, -1));
+  assert.throws(() => root.checkAnswer(...args, { max_age_ms, now_unix_ms, clock_tolerance_ms: -1 }),
+    (e) => e.kind === 'argument');
+  root.free();
 });
 
 test('typed errors', () => {

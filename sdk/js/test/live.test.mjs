@@ -1,6 +1,6 @@
 // The SDK against a live registry and gateway (support/stack.sh: binaries from
 // $DGSP_BIN, default ~/.cache/dgsp/target/debug): a valid signature, a stale checkpoint, a
-// tampered proof, another group, and a revocation seen through the gateway and proven
+// checkpoint from the future, a tampered proof, another group, and a revocation seen through the gateway and proven
 // against its signed snapshot. Skipped (not failed) when the binaries are missing and
 // DGSP_JS_REQUIRE_LIVE is unset.
 import { test, before, after } from 'node:test';
@@ -52,6 +52,19 @@ test('a stale checkpoint (the caller\'s clock an hour ahead)', { skip }, async (
     { max_age_ms: 300_000, now_unix_ms: Date.now() + 3_600_000 });
   assert.equal(r.valid, false);
   assert.deepStrictEqual(failed(r), ['checkpoint_age']);
+});
+
+test('a checkpoint from the future (the caller\'s clock ten minutes behind)', { skip }, async () => {
+  const sig = s.read('alice_sig');
+  const { answer, snapshot } = await askGateway(s.gateway, message, sig);
+  const behind = Date.now() - 600_000;
+  const r = root.checkAnswer(message, sig, answer, snapshot, { max_age_ms: 300_000, now_unix_ms: behind });
+  assert.equal(r.valid, false);
+  assert.deepStrictEqual(failed(r), ['future_checkpoint']);
+  assert.match(firstFailure(r).detail, /ahead of this clock/);
+  const lax = root.checkAnswer(message, sig, answer, snapshot,
+    { max_age_ms: 300_000, now_unix_ms: behind, clock_tolerance_ms: 900_000 });
+  assert.deepStrictEqual(failed(lax), []);
 });
 
 test('a tampered proof', { skip }, async () => {

@@ -1,8 +1,12 @@
-import { TrustRoot, DgspError, firstFailure, init, type AnswerReport, type Policy } from '@dgsp/verifier';
+import {
+  TrustRoot, DgspError, DEFAULT_CLOCK_TOLERANCE_MS, firstFailure, init, type AnswerReport, type Policy,
+} from '@dgsp/verifier';
 await init();
 // Compiled with `tsc -p types-test` (no emit): the published types accept the documented use.
 const root: TrustRoot = TrustRoot.fromKeyFile('abc');
 const p: Policy = { max_age_ms: 1, now_unix_ms: Date.now() };
+const skewed: Policy = { ...p, clock_tolerance_ms: DEFAULT_CLOCK_TOLERANCE_MS * 2 };
+if (root.checkAnswer('m', 's', {}, null, skewed).checks.some((c) => c.check === 'future_checkpoint')) console.log('ahead');
 const r: AnswerReport = root.checkAnswer(new Uint8Array(), 'sig', {}, null, p);
 const f = firstFailure(r);
 if (f) console.log(f.check.toUpperCase(), r.gateway_status);
