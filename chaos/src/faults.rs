@@ -254,7 +254,8 @@ impl Stack {
             .map_or(0, |c| c.time_unix_ms);
         self.halt_expected.store(true, Ordering::SeqCst);
         self.set_clock(0, log);
-        tokio::time::sleep(Duration::from_millis(s.cadence_secs * 1000 + 1000)).await;
+        // It notices when it next signs: within a cadence, or at the next write.
+        tokio::time::sleep(Duration::from_millis(2 * s.cadence_secs * 1000 + 1000)).await;
         let url = self.registry.lock().await.url.clone();
         let code = self.readyz(&url).await;
         checks.push(());
@@ -304,7 +305,7 @@ impl Stack {
             s.max_staleness_secs * 1000
                 + s.poll_ms
                 + 4000
-                + s.cadence_secs * 1000
+                + 2 * s.cadence_secs * 1000
                 + 1000
                 + self.tolerance_ms
                 + 7000
