@@ -124,7 +124,7 @@ fn follow(page: Entries, apply_rest: bool) {
         }
         let range: Vec<Entry> = held.drain(..covered).collect();
         match apply::apply_range(&view, &range, Arc::new(checked), at) {
-            Ok((update, next)) => {
+            Ok((update, next, _)) => {
                 assert_eq!(
                     update.applied.seq, size,
                     "a range applies up to its checkpoint"

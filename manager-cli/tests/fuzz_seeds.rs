@@ -242,7 +242,7 @@ fn gateway_feed_seeds() {
     }
     apply::check_group(&view, &parsed.entries[0]).unwrap();
     let verified = apply::check_checkpoint(&view, &parsed.entries[6]).unwrap();
-    let (update, next) =
+    let (update, next, _) =
         apply::apply_range(&view, &parsed.entries[..6], Arc::new(verified), 7).unwrap();
     assert_eq!((update.revocations.len(), update.snapshots.len()), (2, 1));
     assert_eq!(next.applied.seq, 6);
