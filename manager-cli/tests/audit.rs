@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use dgsp_core::checkpoint::{origin_for, Checkpoint};
+use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::{Manager, MessageDigest, ParamSet, Pi, Signature, Zeta};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_manager::audit::{self, Auditor, Report, Skipped, WarningKind};
@@ -346,6 +346,64 @@ fn a_reused_counter_is_found() {
     );
     tamper::append_checkpoint(&mut entries, &log.manager);
     assert_eq!(found(&entries), vec![("counter_reused", k)]);
+}
+
+/// The checkpoint of issue 26: signed by the manager over a revocation that the snapshot it
+/// names does not hold (a registry whose revocation fence was released by a client that went
+/// away). A later snapshot holding the revocation and a checkpoint naming it repair the log
+/// for verifiers; the bad checkpoint stays a violation.
+#[test]
+fn a_checkpoint_naming_a_snapshot_without_a_revocation_it_covers_is_found() {
+    let log = small();
+    let m = &log.manager;
+    let mut entries = log.entries.clone();
+    let alice = tamper::id_of(&entries, "alice");
+    let newest = entries
+        .iter()
+        .rfind(|e| e.kind == "snapshot_published")
+        .map(tamper::snapshot_of)
+        .unwrap();
+    let r = tamper::append(
+        &mut entries,
+        &Event::MemberRevoked {
+            id: alice,
+            counter: 5,
+            zetas: (0..5).map(|_| logs::random_hex(16)).collect(),
+        },
+    );
+    let named = Some(SnapshotRef::of(&newest.record));
+    let k = tamper::append_checkpoint_naming(&mut entries, m, named);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![("checkpoint_uncovered", k)]);
+    let detail = &report.violations[0].detail;
+    assert!(
+        detail.contains(&format!("the revocation at entry {r} is among its entries")),
+        "{detail}"
+    );
+
+    // Repaired: snapshot n + 1 holds alice's zetas, a checkpoint names it.
+    let set = tamper::set_up_to(&entries, r);
+    let record = newest
+        .record
+        .next(r, set.len(), set.root(), dgsp_registry::log::now_ms());
+    let repair = m.sign_snapshot(&record);
+    tamper::append(
+        &mut entries,
+        &Event::SnapshotPublished {
+            snapshot: dgsp_wire::snapshot::snapshot_json(&repair),
+        },
+    );
+    tamper::append_checkpoint(&mut entries, m);
+    assert_eq!(found(&entries), vec![("checkpoint_uncovered", k)]);
+
+    // Naming an older snapshot than the newest among its entries is the same violation.
+    let mut entries = log.entries.clone();
+    let older = tamper::nth(&entries, "snapshot_published", 0, |_| true);
+    let older = Some(SnapshotRef::of(
+        &tamper::snapshot_of(tamper::at(&mut entries, older)).record,
+    ));
+    let k = tamper::append_checkpoint_naming(&mut entries, m, older);
+    assert_eq!(found(&entries), vec![("checkpoint_uncovered", k)]);
 }
 
 #[test]

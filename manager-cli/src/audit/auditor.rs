@@ -12,6 +12,7 @@ use dgsp_wire::snapshot::snapshot_from_json;
 
 use super::chain::Chain;
 use super::checkpoints::{self, Checkpoints};
+use super::covers::Covers;
 use super::crypto::{self, Job};
 use super::findings::Findings;
 use super::group::Group;
@@ -29,6 +30,7 @@ pub struct Auditor {
     members: Members,
     snapshots: Snapshots,
     checkpoints: Checkpoints,
+    covers: Covers,
     jobs: Vec<Job>,
     findings: Findings,
     stats: Stats,
@@ -48,6 +50,7 @@ impl Auditor {
             members: Members::default(),
             snapshots: Snapshots::default(),
             checkpoints: Checkpoints::default(),
+            covers: Covers::default(),
             jobs: Vec::new(),
             findings: Findings::default(),
             stats: Stats::default(),
@@ -222,9 +225,11 @@ impl Auditor {
                     return;
                 };
                 self.snapshots.published(e.seq, &s, out);
+                let s = std::sync::Arc::new(s);
+                self.covers.published(e.seq, s.clone());
                 jobs.push(Job::Snapshot {
                     seq: e.seq,
-                    snapshot: Box::new(s),
+                    snapshot: s,
                 });
             }
             ("checkpoint", _) => {
@@ -234,12 +239,13 @@ impl Auditor {
                         out.violation(e.seq, ViolationKind::Malformed, reason);
                     }
                     Ok(cp) => {
-                        self.checkpoints.check(e.seq, &cp, &self.chain, out);
+                        let matches = self.checkpoints.check(e.seq, &cp, &self.chain, out);
                         jobs.push(Job::Checkpoint {
                             seq: e.seq,
                             note: cp.note,
                             size: cp.size,
                             head: cp.head,
+                            covered: matches.then(|| self.covers.at(cp.size)),
                         });
                     }
                 }
@@ -267,6 +273,7 @@ impl Auditor {
             return;
         };
         self.stats.revoked_zetas += self.snapshots.revoke(e.seq, &zetas, out);
+        self.covers.revoked(e.seq);
         match event {
             Some(Event::MemberRevoked { id, counter, .. }) => {
                 self.members.revoked(e.seq, id, counter, zetas.len(), out)

@@ -60,15 +60,22 @@ pub(crate) struct Checkpoints {
 }
 
 impl Checkpoints {
-    /// Checks checkpoint entry `seq` against the chain.
-    pub(crate) fn check(&mut self, seq: u64, cp: &Stated, chain: &Chain, out: &mut Findings) {
+    /// Checks checkpoint entry `seq` against the chain; returns whether it matches (then
+    /// what it names can be checked against the entries it covers).
+    pub(crate) fn check(
+        &mut self,
+        seq: u64,
+        cp: &Stated,
+        chain: &Chain,
+        out: &mut Findings,
+    ) -> bool {
         if cp.size >= seq {
             out.violation(
                 seq,
                 ViolationKind::CheckpointMismatch,
                 format!("it covers {} entries but is entry {seq}", cp.size),
             );
-            return;
+            return false;
         }
         if cp.size < self.last_size {
             out.violation(
@@ -79,7 +86,7 @@ impl Checkpoints {
                     cp.size, self.last_size
                 ),
             );
-            return;
+            return false;
         }
         self.last_size = cp.size;
         if chain.hash_of(cp.size) == Some(&cp.head) {
@@ -87,7 +94,7 @@ impl Checkpoints {
             if let Some(d) = self.divergence.take() {
                 self.folded.push(d);
             }
-            return;
+            return true;
         }
         match &mut self.divergence {
             Some((_, later)) => *later += 1,
@@ -110,6 +117,7 @@ impl Checkpoints {
                 self.divergence = Some((i, 0));
             }
         }
+        false
     }
 
     /// Adds to each divergence's detail how many later checkpoints it explains.

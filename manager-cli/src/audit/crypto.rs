@@ -4,12 +4,15 @@
 //! entry and the group key, never on the replayed state, so the order they run in does not
 //! matter; their violations are sorted into place by seq at the end.
 
+use std::sync::Arc;
+
 use dgsp_core::checkpoint::origin_for;
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::{
     Error as CoreError, ManagerPublicKey, MemberId, MessageDigest, Pi, Signature, WotsPk,
 };
 
+use super::covers::Covered;
 use super::violation::{Violation, ViolationKind};
 
 /// Run the queue once it holds this many checks.
@@ -18,17 +21,20 @@ pub(crate) const BATCH: usize = 512;
 /// One expensive check.
 pub(crate) enum Job {
     /// The note of a checkpoint entry must verify under the group key, with the group's
-    /// origin, and state the entry's `size` and `head`.
+    /// origin, and state the entry's `size` and `head`; then, if it matches the log, it
+    /// must name the newest snapshot among the entries it covers, holding every
+    /// revocation among them (`covered`, by [`super::covers`]).
     Checkpoint {
         seq: u64,
         note: String,
         size: u64,
         head: [u8; 32],
+        covered: Option<Covered>,
     },
     /// A snapshot's signature must verify under the group key and name the group.
     Snapshot {
         seq: u64,
-        snapshot: Box<SignedSnapshot>,
+        snapshot: Arc<SignedSnapshot>,
     },
     /// An opened signature must verify under the group key (from its digest), and the
     /// opening must pass judge.
@@ -57,6 +63,7 @@ impl Job {
                 note,
                 size,
                 head,
+                covered,
             } => match group.verify_checkpoint(note) {
                 Err(e) => found(*seq, ViolationKind::CheckpointSignature, e.to_string()),
                 Ok(cp) if cp.origin != origin_for(group) => found(
@@ -74,7 +81,11 @@ impl Job {
                         hex::encode(cp.head)
                     ),
                 ),
-                Ok(_) => None,
+                Ok(cp) => covered.as_ref().and_then(|(named, uncovered)| {
+                    dgsp_wire::follow::check_covers(&cp, named.as_deref(), *uncovered)
+                        .err()
+                        .and_then(|detail| found(*seq, ViolationKind::CheckpointUncovered, detail))
+                }),
             },
             Job::Snapshot { seq, snapshot } => snapshot.verify(group).err().and_then(|e| {
                 found(

@@ -17,6 +17,7 @@
 //! | `group` | entry 1 is not `group_created`, its key does not decode or does not match its fingerprint/params fields, it is not the pinned group; or a later `group_created` |
 //! | `checkpoint_signature` | a checkpoint note does not verify under the group key, or names another origin |
 //! | `checkpoint_mismatch` | a checkpoint's head is not the hash of the entry at its size; its fields differ from its signed note; it covers entries after itself; its size goes back |
+//! | `checkpoint_uncovered` | a timed checkpoint (whose note verifies) does not name the newest snapshot among the entries it covers, or covers a revocation that snapshot does not hold (the followers' rule, `dgsp_wire::follow::check_covers`): it vouches for a state in which the revoked member's signatures verify |
 //! | `snapshot_signature` | a snapshot's signature does not verify under the group key, or it names another group |
 //! | `snapshot_succession` | a snapshot is not number previous + 1 (1 for the first) with `prev_hash` = the previous record's hash, or its `log_seq` is not before its own entry |
 //! | `snapshot_root` | a snapshot's root or count differs from the set of zetas revoked at entries `<= log_seq` (the gateway's rule) |
@@ -63,6 +64,11 @@
 //!   missing from the log shows at each later snapshot): unlike checkpoint heads, one
 //!   wrong root does not imply the next, and each is a separately signed statement that
 //!   a verifier may rely on.
+//! - `checkpoint_uncovered` compares what a checkpoint names with the log's snapshot
+//!   entries and revocations by position; a checkpoint naming a snapshot whose root is
+//!   wrong is the `snapshot_root` of that snapshot, not reported again. A log repaired
+//!   by a later snapshot (docs/checkpoints.md, "Recovering a log") keeps its violations:
+//!   the manager signed them.
 //!
 //! # What needs the auditor token
 //!
@@ -88,6 +94,7 @@
 mod auditor;
 mod chain;
 mod checkpoints;
+mod covers;
 mod crypto;
 mod findings;
 mod group;

@@ -27,6 +27,10 @@ pub enum ViolationKind {
     /// size, its fields differ from its signed note, it covers entries after itself, or
     /// it goes back.
     CheckpointMismatch,
+    /// A timed checkpoint does not name the newest snapshot among the entries it covers, or
+    /// covers a revocation that snapshot does not hold (`dgsp_wire::follow::check_covers`):
+    /// it vouches for a state in which a revoked member's signatures verify.
+    CheckpointUncovered,
     /// A snapshot's signature does not verify under the group key (or it names another
     /// group).
     SnapshotSignature,
@@ -77,6 +81,7 @@ impl ViolationKind {
             ViolationKind::Group => "group",
             ViolationKind::CheckpointSignature => "checkpoint_signature",
             ViolationKind::CheckpointMismatch => "checkpoint_mismatch",
+            ViolationKind::CheckpointUncovered => "checkpoint_uncovered",
             ViolationKind::SnapshotSignature => "snapshot_signature",
             ViolationKind::SnapshotSuccession => "snapshot_succession",
             ViolationKind::SnapshotRoot => "snapshot_root",

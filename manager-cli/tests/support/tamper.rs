@@ -2,7 +2,7 @@
 //! change it can re-seal the chain and re-sign snapshots and checkpoints.
 #![allow(dead_code)]
 
-use dgsp_core::checkpoint::{origin_for, Checkpoint};
+use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
 use dgsp_core::{Manager, Zeta};
 use dgsp_gateway::follower::apply::revoked_zetas;
@@ -114,12 +114,17 @@ pub fn reseal(entries: &mut [Entry], from: u64, manager: &Manager, resign: Resig
         if seq > from && entries[i].kind == "checkpoint" && resign.checkpoints {
             let size = entries[i].public["size"].as_u64().unwrap();
             let head = unhex32(&entries[(size - 1) as usize].hash).unwrap();
+            // Naming the newest snapshot it covers (already re-signed), as the registry does.
+            let snapshot = entries[..size as usize]
+                .iter()
+                .rfind(|e| e.kind == "snapshot_published")
+                .map(|e| SnapshotRef::of(&snapshot_of(e).record));
             let note = manager.sign_checkpoint(&Checkpoint {
                 origin: origin_for(manager.public_key()),
                 size,
                 head,
                 time_unix_ms: Some(dgsp_registry::log::now_ms()),
-                snapshot: None,
+                snapshot,
             });
             let e = &mut entries[i];
             e.public["head"] = Value::from(hex::encode(head));
@@ -151,8 +156,22 @@ pub fn append(entries: &mut Vec<Entry>, event: &Event) -> u64 {
     seq
 }
 
-/// Appends a checkpoint of the current head, signed by `manager`.
+/// Appends a checkpoint of the current head, signed by `manager`, naming the newest
+/// snapshot (as the registry does).
 pub fn append_checkpoint(entries: &mut Vec<Entry>, manager: &Manager) -> u64 {
+    let newest = entries
+        .iter()
+        .rfind(|e| e.kind == "snapshot_published")
+        .map(|e| SnapshotRef::of(&snapshot_of(e).record));
+    append_checkpoint_naming(entries, manager, newest)
+}
+
+/// Appends a checkpoint of the current head, signed by `manager`, naming `snapshot`.
+pub fn append_checkpoint_naming(
+    entries: &mut Vec<Entry>,
+    manager: &Manager,
+    snapshot: Option<SnapshotRef>,
+) -> u64 {
     let last = entries.last().unwrap();
     let (size, head) = (last.seq, unhex32(&last.hash).unwrap());
     let note = manager.sign_checkpoint(&Checkpoint {
@@ -160,7 +179,7 @@ pub fn append_checkpoint(entries: &mut Vec<Entry>, manager: &Manager) -> u64 {
         size,
         head,
         time_unix_ms: Some(dgsp_registry::log::now_ms()),
-        snapshot: None,
+        snapshot,
     });
     append(
         entries,
