@@ -570,5 +570,6 @@ impl Follower {
                 "resumed past a refused checkpoint"
             );
         }
+        lock(&self.status).fault = self.refused.as_ref().map(|(_, f)| f.clone());
     }
 }
