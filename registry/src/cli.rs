@@ -86,6 +86,12 @@ pub enum Command {
         #[arg(long, env = "DGSP_CHECKPOINT_INTERVAL_SECS", default_value_t = 15,
               value_parser = clap::value_parser!(u64).range(1..=3600))]
         checkpoint_interval_secs: u64,
+        /// How far the clock may read behind the last signed time before the registry
+        /// halts instead of signing (a clock stepped back, or one that ran ahead and was
+        /// corrected): milliseconds, 0 to 600000 (docs/checkpoints.md, "Time").
+        #[arg(long, env = "DGSP_CLOCK_TOLERANCE_MS", default_value_t = 5000,
+              value_parser = clap::value_parser!(u64).range(0..=600_000))]
+        clock_tolerance_ms: u64,
         /// Where online backups (`dgsp-registry backup --registry`, `POST /admin/v1/backup`)
         /// are written, one directory per backup (default DATA/backups). On the data
         /// directory's file system, a backup hard-links the database files and takes seconds.

@@ -10,6 +10,7 @@
 pub mod api;
 pub mod backup;
 pub mod cli;
+pub mod clock;
 pub mod events;
 pub mod feed;
 pub mod health;

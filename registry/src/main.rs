@@ -34,6 +34,7 @@ fn main() -> ExitCode {
             max_body_bytes,
             feed_bytes_in_flight,
             checkpoint_interval_secs,
+            clock_tolerance_ms,
             backup_dir,
         } => token(admin_token, admin_token_file).and_then(|admin| {
             let auditor = auditor_token_of(auditor_token, auditor_token_file)?;
@@ -48,7 +49,11 @@ fn main() -> ExitCode {
                 admin,
                 auditor,
                 (max_body_bytes, feed_bytes_in_flight),
-                std::time::Duration::from_secs(checkpoint_interval_secs),
+                PublisherConfig {
+                    checkpoint_interval: std::time::Duration::from_secs(checkpoint_interval_secs),
+                    clock_tolerance: std::time::Duration::from_millis(clock_tolerance_ms),
+                    ..PublisherConfig::default()
+                },
                 backups,
             )
         }),
@@ -172,7 +177,7 @@ fn serve(
     admin: String,
     auditor_token: Option<String>,
     (body_limit, feed_bytes_in_flight): (usize, usize),
-    checkpoint_interval: std::time::Duration,
+    publisher: PublisherConfig,
     backups: backup::Settings,
 ) -> Fallible {
     let mut store = open_store(data)?;
@@ -196,9 +201,7 @@ fn serve(
             admin_token: admin,
             auditor_token,
             body_limit,
-            publisher: PublisherConfig {
-                checkpoint_interval,
-            },
+            publisher,
             feed_bytes_in_flight,
         };
         let running = server::start(store, manager, listener, config)
@@ -252,7 +255,57 @@ fn verify(data: &std::path::Path) -> Fallible {
         head.seq,
         hex::encode(head.hash)
     );
-    Ok(())
+    verify_revocations(&store)
+}
+
+/// Replays every snapshot and checkpoint against the log's revocations
+/// (`dgsp_wire::coverage`): names each that breaks a rule, and fails unless the newest
+/// snapshot and checkpoint hold (a repaired log passes, its old findings listed).
+fn verify_revocations(store: &Store) -> Fallible {
+    use dgsp_wire::coverage::{Coverage, State};
+    let first = store
+        .entry(1)
+        .map_err(|e| e.to_string())?
+        .ok_or("the log is empty")?;
+    let key = first
+        .public
+        .get("public_key")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|k| base64::engine::general_purpose::STANDARD.decode(k).ok())
+        .and_then(|k| dgsp_core::ManagerPublicKey::from_bytes(&k).ok())
+        .ok_or("entry 1 does not carry the group's public key")?;
+    let mut coverage = Coverage::new(key);
+    let mut after = 0;
+    loop {
+        let page = store
+            .entries_after(after, 1024)
+            .map_err(|e| e.to_string())?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for e in &page {
+            coverage.push(e);
+        }
+    }
+    for finding in coverage.findings() {
+        println!("violation: {finding}");
+    }
+    match coverage.state() {
+        State::Clean => {
+            println!("snapshots and checkpoints verified: every checkpoint names a snapshot holding every revocation it covers");
+            Ok(())
+        }
+        State::Repaired => {
+            println!(
+                "repaired: the newest snapshot and checkpoint hold every logged revocation; the {} violation(s) above are history (docs/checkpoints.md, \"Recovering a log\")",
+                coverage.findings().len()
+            );
+            Ok(())
+        }
+        State::Broken => Err(format!(
+            "the newest snapshot or checkpoint omits logged revocations ({} violation(s) above); `dgsp-registry serve` publishes a corrected snapshot first thing (docs/checkpoints.md, \"Recovering a log\")",
+            coverage.findings().len()
+        )),
+    }
 }
 
 /// `--to` given: a direct backup of `--data` (registry stopped); else an online one asked

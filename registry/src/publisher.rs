@@ -26,11 +26,12 @@ use std::time::{Duration, Instant};
 
 use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot, SnapshotRecord};
-use dgsp_core::{Manager, Zeta};
-use serde_json::Value;
+use dgsp_core::Manager;
 
+use dgsp_wire::follow;
+
+use crate::clock::{Clock, SystemClock};
 use crate::events::Event;
-use crate::log::{now_ms, unhex};
 use crate::store::{Store, StoreError, StoredNote};
 use crate::writer::{Command, WriteError, Writer};
 
@@ -82,6 +83,11 @@ pub struct Published {
     pub last_sign_ms: f64,
     /// Milliseconds spent signing the last checkpoint.
     pub last_checkpoint_sign_ms: f64,
+    /// Set when the latest signed snapshot does not hold every revocation it covers (a log
+    /// written before revocations were ordered by the writer): `set` then holds every
+    /// logged revocation, no proof is served and the registry is not ready until the
+    /// publisher signs the corrected snapshot, its first step after a start.
+    pub repair: Option<String>,
 }
 
 /// Shared handle.
@@ -116,12 +122,32 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, StoreEr
         .filter(|(_, seq)| *seq <= cut)
         .map(|(z, _)| z);
     let set = RevocationSet::from_zetas(covered);
+    let mut repair = None;
     if let Some(s) = &snapshot {
         if set.root() != s.record.root || set.len() != s.record.count {
-            return Err(StoreError::Corrupt {
-                what: format!("snapshot {}", s.record.number),
-                reason: "the revoked zetas it covers do not reproduce its root".into(),
-            });
+            // A set that lacks revocations the snapshot covers cannot be recovered from it
+            // (it signs a root, not a list), but the log holds them all: serve none of its
+            // proofs and publish a corrected snapshot first.
+            let reason = format!(
+                "snapshot {} covers entries up to {} but holds {} zetas where the log revokes {} up to there; it omits revocations (docs/checkpoints.md, \"Recovering a log\")",
+                s.record.number,
+                s.record.log_seq,
+                s.record.count,
+                set.len()
+            );
+            if set.len() < s.record.count {
+                return Err(StoreError::Corrupt {
+                    what: format!("snapshot {}", s.record.number),
+                    reason: format!(
+                        "it holds {} zetas, more than the {} the log revokes up to entry {}",
+                        s.record.count,
+                        set.len(),
+                        s.record.log_seq
+                    ),
+                });
+            }
+            tracing::error!(%reason, "publishing a corrected snapshot before serving proofs");
+            repair = Some(reason);
         }
     }
     let checkpoint = match store.latest_note()? {
@@ -142,6 +168,7 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, StoreEr
         last_root_ms: 0.0,
         last_sign_ms: 0.0,
         last_checkpoint_sign_ms: 0.0,
+        repair,
     })))
 }
 
@@ -157,17 +184,28 @@ fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, StoreEr
     Ok(SignedCheckpoint::new(checkpoint, note.to_owned()))
 }
 
+/// How far behind its last signed time the clock may read before the registry halts
+/// (and, in followers, how far ahead of theirs a note may be dated).
+pub const DEFAULT_CLOCK_TOLERANCE: Duration = Duration::from_secs(5);
+
 /// How the publisher runs.
 #[derive(Clone, Debug)]
 pub struct PublisherConfig {
     /// Longest time between two signed checkpoints.
     pub checkpoint_interval: Duration,
+    /// The wall clock notes and snapshots are dated by.
+    pub clock: Arc<dyn Clock>,
+    /// How far behind the last signed time the clock may be before the registry halts
+    /// rather than sign.
+    pub clock_tolerance: Duration,
 }
 
 impl Default for PublisherConfig {
     fn default() -> Self {
         PublisherConfig {
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            clock: Arc::new(SystemClock),
+            clock_tolerance: DEFAULT_CLOCK_TOLERANCE,
         }
     }
 }
@@ -179,15 +217,25 @@ struct Publisher {
     manager: Arc<Manager>,
     published: SharedPublished,
     interval: Duration,
+    clock: Arc<dyn Clock>,
+    tolerance_ms: u64,
     /// Every revoked zeta folded so far (a copy-on-write clone of the served set plus what
-    /// came since).
+    /// came since). Nothing read from the log is ever dropped from it.
     working: RevocationSet,
-    /// Last entry folded.
+    /// Last entry folded, and its hash: the only state a checkpoint may cover.
     processed: u64,
+    processed_hash: [u8; 32],
+    /// The newest `member_revoked` entry folded that revokes at least one zeta.
+    last_revocation: u64,
+    /// The newest snapshot among the entries folded (what a follower will hold the next
+    /// checkpoint against), parsed from the log.
+    logged_snapshot: Option<SignedSnapshot>,
     /// Last entry that is not the publisher's own (snapshot or checkpoint).
     last_substantive: u64,
     /// Size of the last checkpoint appended to the log.
     last_logged_checkpoint: u64,
+    /// The newest `snapshot_published` entry folded.
+    last_snapshot_entry: u64,
     /// Signed time of the newest checkpoint (times only increase).
     last_time: u64,
     /// When the next checkpoint is due even if nothing changes.
@@ -268,6 +316,13 @@ impl Publisher {
             let cut = p.snapshot.as_ref().map_or(0, |s| s.record.log_seq);
             (p.set.clone(), time, cut)
         };
+        let processed_hash = match store.entry(processed)? {
+            Some(e) => e.hash_bytes().map_err(|e| StoreError::Corrupt {
+                what: format!("entry {processed}"),
+                reason: e.to_string(),
+            })?,
+            None => [0; 32],
+        };
         let last_logged_checkpoint = match store.latest_checkpoint()?.map(|e| e.event()) {
             Some(Ok(Event::Checkpoint { size, .. })) => size,
             _ => 0,
@@ -278,41 +333,58 @@ impl Publisher {
             manager,
             published,
             interval: config.checkpoint_interval,
+            clock: config.clock,
+            tolerance_ms: config.clock_tolerance.as_millis() as u64,
             working,
             processed,
+            processed_hash,
+            // Revocations up to the cut are in the latest snapshot ([`load`] checked it,
+            // or marked it for repair); later ones are folded again.
+            last_revocation: 0,
+            logged_snapshot: None,
             last_substantive: 0,
             last_logged_checkpoint,
+            last_snapshot_entry: 0,
             last_time,
             // A fresh signed time right after a start.
             due: Instant::now(),
         })
     }
 
-    /// One round: fold, snapshot if the set changed, checkpoint if anything changed or the
-    /// cadence is due.
+    /// One round, under the revocation fence: fold, snapshot if the set changed, checkpoint
+    /// if anything changed or the cadence is due.
+    ///
+    /// The fence keeps revocations out while the snapshot is signed, so the second fold
+    /// finds none; if one did slip in (a broken fence), it is kept in the working set, no
+    /// checkpoint is signed this round, and the next round snapshots it. Independently of
+    /// the fence, [`Self::check_covers`] refuses (fail-stop) to sign a checkpoint whose
+    /// revocations are not all in the snapshot it names.
     async fn step(&mut self) -> Result<(), StepError> {
         let head = self.store.head()?;
         let cadence_due = Instant::now() >= self.due;
-        if head.seq == self.processed && !cadence_due && !self.owes_checkpoint() {
+        if head.seq == self.processed
+            && !cadence_due
+            && !self.owes_checkpoint()
+            && !self.owes_snapshot()
+        {
             return Ok(());
         }
         let _fence = self.writer.fence_revocations().await;
-        let new_zetas = self.fold()?;
         let started = Instant::now();
-        let added = self.working.insert(&new_zetas);
+        let added = self.fold()?;
         let root_ms = started.elapsed().as_secs_f64() * 1e3;
-        let needs_snapshot = {
-            let p = read(&self.published);
-            p.snapshot.as_ref().is_none_or(|s| {
-                s.record.root != self.working.root() || s.record.count != self.working.len()
-            })
-        };
-        if needs_snapshot {
+        if self.owes_snapshot() {
             self.publish_snapshot(if added > 0 { Some(root_ms) } else { None })
                 .await?;
-            // Our own entry, and anything (but a revocation: the fence) written meanwhile.
+            // Our own entry, and anything written meanwhile (but a revocation: the fence).
             let more = self.fold()?;
-            debug_assert!(more.is_empty(), "no revocation passes the fence");
+            if self.owes_snapshot() {
+                tracing::error!(
+                    zetas = more,
+                    "revocations were committed while a snapshot was signed; they are kept for the next snapshot and no checkpoint is signed before it"
+                );
+                return Ok(());
+            }
         }
         if self.owes_checkpoint() || cadence_due {
             self.publish_checkpoint().await?;
@@ -320,47 +392,115 @@ impl Publisher {
         Ok(())
     }
 
-    /// Whether entries other than our own came after the last checkpoint in the log.
+    /// Whether entries other than our own checkpoints came after the last checkpoint in
+    /// the log: a snapshot counts (a corrected one follows no new revocation, and readers
+    /// of the log alone must see a checkpoint naming it).
     fn owes_checkpoint(&self) -> bool {
         self.last_substantive > self.last_logged_checkpoint
+            || self.last_snapshot_entry > self.last_logged_checkpoint
     }
 
-    /// Reads every entry after `processed`; returns the zetas of new revocations.
-    fn fold(&mut self) -> Result<Vec<Zeta>, StoreError> {
-        let mut new_zetas = Vec::new();
+    /// Whether the working set differs from the published snapshot (or a repair is owed).
+    fn owes_snapshot(&self) -> bool {
+        let p = read(&self.published);
+        p.repair.is_some()
+            || p.snapshot.as_ref().is_none_or(|s| {
+                s.record.root != self.working.root()
+                    || s.record.count != self.working.len()
+                    || s.record.log_seq < self.last_revocation
+            })
+    }
+
+    /// Reads every entry after `processed` and folds the zetas of new revocations into the
+    /// working set (never dropping one); returns how many zetas were new.
+    fn fold(&mut self) -> Result<usize, StoreError> {
+        let corrupt = |seq: u64, reason: String| StoreError::Corrupt {
+            what: format!("entry {seq}"),
+            reason,
+        };
+        let mut added = 0;
         loop {
             let page = self.store.entries_after(self.processed, 1024)?;
-            let Some(last) = page.last() else { break };
-            self.processed = last.seq;
+            if page.is_empty() {
+                break;
+            }
             for e in &page {
                 match e.kind.as_str() {
-                    "snapshot_published" | "checkpoint" => {}
+                    "checkpoint" => {}
+                    "snapshot_published" => {
+                        let s =
+                            follow::parse_snapshot(e).map_err(|r| corrupt(e.seq, r.to_string()))?;
+                        self.logged_snapshot = Some(s);
+                        self.last_snapshot_entry = e.seq;
+                    }
                     "member_revoked" => {
                         self.last_substantive = e.seq;
-                        if let Some(zs) = e.public.get("zetas").and_then(Value::as_array) {
-                            let zetas = zs.iter().filter_map(Value::as_str).filter_map(unhex);
-                            new_zetas.extend(zetas.map(Zeta));
+                        let zetas =
+                            follow::revoked_zetas(e).map_err(|r| corrupt(e.seq, r.to_string()))?;
+                        // A member revoked before any certificate revokes no zeta: followers
+                        // hold nothing of it against a snapshot.
+                        if !zetas.is_empty() {
+                            self.last_revocation = e.seq;
                         }
+                        added += self.working.insert(&zetas);
                     }
                     _ => self.last_substantive = e.seq,
                 }
+                self.processed = e.seq;
+                self.processed_hash = e.hash_bytes().map_err(|r| corrupt(e.seq, r.to_string()))?;
             }
         }
-        Ok(new_zetas)
+        Ok(added)
+    }
+
+    /// The registry's guarantee, checked with the followers' own rule before anything is
+    /// signed: a checkpoint of the `processed` entries names the newest snapshot among them,
+    /// and that snapshot holds every revocation among them.
+    fn check_covers(&self, cp: &Checkpoint) -> Result<(), StepError> {
+        let uncovered = self.logged_snapshot.as_ref().map_or(
+            (self.last_revocation > 0).then_some(self.last_revocation),
+            |s| (self.last_revocation > s.record.log_seq).then_some(self.last_revocation),
+        );
+        follow::check_covers(cp, self.logged_snapshot.as_ref(), uncovered).map_err(|why| {
+            StepError::Failed(format!(
+                "refusing to sign a checkpoint of {} entries: {why}",
+                cp.size
+            ))
+        })
+    }
+
+    /// The signed time of the next note: the clock's, and later than the last one. A clock
+    /// behind the last signed time by more than the tolerance halts the registry instead
+    /// of signing notes dated by the last one (followers would take a stepped-back clock
+    /// for a frozen registry, and a clock that ran ahead would date every later note in
+    /// its future).
+    fn next_time(&self) -> Result<u64, StepError> {
+        let now = self.clock.now_ms();
+        if now.saturating_add(self.tolerance_ms) < self.last_time {
+            return Err(StepError::Failed(format!(
+                "the clock reads {now} (Unix ms), {:.1} s behind the last signed time {}; past the tolerance of {:.1} s, so no note is signed. Correct the clock (or wait until it passes {}) and restart the registry",
+                (self.last_time - now) as f64 / 1e3,
+                self.last_time,
+                self.tolerance_ms as f64 / 1e3,
+                self.last_time,
+            )));
+        }
+        Ok(now.max(self.last_time.saturating_add(1)))
     }
 
     async fn publish_snapshot(&mut self, root_ms: Option<f64>) -> Result<(), StepError> {
         let record = {
             let p = read(&self.published);
             let (seq, count, root) = (self.processed, self.working.len(), self.working.root());
+            let now = self.clock.now_ms();
             match &p.snapshot {
-                Some(prev) => prev.record.next(seq, count, root, now_ms()),
+                Some(prev) => prev.record.next(seq, count, root, now),
                 None => SnapshotRecord::genesis(
                     self.manager.public_key().fingerprint(),
                     seq,
                     count,
                     root,
-                    now_ms(),
+                    now,
                 ),
             }
         };
@@ -381,6 +521,13 @@ impl Publisher {
             "snapshot published"
         );
         let mut p = write(&self.published);
+        if let Some(reason) = p.repair.take() {
+            tracing::warn!(
+                number = signed.record.number,
+                %reason,
+                "a corrected snapshot holding every logged revocation is published"
+            );
+        }
         p.snapshot = Some(signed);
         p.set = self.working.clone();
         p.last_sign_ms = sign_ms;
@@ -391,18 +538,21 @@ impl Publisher {
     }
 
     async fn publish_checkpoint(&mut self) -> Result<(), StepError> {
-        let head = self.store.head()?;
-        let time = now_ms().max(self.last_time.saturating_add(1));
+        // What was folded, never the store's head: a checkpoint covers only what the
+        // snapshot it names was checked against.
+        let (size, head) = (self.processed, self.processed_hash);
+        let time = self.next_time()?;
         let cp = Checkpoint {
             origin: origin_for(self.manager.public_key()),
-            size: head.seq,
-            head: head.hash,
+            size,
+            head,
             time_unix_ms: Some(time),
             snapshot: read(&self.published)
                 .snapshot
                 .as_ref()
                 .map(|s| SnapshotRef::of(&s.record)),
         };
+        self.check_covers(&cp)?;
         let m = self.manager.clone();
         let started = Instant::now();
         let body = cp.clone();
@@ -414,7 +564,7 @@ impl Publisher {
         // Served first, logged second: the note a follower fetches is never older than a
         // checkpoint entry it has already read from the log.
         self.store.put_latest_note(&signed.json)?;
-        tracing::debug!(size = head.seq, time, sign_ms, "checkpoint signed");
+        tracing::debug!(size, time, sign_ms, "checkpoint signed");
         {
             let mut p = write(&self.published);
             p.checkpoint = Some(signed.clone());
@@ -422,12 +572,12 @@ impl Publisher {
         }
         if self.owes_checkpoint() {
             let event = Event::Checkpoint {
-                size: head.seq,
-                head: hex::encode(head.hash),
+                size,
+                head: hex::encode(head),
                 note: signed.note,
             };
             self.writer.submit(Command::Append { event }, None).await?;
-            self.last_logged_checkpoint = head.seq;
+            self.last_logged_checkpoint = size;
         }
         self.last_time = time;
         self.due = Instant::now() + self.interval;

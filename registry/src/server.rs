@@ -54,6 +54,10 @@ pub async fn start(
     let health = Arc::new(Health::default());
     let (writer, writer_thread) = Writer::start(store.clone(), manager.clone(), health.clone())?;
     let published = publisher::load(&store, &manager)?;
+    let (checkpoint_interval, clock) = (
+        config.publisher.checkpoint_interval,
+        config.publisher.clock.clone(),
+    );
     let publisher = tokio::spawn(publisher::run(
         store.clone(),
         writer.clone(),
@@ -84,6 +88,9 @@ pub async fn start(
         published,
         health,
         feed: crate::feed::Budget::new(config.feed_bytes_in_flight),
+        checkpoint_interval,
+        clock,
+        started: std::time::Instant::now(),
     });
     let addr = listener.local_addr().map_err(|e| StoreError::Corrupt {
         what: "listener".into(),

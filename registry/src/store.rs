@@ -154,6 +154,9 @@ pub struct Store {
     /// Writes until an injected failure (0: none planned).
     #[cfg(feature = "fault-injection")]
     fail_after: std::sync::atomic::AtomicU64,
+    /// While set, commits wait before writing (fault injection: a slow disk).
+    #[cfg(feature = "fault-injection")]
+    commits_held: std::sync::atomic::AtomicBool,
 }
 
 fn be(n: u64) -> [u8; 8] {
@@ -187,6 +190,8 @@ impl Store {
             backup: OnceLock::new(),
             #[cfg(feature = "fault-injection")]
             fail_after: Default::default(),
+            #[cfg(feature = "fault-injection")]
+            commits_held: Default::default(),
         })
     }
 
@@ -198,6 +203,8 @@ impl Store {
             backup: OnceLock::new(),
             #[cfg(feature = "fault-injection")]
             fail_after: Default::default(),
+            #[cfg(feature = "fault-injection")]
+            commits_held: Default::default(),
         })
     }
 
@@ -636,9 +643,28 @@ impl Store {
             .store(n, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Holds every commit (and note write) before it writes, until
+    /// [`release_commits`](Self::release_commits): a disk that stalls, for tests that need
+    /// a command to sit queued or in flight in the writer.
+    #[cfg(feature = "fault-injection")]
+    pub fn hold_commits(&self) {
+        self.commits_held
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Lets held commits proceed.
+    #[cfg(feature = "fault-injection")]
+    pub fn release_commits(&self) {
+        self.commits_held
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     #[cfg(feature = "fault-injection")]
     fn fault_point(&self) -> Result<(), StoreError> {
         use std::sync::atomic::Ordering;
+        while self.commits_held.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let left = self.fail_after.load(Ordering::SeqCst);
         if left == 0 {
             return Ok(());

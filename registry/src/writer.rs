@@ -176,16 +176,29 @@ struct Request {
     command: Command,
     idem: Option<Idempotency>,
     reply: oneshot::Sender<Reply>,
+    /// A revocation's share of the fence. It travels with the command, so it is the writer
+    /// that releases it, after the batch holding the command is durable (or refused):
+    /// a caller that goes away (a dropped future, a client that disconnects) cannot release
+    /// it while the revocation is still queued.
+    fence: Option<FenceShare>,
 }
 
+/// A revocation's share of the fence, held from before it is queued until it is durable.
+type FenceShare = tokio::sync::OwnedRwLockReadGuard<()>;
+
 impl Request {
-    fn new(command: Command, idem: Option<Idempotency>) -> (Request, oneshot::Receiver<Reply>) {
+    fn new(
+        command: Command,
+        idem: Option<Idempotency>,
+        fence: Option<FenceShare>,
+    ) -> (Request, oneshot::Receiver<Reply>) {
         let (reply, rx) = oneshot::channel();
         (
             Request {
                 command,
                 idem,
                 reply,
+                fence,
             },
             rx,
         )
@@ -276,8 +289,18 @@ impl Writer {
         idem: Option<Idempotency>,
     ) -> Result<Outcome, WriteError> {
         self.refuse_if_halted()?;
-        let _fence = matches!(command, Command::Revoke { .. }).then(|| self.fence.blocking_read());
-        let (req, rx) = Request::new(command, idem);
+        let fence = match command {
+            // tokio has no blocking owned read: wait out the publisher (it holds the fence
+            // for at most two signatures) a millisecond at a time.
+            Command::Revoke { .. } => Some(loop {
+                match self.fence.clone().try_read_owned() {
+                    Ok(share) => break share,
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                }
+            }),
+            _ => None,
+        };
+        let (req, rx) = Request::new(command, idem, fence);
         self.tx
             .blocking_send(req)
             .map_err(|_| WriteError::Stopped)?;
@@ -291,17 +314,22 @@ impl Writer {
 
     /// Submits a command and waits until it is durable (or refused). With an idempotency
     /// key, a repeated command returns the first outcome and changes nothing.
+    ///
+    /// Cancel-safe where it matters: if the returned future is dropped before the command
+    /// is queued, nothing is queued; once it is queued, the writer commits it (or refuses
+    /// it) whatever the caller does, and a revocation keeps its share of the fence until
+    /// then (the writer, not this future, releases it).
     pub async fn submit(
         &self,
         command: Command,
         idem: Option<Idempotency>,
     ) -> Result<Outcome, WriteError> {
         self.refuse_if_halted()?;
-        let _fence = match command {
-            Command::Revoke { .. } => Some(self.fence.read().await),
+        let fence = match command {
+            Command::Revoke { .. } => Some(self.fence.clone().read_owned().await),
             _ => None,
         };
-        let (req, rx) = Request::new(command, idem);
+        let (req, rx) = Request::new(command, idem, fence);
         self.tx.send(req).await.map_err(|_| WriteError::Stopped)?;
         rx.await.map_err(|_| WriteError::Stopped)?
     }
@@ -336,6 +364,7 @@ impl State {
             }
             match self.health.halted() {
                 None => self.commit_group(group),
+                // Refused, so nothing to order: dropping the requests releases their shares.
                 Some(reason) => {
                     for req in group {
                         let _ = req.reply.send(Err(WriteError::Halted(reason.clone())));
@@ -358,7 +387,11 @@ impl State {
         let mut idem_records = Vec::new();
         let mut answers = Vec::with_capacity(group.len());
         let (start_head, start_next_id) = (self.head, self.next_id);
-        for req in group {
+        // Revocations' shares of the fence, released only once the batch is durable (or
+        // refused): until then the publisher cannot fold the log past them.
+        let mut fence_shares = Vec::new();
+        for mut req in group {
+            fence_shares.extend(req.fence.take());
             let result = self.apply(&req, &mut pending, &mut entries);
             if let (Some(idem), Ok(outcome)) = (&req.idem, &result) {
                 if !pending.idem.contains_key(&idem.key) {
@@ -387,13 +420,15 @@ impl State {
                         Err(e) => Err(e),
                     });
                 }
+                drop(fence_shares);
                 return;
             }
         }
+        self.head_tx.send_replace(self.head.seq);
+        drop(fence_shares);
         for (reply, result) in answers {
             let _ = reply.send(result);
         }
-        self.head_tx.send_replace(self.head.seq);
     }
 
     fn seal(&mut self, event: &Event, entries: &mut Vec<Entry>) -> u64 {

@@ -1,8 +1,9 @@
 //! Everything the registry holds for a client is bounded, over real HTTP on loopback: the
 //! bytes of feed pages in flight across concurrent requests (beyond them, smaller pages,
 //! then 503 `feed-busy` with `Retry-After`), each write route's body limit (sized to what it
-//! carries, 413 naming it), the request metrics whatever method a client sends, and data
-//! directories created 0700 under the usual umask of 022.
+//! carries, 413 naming it), the request metrics whatever method a client sends, readiness
+//! once the newest signed note is older than twice the cadence, and data directories
+//! created 0700 under the usual umask of 022.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -16,6 +17,7 @@ use dgsp_core::{Manager, ParamSet, MAX_N};
 use dgsp_registry::api::admin::{
     ISSUE_BODY_LIMIT, JOIN_BODY_LIMIT, OPEN_BODY_LIMIT, SMALL_BODY_LIMIT,
 };
+use dgsp_registry::clock::OffsetClock;
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
@@ -78,6 +80,16 @@ impl Registry {
             .unwrap();
         let status = r.status();
         (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn readyz(&self) -> (StatusCode, String) {
+        let r = self
+            .client
+            .get(format!("{}/readyz", self.url))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
     }
 }
 
@@ -217,7 +229,10 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     )
     .await;
     let (status, _) = reg
-        .post("/admin/v1/members", json!({"username": "alice"}).to_string())
+        .post(
+            "/admin/v1/members",
+            json!({"username": "alice"}).to_string(),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED);
 
@@ -241,7 +256,11 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     let issue = json!({"cid_star": key, "wots_pks": vec![key.clone(); MAX_ISSUE]}).to_string();
     assert!(issue.len() * 2 <= ISSUE_BODY_LIMIT, "{}", issue.len());
     let (status, p) = reg.post("/admin/v1/members/0/certificates", issue).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "a 32-byte cid* in a 128f group: {p}");
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a 32-byte cid* in a 128f group: {p}"
+    );
     assert_eq!(p["field"], "cid_star", "{p}");
     let (status, p) = reg
         .post(
@@ -327,6 +346,47 @@ async fn a_custom_method_of_100_kb_does_not_grow_the_metrics() {
     reg.running.shutdown().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_ready_once_the_newest_note_is_older_than_twice_the_cadence() {
+    let clock = OffsetClock::new(0);
+    let hour = Duration::from_secs(3600);
+    let reg = start(
+        dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        PublisherConfig {
+            checkpoint_interval: hour,
+            clock: clock.clone(),
+            ..PublisherConfig::default()
+        },
+    )
+    .await;
+    // Ready from the start; the first note is signed at once.
+    for _ in 0..500 {
+        if reg.readyz().await.1.contains("checkpoint of") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, text) = reg.readyz().await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(text.contains("checkpoint of"), "{text}");
+
+    // Two hours and a minute later by the registry's clock, with nothing signed since (the
+    // cadence is an hour and nothing is written): a publisher that stopped signing.
+    clock.set_offset_ms(2 * 3600 * 1000 + 60_000);
+    let (status, text) = reg.readyz().await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{text}");
+    let p: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(p["type"], "urn:dgsp:problem:checkpoint-overdue", "{p}");
+    assert!(p["detail"].as_str().unwrap().contains("3600 s"), "{p}");
+
+    // Just under twice the cadence is still ready.
+    clock.set_offset_ms(2 * 3600 * 1000 - 60_000);
+    assert_eq!(reg.readyz().await.0, StatusCode::OK);
+    clock.set_offset_ms(0);
+    assert_eq!(reg.readyz().await.0, StatusCode::OK);
+    reg.running.shutdown().await.unwrap();
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -360,7 +420,13 @@ fn data_and_backup_directories_are_created_0700_under_umask_022() {
     let db_file = std::fs::read_dir(data.join("db"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("MANIFEST"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("MANIFEST")
+        })
         .unwrap();
     assert_eq!(mode(&db_file) & 0o044, 0o044, "{}", db_file.display());
 
@@ -372,7 +438,11 @@ fn data_and_backup_directories_are_created_0700_under_umask_022() {
         "--to",
         backup.to_str().unwrap(),
     ]);
-    for p in [tmp.path().join("backups"), backup.parent().unwrap().into(), backup] {
+    for p in [
+        tmp.path().join("backups"),
+        backup.parent().unwrap().into(),
+        backup,
+    ] {
         assert_eq!(mode(&p), 0o700, "{}", p.display());
     }
 }

@@ -194,6 +194,7 @@ async fn start(db: &Path, manager: &Arc<Manager>) -> Live {
         body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: PublisherConfig {
             checkpoint_interval: Duration::from_secs(1),
+            ..PublisherConfig::default()
         },
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
     };

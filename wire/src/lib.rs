@@ -21,11 +21,12 @@
 
 pub mod anchor;
 pub mod answer;
+pub mod coverage;
 pub mod events;
 pub mod feed;
 pub mod follow;
-pub mod log;
 pub mod limits;
+pub mod log;
 pub mod problem;
 pub mod registry_api;
 pub mod snapshot;

@@ -84,6 +84,7 @@ pub async fn registry_on_log<T: Send + 'static>(
             .map(
                 |checkpoint_interval| dgsp_registry::publisher::PublisherConfig {
                     checkpoint_interval,
+                    ..Default::default()
                 },
             )
             .unwrap_or_default(),

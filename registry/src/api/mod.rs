@@ -48,6 +48,12 @@ pub struct AppState {
     pub health: Arc<crate::health::Health>,
     /// the bound on feed pages in flight across requests
     pub feed: crate::feed::Budget,
+    /// the publisher's cadence: `/readyz` fails once the newest note is twice as old
+    pub checkpoint_interval: std::time::Duration,
+    /// the clock notes are dated by (the publisher's)
+    pub clock: Arc<dyn crate::clock::Clock>,
+    /// when serving started (a registry that has signed no note is measured from here)
+    pub started: std::time::Instant,
 }
 
 /// Shared state handle.
@@ -134,6 +140,18 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
         )
         .into_response();
     }
+    if let Some(reason) = crate::publisher::read(&s.published).repair.clone() {
+        return Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not-ready",
+            "Not ready",
+            format!("a corrected snapshot is being signed: {reason}"),
+        )
+        .into_response();
+    }
+    if let Some(overdue) = checkpoint_overdue(&s) {
+        return overdue.into_response();
+    }
     match s.store.head() {
         Ok(head) => {
             let (snapshot, checkpoint) = {
@@ -166,6 +184,39 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
         )
         .into_response(),
     }
+}
+
+/// 503 `checkpoint-overdue` when the newest signed checkpoint is older than twice the
+/// cadence (by the publisher's clock), or, before any was signed, when serving started that
+/// long ago: the publisher is stuck, and every follower is about to go stale.
+fn checkpoint_overdue(s: &AppState) -> Option<Problem> {
+    let bound = s.checkpoint_interval.saturating_mul(2);
+    let signed = crate::publisher::read(&s.published)
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.checkpoint.time_unix_ms);
+    let (age, what) = match signed {
+        Some(t) => (
+            std::time::Duration::from_millis(s.clock.now_ms().saturating_sub(t)),
+            "the newest signed checkpoint was signed",
+        ),
+        None => (
+            s.started.elapsed(),
+            "no checkpoint has been signed since the registry started, ",
+        ),
+    };
+    (age > bound).then(|| {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "checkpoint-overdue",
+            "Not ready",
+            format!(
+                "{what} {:.1} s ago, more than twice the checkpoint cadence of {} s: the publisher is not signing",
+                age.as_secs_f64(),
+                s.checkpoint_interval.as_secs_f64()
+            ),
+        )
+    })
 }
 
 /// The whole router.

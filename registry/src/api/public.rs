@@ -204,6 +204,12 @@ pub async fn proof(State(s): State<Shared>, Path(zeta): Path<String>) -> Respons
     let Some(snap) = p.snapshot.as_ref() else {
         return not_yet("no snapshot has been signed yet").into_response();
     };
+    if let Some(reason) = &p.repair {
+        return not_yet(&format!(
+            "a corrected snapshot is being signed; the latest one omits revocations: {reason}"
+        ))
+        .into_response();
+    }
     let proof = p.set.prove(&zeta);
     Json(ProofAnswer {
         zeta: hex::encode(bytes),
