@@ -201,7 +201,17 @@ impl Service {
         let err = log
             .try_clone()
             .map_err(|e| format!("{}: {e}", self.log.display()))?;
-        let child = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        // SAFETY: prctl(2) is async-signal-safe; the closure only asks the kernel to kill
+        // the service when the thread that spawned it (a runtime worker, alive as long as
+        // the suite) dies, so a suite killed by a CI timeout leaves no service behind.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
