@@ -34,8 +34,8 @@ use dgsp_gateway::follower::{apply, fetch};
 use dgsp_gateway::replica::Applied;
 use dgsp_gateway::state::{Verified, View};
 use dgsp_registry::api::public::Entries;
-use dgsp_registry::log::{unhex32, Entry, GENESIS_PREV};
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
+use dgsp_wire::log::{unhex32, Entry, GENESIS_PREV};
 use libfuzzer_sys::fuzz_target;
 
 fn genesis() -> &'static View {

@@ -1,7 +1,8 @@
 //! Every request body of both services, through the extractors and checks the handlers use
-//! before anything is written or verified: the registry's admin bodies (axum `Json` through
-//! `problem::Body`, whose rejections become problem+json naming the field, then each
-//! request's `check`/`decode`), its query strings (`problem::Params`), the gateway's verify
+//! before anything is written or verified: the registry's admin bodies (`dgsp_wire`'s
+//! request types, axum `Json` through `problem::Body`, whose rejections become problem+json
+//! naming the field, then `api::admin`'s `check_*`/`decode_*` for each request), its query
+//! strings (`problem::Params`), the gateway's verify
 //! bodies (`VerifyBody`: JSON with borrowed base64 fields, or the binary
 //! `application/vnd.dgsp.verify`, single and batch, then `decode_item`), its judge body
 //! (`JudgeRequest::decode`), and the path parameters both parse (zeta, snapshot number). The
@@ -30,12 +31,13 @@ use dgsp_gateway::api::model::JudgeRequest;
 use dgsp_gateway::api::revocations::parse_zeta;
 use dgsp_gateway::api::verify::{decode_item, JudgeDecode};
 use dgsp_gateway::api::DEFAULT_MAX_BATCH;
-use dgsp_registry::api::admin::{
-    BackupRequest, BulkJoinRequest, IssueRequest, JoinRequest, MemberQuery, OpenRequest,
-};
+use dgsp_registry::api::admin::{self, MemberQuery};
 use dgsp_registry::api::problem::{Body, Params, Problem};
 use dgsp_registry::api::public::Page;
-use dgsp_registry::log::unhex;
+use dgsp_wire::log::unhex;
+use dgsp_wire::registry_api::{
+    BackupRequest, BulkJoinRequest, IssueRequest, JoinRequest, OpenRequest,
+};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -133,11 +135,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let params = common::PARAMS;
     match selector % 12 {
-        0 => registry::<JoinRequest>(input, JoinRequest::check),
-        1 => registry::<BulkJoinRequest>(input, BulkJoinRequest::check),
-        2 => registry::<IssueRequest>(input, |r| r.decode(params).map(drop)),
-        3 => registry::<OpenRequest>(input, |r| r.decode().map(drop)),
-        4 => registry::<BackupRequest>(input, BackupRequest::check),
+        0 => registry::<JoinRequest>(input, admin::check_join),
+        1 => registry::<BulkJoinRequest>(input, admin::check_bulk_join),
+        2 => registry::<IssueRequest>(input, |r| admin::decode_issue(r, params).map(drop)),
+        3 => registry::<OpenRequest>(input, |r| admin::decode_open(r).map(drop)),
+        4 => registry::<BackupRequest>(input, admin::check_backup),
         5 => query(input),
         6 => verify(input, "application/json", false),
         7 => verify(input, "application/json; charset=utf-8", true),

@@ -17,7 +17,7 @@ use std::time::Duration;
 use dgsp_core::ManagerPublicKey;
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::clock::Clock;
-use dgsp_registry::log::{now_ms, Entry};
+use dgsp_wire::log::{now_ms, Entry};
 use serde_json::{json, Value};
 use support::mock::{padded, relink, Log, MockRegistry};
 use support::{gateway, gateway_config, metric, wait_for, Gateway, Member};

@@ -22,8 +22,8 @@ use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{Manager, Signature, Zeta};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_registry::api::public::Entries;
-use dgsp_registry::log::{unhex32, Entry, GENESIS_PREV};
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
+use dgsp_wire::log::{unhex32, Entry, GENESIS_PREV};
 use serde_json::{json, Value};
 use support::{gateway, gateway_config, wait_for, Gateway};
 use wiremock::matchers::{method, path};
@@ -146,7 +146,7 @@ fn rechain(entries: &mut [Entry], from: usize, signer: Option<&Manager>, origin:
                 origin: origin.to_owned(),
                 size,
                 head,
-                time_unix_ms: Some(dgsp_registry::log::now_ms()),
+                time_unix_ms: Some(dgsp_wire::log::now_ms()),
                 snapshot,
             });
             entries[i].public = json!({"size": size, "head": hex::encode(head), "note": note});

@@ -11,8 +11,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_wire::feed::Entries;
 use dgsp_wire::registry_api::{
-    BulkJoined, Issued, JoinedMember, MemberInfo, MemberPage, Opened, Revoked, MAX_BULK_JOIN,
-    MAX_ISSUE,
+    BulkJoinRequest, BulkJoined, IssueRequest, Issued, JoinRequest, JoinedMember, MemberInfo,
+    MemberPage, OpenRequest, Opened, Revoked, MAX_BULK_JOIN, MAX_ISSUE,
 };
 use dgsp_wire::registry_api::{CheckpointInfo, GroupInfo};
 use serde::Serialize;
@@ -201,7 +201,9 @@ async fn join(
     }
     let mut joined = Vec::with_capacity(usernames.len());
     if usernames.len() == 1 {
-        let body = json!({"username": usernames[0]});
+        let body = JoinRequest {
+            username: usernames[0].clone(),
+        };
         let key = derived_key("join", &[usernames[0].as_bytes()]);
         joined.push(
             client
@@ -219,7 +221,9 @@ async fn join(
         }
         let bar = out.progress(usernames.len() as u64, "joining");
         for chunk in chunks {
-            let body = json!({"usernames": chunk});
+            let body = BulkJoinRequest {
+                usernames: chunk.to_vec(),
+            };
             let names: Vec<&[u8]> = chunk.iter().map(|u| u.as_bytes()).collect();
             let key = derived_key("join_bulk", &names);
             let page: BulkJoined = client
@@ -309,7 +313,10 @@ async fn issue(client: &Client, csr_path: &Path, dest: &Path, out: Output) -> Re
     let mut certificates = Vec::with_capacity(csr.wots_pks.len());
     let mut first_counter = None;
     for (i, chunk) in csr.wots_pks.chunks(MAX_ISSUE).enumerate() {
-        let body = json!({"cid_star": csr.cid_star, "wots_pks": chunk});
+        let body = IssueRequest {
+            cid_star: csr.cid_star.clone(),
+            wots_pks: chunk.to_vec(),
+        };
         let key = derived_key("issue", &[&csr_bytes, &(i as u64).to_be_bytes()]);
         let issued: Issued = client
             .post_json_keyed(
@@ -495,7 +502,10 @@ async fn open(
 ) -> Result<i32, Error> {
     let msg = io::read_input(message)?;
     let sig = documents::read_signature(signature)?;
-    let body = json!({"message": B64.encode(&msg), "signature": B64.encode(sig.to_bytes())});
+    let body = OpenRequest {
+        message: B64.encode(&msg),
+        signature: B64.encode(sig.to_bytes()),
+    };
     let opened: Opened = client.post_json("/admin/v1/open", &body).await?;
     let pi_hex = B64
         .decode(&opened.pi)

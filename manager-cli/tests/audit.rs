@@ -21,8 +21,8 @@ use dgsp_manager::cli::{AuditArgs, HttpArgs};
 use dgsp_manager::config::Config;
 use dgsp_manager::output::Output;
 use dgsp_manager::{exit, Error};
-use dgsp_registry::events::Event;
-use dgsp_registry::log::Entry;
+use dgsp_wire::events::Event;
+use dgsp_wire::log::Entry;
 use logs::Log;
 use rand_core::{OsRng, RngCore};
 use serde_json::Value;
@@ -385,7 +385,7 @@ fn a_checkpoint_naming_a_snapshot_without_a_revocation_it_covers_is_found() {
     let set = tamper::set_up_to(&entries, r);
     let record = newest
         .record
-        .next(r, set.len(), set.root(), dgsp_registry::log::now_ms());
+        .next(r, set.len(), set.root(), dgsp_wire::log::now_ms());
     let repair = m.sign_snapshot(&record);
     tamper::append(
         &mut entries,
@@ -414,12 +414,12 @@ fn a_forged_checkpoint_signature_is_found() {
     let forger = Manager::generate(ParamSet::Sha2_128f, &mut OsRng);
     let e = tamper::at(&mut entries, k);
     let size = e.public["size"].as_u64().unwrap();
-    let head = dgsp_registry::log::unhex32(e.public["head"].as_str().unwrap()).unwrap();
+    let head = dgsp_wire::log::unhex32(e.public["head"].as_str().unwrap()).unwrap();
     let note = forger.sign_checkpoint(&Checkpoint {
         origin: origin_for(log.manager.public_key()),
         size,
         head,
-        time_unix_ms: Some(dgsp_registry::log::now_ms()),
+        time_unix_ms: Some(dgsp_wire::log::now_ms()),
         snapshot: None,
     });
     e.public["note"] = Value::from(note);
@@ -677,7 +677,7 @@ fn every_other_rule_fires_alone() {
                     origin: origin_for(m.public_key()),
                     size: log.entries.len() as u64 + 1,
                     head: [0; 32],
-                    time_unix_ms: Some(dgsp_registry::log::now_ms()),
+                    time_unix_ms: Some(dgsp_wire::log::now_ms()),
                     snapshot: None,
                 }),
             },

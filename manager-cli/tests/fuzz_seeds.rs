@@ -38,16 +38,17 @@ use dgsp_manager::wallet::journal::{self, Journal};
 use dgsp_manager::wallet::payload::Payload;
 use dgsp_manager::wallet::{envelope, import, Paths, Wallet};
 use dgsp_manager::{member, verifier};
-use dgsp_registry::api::admin::{
-    BackupRequest, BulkJoinRequest, IssueRequest, JoinRequest, MemberQuery, OpenRequest,
-};
+use dgsp_registry::api::admin::{self, MemberQuery};
 use dgsp_registry::api::problem::{Body, Params};
 use dgsp_registry::api::public::{Entries, Page};
-use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::KdfParams;
-use dgsp_registry::log::{Entry, GENESIS_PREV};
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use dgsp_registry::store::StoredNote;
+use dgsp_wire::events::Event;
+use dgsp_wire::log::{Entry, GENESIS_PREV};
+use dgsp_wire::registry_api::{
+    BackupRequest, BulkJoinRequest, IssueRequest, JoinRequest, OpenRequest,
+};
 use indicatif::ProgressBar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -300,6 +301,11 @@ async fn verify_items(content_type: &str, body: &[u8], batch: bool) -> usize {
     items.len()
 }
 
+/// A request body as a client sends it (compact JSON).
+fn to_json(body: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(body).unwrap()
+}
+
 #[tokio::test]
 async fn request_body_seeds() {
     let f = fixture();
@@ -308,24 +314,43 @@ async fn request_body_seeds() {
     let cid_star = f.member.cid_star();
     let item = json!({"message": b64(MESSAGE), "signature": b64(&sig)});
     let bodies: Vec<(&str, u8, Vec<u8>)> = vec![
-        ("join", 0, json!({"username": "alice"}).to_string().into_bytes()),
+        (
+            "join",
+            0,
+            to_json(&JoinRequest {
+                username: "alice".into(),
+            }),
+        ),
         (
             "join-bulk",
             1,
-            json!({"usernames": ["alice", "bob"]}).to_string().into_bytes(),
+            to_json(&BulkJoinRequest {
+                usernames: vec!["alice".into(), "bob".into()],
+            }),
         ),
         (
             "issue",
             2,
-            json!({
-                "cid_star": b64(cid_star.as_bytes()),
-                "wots_pks": f.items.iter().map(|i| b64(i.wots_pk().as_bytes())).collect::<Vec<_>>(),
-            })
-            .to_string()
-            .into_bytes(),
+            to_json(&IssueRequest {
+                cid_star: b64(cid_star.as_bytes()),
+                wots_pks: f.items.iter().map(|i| b64(i.wots_pk().as_bytes())).collect(),
+            }),
         ),
-        ("open", 3, item.to_string().into_bytes()),
-        ("backup", 4, json!({"name": "nightly-1"}).to_string().into_bytes()),
+        (
+            "open",
+            3,
+            to_json(&OpenRequest {
+                message: b64(MESSAGE),
+                signature: b64(&sig),
+            }),
+        ),
+        (
+            "backup",
+            4,
+            to_json(&BackupRequest {
+                name: Some("nightly-1".into()),
+            }),
+        ),
         ("query", 5, b"limit=10&from=2".to_vec()),
         ("query-feed", 5, b"after=6&limit=100".to_vec()),
         ("verify-json", 6, item.to_string().into_bytes()),
@@ -360,21 +385,19 @@ async fn request_body_seeds() {
 
     for (name, selector, body) in &bodies {
         match selector {
-            0 => json::<JoinRequest>(body).await.check().unwrap(),
-            1 => json::<BulkJoinRequest>(body).await.check().unwrap(),
+            0 => admin::check_join(&json::<JoinRequest>(body).await).unwrap(),
+            1 => admin::check_bulk_join(&json::<BulkJoinRequest>(body).await).unwrap(),
             2 => assert_eq!(
-                json::<IssueRequest>(body)
-                    .await
-                    .decode(PARAMS)
+                admin::decode_issue(&json::<IssueRequest>(body).await, PARAMS)
                     .unwrap()
                     .1
                     .len(),
                 2
             ),
             3 => {
-                json::<OpenRequest>(body).await.decode().unwrap();
+                admin::decode_open(&json::<OpenRequest>(body).await).unwrap();
             }
-            4 => json::<BackupRequest>(body).await.check().unwrap(),
+            4 => admin::check_backup(&json::<BackupRequest>(body).await).unwrap(),
             5 => {
                 let text = std::str::from_utf8(body).unwrap();
                 let req = Request::builder()

@@ -87,6 +87,7 @@ async fn serve() -> Server {
         body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: Default::default(),
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
     };
     let running = server::start(store, manager, listener, config)
         .await

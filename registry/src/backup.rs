@@ -41,11 +41,11 @@ use std::time::Duration;
 use rand_core::{OsRng, RngCore};
 use serde::{Deserialize, Serialize};
 
-use crate::events::Event;
 use crate::keyfile::{self, KeyFileError};
-use crate::log::now_ms;
-use crate::secret_file::{self, SecretFileError};
-use crate::store::{Head, ProjectionState, Store, StoreError};
+use crate::store::{self, Head, ProjectionState, Store};
+use dgsp_secrets::file::{self as secret_file, SecretFileError};
+use dgsp_wire::events::Event;
+use dgsp_wire::log::now_ms;
 
 /// The manifest's `format` tag.
 pub const FORMAT: &str = "dgsp-registry-backup-v1";
@@ -213,7 +213,7 @@ pub enum BackupError {
         path: PathBuf,
         /// the cause
         #[source]
-        source: StoreError,
+        source: store::Error,
     },
     /// File system error.
     #[error("{path}: {source}")]
@@ -251,7 +251,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BackupError + '_ {
     }
 }
 
-fn store_err(path: &Path) -> impl FnOnce(StoreError) -> BackupError + '_ {
+fn store_err(path: &Path) -> impl FnOnce(store::Error) -> BackupError + '_ {
     move |source| BackupError::Store {
         path: path.to_owned(),
         source,
@@ -299,9 +299,12 @@ pub fn default_name(unix_ms: u64) -> String {
 }
 
 /// An online backup into the registry's backup directory: `name` (default
-/// [`default_name`] of now) under [`Settings::dir`].
-pub fn create_named(store: &Store, name: Option<&str>) -> Result<Created, BackupError> {
-    let settings = store.backup_settings().ok_or(BackupError::Disabled)?;
+/// [`default_name`] of now) under [`Settings::dir`], with the key [`Settings::key_file`].
+pub fn create_named(
+    store: &Store,
+    settings: &Settings,
+    name: Option<&str>,
+) -> Result<Created, BackupError> {
     let name = name.map_or_else(|| default_name(now_ms()), str::to_owned);
     check_name(&name)?;
     let target = settings.dir.join(&name);
@@ -326,7 +329,7 @@ pub fn create_offline(
         });
     }
     let store = Store::open(&db).map_err(|e| match &e {
-        StoreError::Db(d) if d.as_ref().contains("lock") => BackupError::RegistryRunning {
+        store::Error::Db(d) if d.as_ref().contains("lock") => BackupError::RegistryRunning {
             path: data.to_owned(),
         },
         _ => BackupError::Store {
@@ -469,13 +472,14 @@ pub fn read_manifest(backup: &Path) -> Result<Manifest, BackupError> {
 }
 
 /// Restores the backup `from` into the new data directory `data` (which must not exist or
-/// be empty), the key at `key_file` (default `DATA/manager.key`; never replaced). The copy
-/// is verified before anything is put in place: the log's hash chain and commitments from
-/// entry 1, its head against the manifest's, the group and the key against the manifest.
-pub fn restore(from: &Path, data: &Path, key_file: Option<&Path>) -> Result<Restored, BackupError> {
+/// be empty), the key at `key_file` (the caller's choice, `DATA/manager.key` by default in
+/// `dgsp-registry restore`; never replaced). The copy is verified before anything is put in
+/// place: the log's hash chain and commitments from entry 1, its head against the
+/// manifest's, the group and the key against the manifest.
+pub fn restore(from: &Path, data: &Path, key_file: &Path) -> Result<Restored, BackupError> {
     let manifest = read_manifest(from)?;
     check_free(data)?;
-    let key_dest = crate::cli::key_path(data, key_file);
+    let key_dest = key_file.to_owned();
     if fs::symlink_metadata(&key_dest).is_ok() {
         return Err(BackupError::KeyFileExists { path: key_dest });
     }
@@ -613,9 +617,8 @@ pub async fn request(url: &str, token: &str, name: Option<&str>) -> Result<Creat
     if let Some(n) = name {
         check_name(n)?;
     }
-    let body = match name {
-        Some(n) => serde_json::json!({ "name": n }),
-        None => serde_json::json!({}),
+    let body = dgsp_wire::registry_api::BackupRequest {
+        name: name.map(str::to_owned),
     };
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))

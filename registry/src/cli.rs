@@ -10,7 +10,7 @@ use zeroize::Zeroizing;
 
 use dgsp_core::ParamSet;
 
-use crate::secret_file::{self, SecretFileError};
+use dgsp_secrets::file::{self as secret_file, SecretFileError};
 
 /// The DGSP group manager's registry: an event-sourced log of joins, certificates,
 /// revocations and openings, served over HTTP.
@@ -73,7 +73,7 @@ pub enum Command {
         auditor_token_file: Option<PathBuf>,
         /// Largest accepted body of a bulk join (POST /admin/v1/members/bulk), in bytes; every
         /// other route has a limit sized to what it carries (docs/deploy.md, "Limits").
-        #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = crate::api::DEFAULT_BODY_LIMIT)]
+        #[arg(long, env = "DGSP_MAX_BODY_BYTES", default_value_t = dgsp_http::router::DEFAULT_BODY_LIMIT)]
         max_body_bytes: usize,
         /// Most bytes of log feed pages in flight across all requests (built, or being sent
         /// to clients): beyond it pages get smaller, then requests get 503 with Retry-After.

@@ -16,7 +16,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        crate::log::now_ms()
+        dgsp_wire::log::now_ms()
     }
 }
 
@@ -43,7 +43,7 @@ impl OffsetClock {
 
 impl Clock for OffsetClock {
     fn now_ms(&self) -> u64 {
-        let now = crate::log::now_ms() as i64;
+        let now = dgsp_wire::log::now_ms() as i64;
         now.saturating_add(self.offset_ms.load(Ordering::SeqCst))
             .max(0) as u64
     }

@@ -27,7 +27,7 @@ use http_body::{Frame, SizeHint};
 use rayon::prelude::*;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 
-use crate::store::{Store, StoreError};
+use crate::store::{self, Store};
 
 /// Most bytes of serialized entries in one page (unless its first entry alone is larger).
 pub const MAX_PAGE_BYTES: usize = 16 << 20;
@@ -58,7 +58,7 @@ pub fn page(
     limit: usize,
     max_bytes: usize,
     private: bool,
-) -> Result<Page, StoreError> {
+) -> Result<Page, store::Error> {
     let mut body = b"{\"entries\":[".to_vec();
     let (mut count, mut entry_bytes, mut largest, mut cursor) = (0usize, 0usize, 0usize, after);
     'read: while count < limit {
@@ -78,7 +78,7 @@ pub fn page(
         let serialized = batch
             .par_iter()
             .map(|e| {
-                serde_json::to_vec(e).map_err(|err| StoreError::Corrupt {
+                serde_json::to_vec(e).map_err(|err| store::Error::Corrupt {
                     what: format!("entry {}", e.seq),
                     reason: err.to_string(),
                 })

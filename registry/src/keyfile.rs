@@ -4,7 +4,7 @@
 //! The envelope's clear fields (format, parameter set, public key) are the AEAD's associated
 //! data, so they cannot be swapped without the decryption failing. Files are written with
 //! mode 0600, atomically (a temporary file in the same directory, synced, then linked into
-//! place only if nothing is there yet), and read through [`crate::secret_file`]: a symbolic
+//! place only if nothing is there yet), and read through [`secret_file`]: a symbolic
 //! link, a non-regular file or one other users can access is refused.
 //!
 //! The passphrase crypto itself ([`derive_key`], [`seal`], [`open`]) is public so other
@@ -15,11 +15,11 @@ use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::secret_file::{self, SecretFileError};
 pub use dgsp_secrets::envelope::{
     derive_key, open, seal, KdfParams, MAX_KDF_M_KIB, MAX_KDF_P, MAX_KDF_T, MIN_PASSPHRASE_LEN,
     NONCE_LEN, SALT_LEN,
 };
+use dgsp_secrets::file::{self as secret_file, SecretFileError};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;

@@ -9,12 +9,12 @@ use dgsp_core::{Manager, ManagerSecretKey};
 use dgsp_registry::api;
 use dgsp_registry::backup;
 use dgsp_registry::cli::{self, Cli, Command};
-use dgsp_registry::events::Event;
 use dgsp_registry::keyfile::{self, KdfParams};
-use dgsp_registry::log;
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
 use dgsp_registry::store::{ProjectionState, Store};
+use dgsp_wire::events::Event;
+use dgsp_wire::log;
 
 type Fallible = Result<(), String>;
 
@@ -187,7 +187,6 @@ fn serve(
         tracing::warn!(%state, "rebuilding the projections before serving");
         run_rebuild(&mut store)?;
     }
-    store.enable_backups(backups);
     let store = Arc::new(store);
     let manager = Arc::new(load_manager(data, key, &store)?);
     let head = store.head().map_err(|e| e.to_string())?;
@@ -203,6 +202,7 @@ fn serve(
             body_limit,
             publisher,
             feed_bytes_in_flight,
+            backups: Some(backups),
         };
         let running = server::start(store, manager, listener, config)
             .await
@@ -346,7 +346,8 @@ fn restore(
     data: &std::path::Path,
     key_file: Option<&std::path::Path>,
 ) -> Fallible {
-    let r = backup::restore(from, data, key_file).map_err(|e| e.to_string())?;
+    let key_file = cli::key_path(data, key_file);
+    let r = backup::restore(from, data, &key_file).map_err(|e| e.to_string())?;
     let m = &r.manifest;
     println!("restored {} into {}", from.display(), r.data.display());
     println!("group {} ({})", m.fingerprint, m.params);

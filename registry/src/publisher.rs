@@ -31,9 +31,9 @@ use dgsp_core::Manager;
 use dgsp_wire::follow;
 
 use crate::clock::{Clock, SystemClock};
-use crate::events::Event;
-use crate::store::{Store, StoreError, StoredNote};
+use crate::store::{self, Store, StoredNote};
 use crate::writer::{Command, WriteError, Writer};
+use dgsp_wire::events::Event;
 
 /// Default cadence of signed checkpoints when nothing is written: well under the 60 s a
 /// verifier may demand, with room for a few missed polls.
@@ -110,7 +110,7 @@ pub use dgsp_wire::snapshot::{snapshot_from_json, snapshot_json};
 /// Loads the published state from the store (at startup; the projections must be
 /// current). The served set is rebuilt from the revocations the latest snapshot covers and
 /// must reproduce its root.
-pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, StoreError> {
+pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, store::Error> {
     let snapshot = store
         .latest_snapshot()?
         .as_ref()
@@ -136,7 +136,7 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, StoreEr
                 set.len()
             );
             if set.len() < s.record.count {
-                return Err(StoreError::Corrupt {
+                return Err(store::Error::Corrupt {
                     what: format!("snapshot {}", s.record.number),
                     reason: format!(
                         "it holds {} zetas, more than the {} the log revokes up to entry {}",
@@ -172,12 +172,12 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, StoreEr
     })))
 }
 
-fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, StoreError> {
+fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, store::Error> {
     let checkpoint =
         manager
             .public_key()
             .verify_checkpoint(note)
-            .map_err(|e| StoreError::Corrupt {
+            .map_err(|e| store::Error::Corrupt {
                 what: "stored checkpoint note".into(),
                 reason: e.to_string(),
             })?;
@@ -280,8 +280,8 @@ enum StepError {
     Failed(String),
 }
 
-impl From<StoreError> for StepError {
-    fn from(e: StoreError) -> Self {
+impl From<store::Error> for StepError {
+    fn from(e: store::Error) -> Self {
         StepError::Failed(e.to_string())
     }
 }
@@ -302,7 +302,7 @@ impl Publisher {
         manager: Arc<Manager>,
         published: SharedPublished,
         config: PublisherConfig,
-    ) -> Result<Self, StoreError> {
+    ) -> Result<Self, store::Error> {
         // Re-read from the latest snapshot's cut: its zetas are already in the set
         // (re-inserting them changes nothing), and whatever came after it is folded again;
         // entries after the last logged checkpoint are owed one.
@@ -317,7 +317,7 @@ impl Publisher {
             (p.set.clone(), time, cut)
         };
         let processed_hash = match store.entry(processed)? {
-            Some(e) => e.hash_bytes().map_err(|e| StoreError::Corrupt {
+            Some(e) => e.hash_bytes().map_err(|e| store::Error::Corrupt {
                 what: format!("entry {processed}"),
                 reason: e.to_string(),
             })?,
@@ -413,8 +413,8 @@ impl Publisher {
 
     /// Reads every entry after `processed` and folds the zetas of new revocations into the
     /// working set (never dropping one); returns how many zetas were new.
-    fn fold(&mut self) -> Result<usize, StoreError> {
-        let corrupt = |seq: u64, reason: String| StoreError::Corrupt {
+    fn fold(&mut self) -> Result<usize, store::Error> {
+        let corrupt = |seq: u64, reason: String| store::Error::Corrupt {
             what: format!("entry {seq}"),
             reason,
         };

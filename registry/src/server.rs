@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use crate::api::{self, AppState, Shared};
 use crate::health::Health;
 use crate::publisher::{self, PublisherConfig};
-use crate::store::{Store, StoreError};
+use crate::store::{self, Store};
 use crate::writer::Writer;
 
 /// Settings of the HTTP side.
@@ -28,6 +28,9 @@ pub struct Config {
     pub publisher: PublisherConfig,
     /// most bytes of feed pages in flight across requests (`feed::Budget`)
     pub feed_bytes_in_flight: usize,
+    /// where online backups go and the key file they copy (`POST /admin/v1/backup`);
+    /// `None` refuses them (`backups-disabled`)
+    pub backups: Option<crate::backup::Settings>,
 }
 
 /// A started registry.
@@ -49,7 +52,7 @@ pub async fn start(
     manager: Arc<Manager>,
     listener: TcpListener,
     config: Config,
-) -> Result<Running, StoreError> {
+) -> Result<Running, store::Error> {
     store.projections_current()?;
     let health = Arc::new(Health::default());
     let (writer, writer_thread) = Writer::start(store.clone(), manager.clone(), health.clone())?;
@@ -88,11 +91,12 @@ pub async fn start(
         published,
         health,
         feed: crate::feed::Budget::new(config.feed_bytes_in_flight),
+        backups: config.backups,
         checkpoint_interval,
         clock,
         started: std::time::Instant::now(),
     });
-    let addr = listener.local_addr().map_err(|e| StoreError::Corrupt {
+    let addr = listener.local_addr().map_err(|e| store::Error::Corrupt {
         what: "listener".into(),
         reason: e.to_string(),
     })?;

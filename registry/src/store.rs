@@ -25,16 +25,15 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::OnceLock;
 
 use rocksdb::{
     ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::events::{Event, EventError};
-use crate::log::{canonical, unhex, ChainError, Entry, Hash, GENESIS_PREV};
 use dgsp_core::{MemberId, Zeta};
+use dgsp_wire::events::{Event, EventError};
+use dgsp_wire::log::{canonical, unhex, ChainError, Entry, Hash, GENESIS_PREV};
 
 /// Column families that are projections of the log (dropped and replayed by a rebuild).
 /// `views`, which holds the projections' position, comes first: once it is dropped, the
@@ -100,7 +99,7 @@ pub use dgsp_wire::registry_api::StoredNote;
 
 /// Store errors.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub enum Error {
     /// RocksDB failed.
     #[error("rocksdb: {0}")]
     Db(#[from] rocksdb::Error),
@@ -149,8 +148,6 @@ pub struct Head {
 /// The registry database.
 pub struct Store {
     db: DB,
-    /// Where online backups go and the key file they copy (set by `serve`).
-    backup: OnceLock<crate::backup::Settings>,
     /// Writes until an injected failure (0: none planned).
     #[cfg(feature = "fault-injection")]
     fail_after: std::sync::atomic::AtomicU64,
@@ -168,8 +165,8 @@ fn unbe(bytes: &[u8]) -> Option<u64> {
     <[u8; 8]>::try_from(bytes).ok().map(u64::from_be_bytes)
 }
 
-fn corrupt(what: impl Into<String>, reason: impl ToString) -> StoreError {
-    StoreError::Corrupt {
+fn corrupt(what: impl Into<String>, reason: impl ToString) -> Error {
+    Error::Corrupt {
         what: what.into(),
         reason: reason.to_string(),
     }
@@ -177,7 +174,7 @@ fn corrupt(what: impl Into<String>, reason: impl ToString) -> StoreError {
 
 impl Store {
     /// Opens (creating if needed) the database in `dir`.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+    pub fn open(dir: &Path) -> Result<Store, Error> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -187,7 +184,6 @@ impl Store {
             .map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
         Ok(Store {
             db: DB::open_cf_descriptors(&opts, dir, cfs)?,
-            backup: OnceLock::new(),
             #[cfg(feature = "fault-injection")]
             fail_after: Default::default(),
             #[cfg(feature = "fault-injection")]
@@ -197,10 +193,9 @@ impl Store {
 
     /// Opens the database in `dir` read-only (a backup's checkpoint: nothing is written to
     /// it); every write fails.
-    pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+    pub fn open_read_only(dir: &Path) -> Result<Store, Error> {
         Ok(Store {
             db: DB::open_cf_for_read_only(&Options::default(), dir, ALL_CFS, false)?,
-            backup: OnceLock::new(),
             #[cfg(feature = "fault-injection")]
             fail_after: Default::default(),
             #[cfg(feature = "fault-injection")]
@@ -212,20 +207,9 @@ impl Store {
     /// a consistent point in time (every committed batch or none of it), its table files
     /// hard-linked when `dir` is on the same file system (copied otherwise). Safe while
     /// the writer commits.
-    pub fn checkpoint(&self, dir: &Path) -> Result<(), StoreError> {
+    pub fn checkpoint(&self, dir: &Path) -> Result<(), Error> {
         rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)?;
         Ok(())
-    }
-
-    /// Enables online backups of this store (`POST /admin/v1/backup`); the first settings
-    /// given stay. Returns false if some were already set.
-    pub fn enable_backups(&self, settings: crate::backup::Settings) -> bool {
-        self.backup.set(settings).is_ok()
-    }
-
-    /// The online backup settings, if [`Store::enable_backups`] was called.
-    pub fn backup_settings(&self) -> Option<&crate::backup::Settings> {
-        self.backup.get()
     }
 
     fn cf(&self, name: &str) -> &rocksdb::ColumnFamily {
@@ -239,7 +223,7 @@ impl Store {
         &self,
         group: &dgsp_core::ManagerPublicKey,
         time_ms: u64,
-    ) -> Result<Entry, StoreError> {
+    ) -> Result<Entry, Error> {
         if self.head()?.seq != 0 {
             return Err(corrupt("log", "this data directory already holds a group"));
         }
@@ -249,7 +233,7 @@ impl Store {
     }
 
     /// The last entry's seq and hash.
-    pub fn head(&self) -> Result<Head, StoreError> {
+    pub fn head(&self) -> Result<Head, Error> {
         let mut it = self.db.iterator_cf(self.cf("log"), IteratorMode::End);
         match it.next() {
             None => Ok(Head {
@@ -268,7 +252,7 @@ impl Store {
     }
 
     /// Entry `seq`, if present.
-    pub fn entry(&self, seq: u64) -> Result<Option<Entry>, StoreError> {
+    pub fn entry(&self, seq: u64) -> Result<Option<Entry>, Error> {
         self.db
             .get_cf(self.cf("log"), be(seq))?
             .map(|v| decode_entry(&v))
@@ -277,7 +261,7 @@ impl Store {
 
     /// Up to `limit` entries with seq greater than `after`, in order (JSON decoded in
     /// parallel: replay and large feed pages are bound by decoding).
-    pub fn entries_after(&self, after: u64, limit: usize) -> Result<Vec<Entry>, StoreError> {
+    pub fn entries_after(&self, after: u64, limit: usize) -> Result<Vec<Entry>, Error> {
         use rayon::prelude::*;
         let start = be(after.saturating_add(1));
         let raw: Vec<Box<[u8]>> = self
@@ -293,7 +277,7 @@ impl Store {
     }
 
     /// The member with this id, if any.
-    pub fn member(&self, id: MemberId) -> Result<Option<MemberView>, StoreError> {
+    pub fn member(&self, id: MemberId) -> Result<Option<MemberView>, Error> {
         self.db
             .get_cf(self.cf("members"), be(id))?
             .map(|v| serde_json::from_slice(&v).map_err(|e| corrupt(format!("member {id}"), e)))
@@ -305,7 +289,7 @@ impl Store {
         &self,
         from: MemberId,
         limit: usize,
-    ) -> Result<Vec<(MemberId, MemberView)>, StoreError> {
+    ) -> Result<Vec<(MemberId, MemberView)>, Error> {
         let start = be(from);
         self.db
             .iterator_cf(
@@ -324,7 +308,7 @@ impl Store {
     }
 
     /// The id of the member with this username, if any.
-    pub fn id_of(&self, username: &str) -> Result<Option<MemberId>, StoreError> {
+    pub fn id_of(&self, username: &str) -> Result<Option<MemberId>, Error> {
         self.db
             .get_cf(self.cf("names"), username.as_bytes())?
             .map(|v| unbe(&v).ok_or_else(|| corrupt(format!("name {username}"), "not 8 bytes")))
@@ -332,7 +316,7 @@ impl Store {
     }
 
     /// Whether `zeta` is revoked.
-    pub fn is_revoked(&self, zeta: &Zeta) -> Result<bool, StoreError> {
+    pub fn is_revoked(&self, zeta: &Zeta) -> Result<bool, Error> {
         Ok(self
             .db
             .get_pinned_cf(self.cf("revoked"), zeta.as_bytes())?
@@ -341,7 +325,7 @@ impl Store {
 
     /// A projection counter (`members`, `revoked`), 0 if unset.
     /// (The `checkpoint` key of the same column family holds a seq, not a count.)
-    pub fn count(&self, name: &str) -> Result<u64, StoreError> {
+    pub fn count(&self, name: &str) -> Result<u64, Error> {
         Ok(self
             .db
             .get_cf(self.cf("views"), name.as_bytes())?
@@ -350,13 +334,13 @@ impl Store {
     }
 
     /// The first answer recorded under an idempotency key.
-    pub fn idempotent(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    pub fn idempotent(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
         Ok(self.db.get_cf(self.cf("idem"), key.as_bytes())?)
     }
 
     /// Appends `entries` (already sealed, in order, continuing the head) and applies their
     /// projections, plus `idem` answers, in one synced `WriteBatch`.
-    pub fn commit(&self, entries: &[Entry], idem: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+    pub fn commit(&self, entries: &[Entry], idem: &[(String, Vec<u8>)]) -> Result<(), Error> {
         let mut batch = WriteBatch::default();
         for e in entries {
             let bytes = serde_json::to_vec(e).expect("entries serialize");
@@ -373,7 +357,7 @@ impl Store {
         self.write_synced(batch)
     }
 
-    fn write_synced(&self, batch: WriteBatch) -> Result<(), StoreError> {
+    fn write_synced(&self, batch: WriteBatch) -> Result<(), Error> {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(batch, &wo)?;
@@ -381,7 +365,7 @@ impl Store {
     }
 
     /// The seq of the last entry the projections reflect (0 if none recorded).
-    pub fn position(&self) -> Result<u64, StoreError> {
+    pub fn position(&self) -> Result<u64, Error> {
         Ok(self
             .db
             .get_cf(self.cf("views"), POSITION)?
@@ -390,7 +374,7 @@ impl Store {
     }
 
     /// Whether the projections are exactly the log (what `serve` requires).
-    pub fn projections(&self) -> Result<ProjectionState, StoreError> {
+    pub fn projections(&self) -> Result<ProjectionState, Error> {
         let head = self.head()?.seq;
         let position = self.position()?;
         if self.db.get_cf(self.cf("meta"), REBUILDING)?.is_some() {
@@ -403,7 +387,7 @@ impl Store {
     }
 
     /// `Ok` when the projections are current, else an error saying why and what to run.
-    pub fn projections_current(&self) -> Result<(), StoreError> {
+    pub fn projections_current(&self) -> Result<(), Error> {
         match self.projections()? {
             ProjectionState::Current => Ok(()),
             other => Err(corrupt(
@@ -414,7 +398,7 @@ impl Store {
     }
 
     /// The newest signed checkpoint note, if one was stored.
-    pub fn latest_note(&self) -> Result<Option<StoredNote>, StoreError> {
+    pub fn latest_note(&self) -> Result<Option<StoredNote>, Error> {
         self.db
             .get_cf(self.cf("meta"), LATEST_NOTE)?
             .map(|v| serde_json::from_slice(&v).map_err(|e| corrupt("latest checkpoint note", e)))
@@ -422,7 +406,7 @@ impl Store {
     }
 
     /// Stores the newest signed checkpoint note, [`StoredNote`] JSON (synced).
-    pub fn put_latest_note(&self, json: &[u8]) -> Result<(), StoreError> {
+    pub fn put_latest_note(&self, json: &[u8]) -> Result<(), Error> {
         self.fault_point()?;
         let mut batch = WriteBatch::default();
         batch.put_cf(self.cf("meta"), LATEST_NOTE, json);
@@ -431,7 +415,7 @@ impl Store {
 
     /// Adds the effects of `entries` (in order) to `batch`: what each entry touches, then
     /// the member views and counters changed by all of them.
-    fn project_all(&self, entries: &[Entry], batch: &mut WriteBatch) -> Result<(), StoreError> {
+    fn project_all(&self, entries: &[Entry], batch: &mut WriteBatch) -> Result<(), Error> {
         let mut members = HashMap::new();
         let mut counts = HashMap::new();
         for e in entries {
@@ -455,8 +439,8 @@ impl Store {
         batch: &mut WriteBatch,
         members: &mut HashMap<MemberId, MemberView>,
         counts: &mut HashMap<&'static str, u64>,
-    ) -> Result<(), StoreError> {
-        let mut bump = |name: &'static str, by: u64| -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
+        let mut bump = |name: &'static str, by: u64| -> Result<(), Error> {
             let cur = match counts.get(name) {
                 Some(n) => *n,
                 None => self.count(name)?,
@@ -466,7 +450,7 @@ impl Store {
         };
         let view_of = |id: MemberId,
                        members: &mut HashMap<MemberId, MemberView>|
-         -> Result<MemberView, StoreError> {
+         -> Result<MemberView, Error> {
             match members.get(&id) {
                 Some(v) => Ok(v.clone()),
                 None => self.member(id)?.ok_or_else(|| {
@@ -528,7 +512,7 @@ impl Store {
     }
 
     /// Every revoked zeta with the seq of its revocation entry, in ascending zeta order.
-    pub fn revoked_zetas_with_seq(&self) -> Result<Vec<(Zeta, u64)>, StoreError> {
+    pub fn revoked_zetas_with_seq(&self) -> Result<Vec<(Zeta, u64)>, Error> {
         let mut out = Vec::new();
         for item in self.db.iterator_cf(self.cf("revoked"), IteratorMode::Start) {
             let (k, v) = item?;
@@ -540,7 +524,7 @@ impl Store {
     }
 
     /// Snapshot `number` as published (JSON), if any.
-    pub fn snapshot(&self, number: u64) -> Result<Option<serde_json::Value>, StoreError> {
+    pub fn snapshot(&self, number: u64) -> Result<Option<serde_json::Value>, Error> {
         self.db
             .get_cf(self.cf("snapshots"), be(number))?
             .map(|v| {
@@ -550,7 +534,7 @@ impl Store {
     }
 
     /// The latest published snapshot (JSON), if any.
-    pub fn latest_snapshot(&self) -> Result<Option<serde_json::Value>, StoreError> {
+    pub fn latest_snapshot(&self) -> Result<Option<serde_json::Value>, Error> {
         match self
             .db
             .iterator_cf(self.cf("snapshots"), IteratorMode::End)
@@ -567,7 +551,7 @@ impl Store {
     }
 
     /// The entry holding the latest checkpoint, if any.
-    pub fn latest_checkpoint(&self) -> Result<Option<Entry>, StoreError> {
+    pub fn latest_checkpoint(&self) -> Result<Option<Entry>, Error> {
         let Some(seq) = self
             .db
             .get_cf(self.cf("views"), b"checkpoint")?
@@ -579,7 +563,7 @@ impl Store {
     }
 
     /// Verifies the whole chain (and every commitment) from seq 1; returns the head.
-    pub fn verify_chain(&self) -> Result<Head, StoreError> {
+    pub fn verify_chain(&self) -> Result<Head, Error> {
         let mut head = Head {
             seq: 0,
             hash: GENESIS_PREV,
@@ -603,7 +587,7 @@ impl Store {
     /// Run again after an interruption, it continues after the recorded position (or starts
     /// over if none was recorded yet); `progress(done, head)` is called after each chunk.
     /// Returns the number of entries replayed by this call.
-    pub fn rebuild(&mut self, mut progress: impl FnMut(u64, u64)) -> Result<u64, StoreError> {
+    pub fn rebuild(&mut self, mut progress: impl FnMut(u64, u64)) -> Result<u64, Error> {
         let head = self.head()?.seq;
         let resuming = self.db.get_cf(self.cf("meta"), REBUILDING)?.is_some();
         let mut after = if resuming { self.position()? } else { 0 };
@@ -660,7 +644,7 @@ impl Store {
     }
 
     #[cfg(feature = "fault-injection")]
-    fn fault_point(&self) -> Result<(), StoreError> {
+    fn fault_point(&self) -> Result<(), Error> {
         use std::sync::atomic::Ordering;
         while self.commits_held.load(Ordering::SeqCst) {
             std::thread::sleep(std::time::Duration::from_millis(1));
@@ -680,13 +664,13 @@ impl Store {
     }
 
     #[cfg(not(feature = "fault-injection"))]
-    fn fault_point(&self) -> Result<(), StoreError> {
+    fn fault_point(&self) -> Result<(), Error> {
         Ok(())
     }
 
     /// Every key and value of the projections, in order: for comparing a rebuild with the
     /// live views byte for byte.
-    pub fn dump_views(&self) -> Result<Vec<ViewRecord>, StoreError> {
+    pub fn dump_views(&self) -> Result<Vec<ViewRecord>, Error> {
         let mut out = Vec::new();
         for name in VIEW_CFS {
             for item in self.db.iterator_cf(self.cf(name), IteratorMode::Start) {
@@ -698,6 +682,6 @@ impl Store {
     }
 }
 
-fn decode_entry(bytes: &[u8]) -> Result<Entry, StoreError> {
+fn decode_entry(bytes: &[u8]) -> Result<Entry, Error> {
     serde_json::from_slice(bytes).map_err(|e| corrupt("log entry", e))
 }

@@ -7,29 +7,27 @@
 
 use std::sync::Arc;
 
-use dgsp_core::{
-    Deactivation, MemberId, MemberRecord, Plm, RevokedList, StoreError as CoreError, Zeta,
-};
+use dgsp_core::{Deactivation, MemberId, MemberRecord, Plm, RevokedList, StoreError, Zeta};
 
 use crate::store::Store;
 use crate::writer::{Command, Outcome, WriteError, Writer};
 
-fn backend(e: impl std::error::Error + Send + Sync + 'static) -> CoreError {
-    CoreError::Backend(Box::new(e))
+fn backend(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Backend(Box::new(e))
 }
 
-fn unexpected(outcome: Outcome) -> CoreError {
+fn unexpected(outcome: Outcome) -> StoreError {
     backend(std::io::Error::other(format!(
         "unexpected outcome {outcome:?}"
     )))
 }
 
-fn from_write(e: WriteError) -> CoreError {
+fn from_write(e: WriteError) -> StoreError {
     match e {
-        WriteError::DuplicateUsername(u) => CoreError::DuplicateUsername(u),
-        WriteError::UnknownMember(id) => CoreError::UnknownMember(id),
-        WriteError::Inactive(id) => CoreError::Inactive(id),
-        WriteError::CounterOverflow(id) => CoreError::CounterOverflow(id),
+        WriteError::DuplicateUsername(u) => StoreError::DuplicateUsername(u),
+        WriteError::UnknownMember(id) => StoreError::UnknownMember(id),
+        WriteError::Inactive(id) => StoreError::Inactive(id),
+        WriteError::CounterOverflow(id) => StoreError::CounterOverflow(id),
         other => backend(other),
     }
 }
@@ -48,7 +46,7 @@ impl RegistryPlm {
 }
 
 impl Plm for RegistryPlm {
-    fn add_member(&self, username: &str) -> Result<MemberId, CoreError> {
+    fn add_member(&self, username: &str) -> Result<MemberId, StoreError> {
         let cmd = Command::Join {
             usernames: vec![username.to_owned()],
         };
@@ -58,7 +56,7 @@ impl Plm for RegistryPlm {
         }
     }
 
-    fn member(&self, id: MemberId) -> Result<Option<MemberRecord>, CoreError> {
+    fn member(&self, id: MemberId) -> Result<Option<MemberRecord>, StoreError> {
         Ok(self
             .store
             .member(id)
@@ -70,15 +68,15 @@ impl Plm for RegistryPlm {
             }))
     }
 
-    fn id_of(&self, username: &str) -> Result<Option<MemberId>, CoreError> {
+    fn id_of(&self, username: &str) -> Result<Option<MemberId>, StoreError> {
         self.store.id_of(username).map_err(backend)
     }
 
-    fn len(&self) -> Result<u64, CoreError> {
+    fn len(&self) -> Result<u64, StoreError> {
         self.store.count("members").map_err(backend)
     }
 
-    fn reserve_counters(&self, id: MemberId, count: u64) -> Result<u64, CoreError> {
+    fn reserve_counters(&self, id: MemberId, count: u64) -> Result<u64, StoreError> {
         let cmd = Command::Issue {
             id,
             count,
@@ -90,7 +88,7 @@ impl Plm for RegistryPlm {
         }
     }
 
-    fn deactivate(&self, id: MemberId) -> Result<Deactivation, CoreError> {
+    fn deactivate(&self, id: MemberId) -> Result<Deactivation, StoreError> {
         match self
             .writer
             .submit_blocking(Command::Revoke { id }, None)
@@ -120,11 +118,11 @@ impl RegistryRevokedList {
 }
 
 impl RevokedList for RegistryRevokedList {
-    fn contains(&self, zeta: &Zeta) -> Result<bool, CoreError> {
+    fn contains(&self, zeta: &Zeta) -> Result<bool, StoreError> {
         self.store.is_revoked(zeta).map_err(backend)
     }
 
-    fn insert(&self, zetas: &[Zeta]) -> Result<(), CoreError> {
+    fn insert(&self, zetas: &[Zeta]) -> Result<(), StoreError> {
         for z in zetas {
             if !self.contains(z)? {
                 return Err(backend(std::io::Error::other(format!(
@@ -135,7 +133,7 @@ impl RevokedList for RegistryRevokedList {
         Ok(())
     }
 
-    fn len(&self) -> Result<u64, CoreError> {
+    fn len(&self) -> Result<u64, StoreError> {
         self.store.count("revoked").map_err(backend)
     }
 }

@@ -10,10 +10,10 @@ use dgsp_core::{Manager, MemberId, Zeta};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::events::Event;
 use crate::health::Health;
-use crate::log::{now_ms, Entry};
-use crate::store::{Head, MemberView, Store, StoreError};
+use crate::store::{self, Head, MemberView, Store};
+use dgsp_wire::events::Event;
+use dgsp_wire::log::{now_ms, Entry};
 
 /// Most commands committed in one batch.
 pub const MAX_GROUP: usize = 1024;
@@ -68,7 +68,7 @@ pub enum WriteError {
     Halted(String),
     /// The database failed; nothing of this batch was written.
     #[error("storage: {0}")]
-    Store(#[from] StoreError),
+    Store(#[from] store::Error),
     /// An issuance whose digest list does not match its count.
     #[error("{digests} key digests for {count} certificates")]
     DigestCount {
@@ -226,7 +226,7 @@ impl Writer {
         store: Arc<Store>,
         manager: Arc<Manager>,
         health: Arc<Health>,
-    ) -> Result<(Writer, std::thread::JoinHandle<()>), StoreError> {
+    ) -> Result<(Writer, std::thread::JoinHandle<()>), store::Error> {
         let head = store.head()?;
         let next_id = store.count("members")?;
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
@@ -248,7 +248,7 @@ impl Writer {
                     on_panic.halt("the writer thread panicked");
                 }
             })
-            .map_err(|e| StoreError::Corrupt {
+            .map_err(|e| store::Error::Corrupt {
                 what: "writer thread".into(),
                 reason: e.to_string(),
             })?;

@@ -55,6 +55,7 @@ async fn start(feed_bytes_in_flight: usize, publisher: PublisherConfig) -> Regis
         body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
         publisher,
         feed_bytes_in_flight,
+        backups: None,
     };
     let running = server::start(store, manager, listener, config)
         .await

@@ -19,7 +19,7 @@ async fn start(clock: Arc<OffsetClock>) -> (tempfile::TempDir, server::Running) 
     let manager = Arc::new(Manager::generate(ParamSet::Sha2_128f, &mut rng));
     let store = Store::open(&dir.path().join("db")).unwrap();
     store
-        .create_group(manager.public_key(), dgsp_registry::log::now_ms())
+        .create_group(manager.public_key(), dgsp_wire::log::now_ms())
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
@@ -27,6 +27,7 @@ async fn start(clock: Arc<OffsetClock>) -> (tempfile::TempDir, server::Running) 
         auditor_token: None,
         body_limit: api::DEFAULT_BODY_LIMIT,
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
         publisher: PublisherConfig {
             checkpoint_interval: Duration::from_millis(200),
             clock,
@@ -111,7 +112,7 @@ async fn a_clock_that_ran_ahead_and_was_corrected_halts_instead_of_crawling() {
     let (client, url) = (reqwest::Client::new(), running.url());
     readyz(&client, &url, 200).await;
     let ahead = checkpoint_time(&client, &url).await.unwrap();
-    assert!(ahead > dgsp_registry::log::now_ms() + 500_000);
+    assert!(ahead > dgsp_wire::log::now_ms() + 500_000);
 
     // Corrected: the next note would be dated ten minutes ahead of the real time.
     clock.set_offset_ms(0);

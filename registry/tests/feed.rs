@@ -7,10 +7,10 @@ use std::sync::Arc;
 use dgsp_core::{Manager, ParamSet};
 use dgsp_registry::api;
 use dgsp_registry::feed::{self, MAX_PAGE_BYTES};
-use dgsp_registry::log::{Entry, GENESIS_PREV};
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Outcome};
+use dgsp_wire::log::{Entry, GENESIS_PREV};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use reqwest::StatusCode;
@@ -58,6 +58,7 @@ async fn pages_stop_at_16_mib_and_paging_covers_the_whole_log() {
         body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: Default::default(),
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
     };
     let running = server::start(store.clone(), manager, listener, config)
         .await

@@ -8,10 +8,10 @@ use base64::Engine;
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof};
 use dgsp_core::{Certificate, CidStar, InMemoryRevokedList, Manager, MemberKey, ParamSet};
 use dgsp_registry::api;
-use dgsp_registry::events::Event;
-use dgsp_registry::log::{Entry, GENESIS_PREV};
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
+use dgsp_wire::events::Event;
+use dgsp_wire::log::{Entry, GENESIS_PREV};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use reqwest::StatusCode;
@@ -44,6 +44,7 @@ async fn start(body_limit: usize) -> Registry {
         body_limit,
         publisher: Default::default(),
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await
@@ -534,6 +535,7 @@ async fn a_restart_checkpoints_what_the_last_run_left_unsigned() {
         body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: Default::default(),
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
     };
     let running = server::start(store, manager.clone(), listener, config)
         .await

@@ -197,6 +197,7 @@ async fn start(db: &Path, manager: &Arc<Manager>) -> Live {
             ..PublisherConfig::default()
         },
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await

@@ -20,11 +20,11 @@ use std::time::Duration;
 use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
 use dgsp_core::{Manager, MemberId, Zeta};
-use dgsp_registry::events::Event;
 use dgsp_registry::publisher::{snapshot_json, PublisherConfig};
 use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Outcome, Writer};
 use dgsp_registry::{api, keyfile, server};
+use dgsp_wire::events::Event;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dgsp-registry");
@@ -60,6 +60,7 @@ async fn start(store: Arc<Store>, manager: Arc<Manager>, interval: Duration) -> 
             ..PublisherConfig::default()
         },
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
     };
     server::start(store, manager, listener, config)
         .await
@@ -303,7 +304,7 @@ fn write_lossy_log(store: &Arc<Store>, manager: &Arc<Manager>) -> Vec<Zeta> {
             note: manager.sign_checkpoint(&cp),
         }
     };
-    let now = dgsp_registry::log::now_ms();
+    let now = dgsp_wire::log::now_ms();
     append(&writer, checkpoint(store, &first.record, now - 2_000));
     let (carol_seq, carol) = revoke(&writer, ids[2]);
     set.insert(&zetas_of(&carol));

@@ -1,9 +1,9 @@
 //! The RocksDB store on disk: atomic commits, restart, chain verification, and a rebuild
 //! that reproduces the live projections byte for byte.
 
-use dgsp_registry::events::Event;
-use dgsp_registry::log::{Entry, Hash};
 use dgsp_registry::store::{Head, Store};
+use dgsp_wire::events::Event;
+use dgsp_wire::log::{Entry, Hash};
 
 fn append(store: &Store, head: &mut Head, events: &[Event]) {
     let mut entries = Vec::new();

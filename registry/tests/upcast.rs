@@ -2,8 +2,8 @@
 //! chain link and commitment verify as stored, and it upcasts to today's event.
 //! The fixture was written by an independent Python script from docs/event-log.md.
 
-use dgsp_registry::events::Event;
-use dgsp_registry::log::{Entry, GENESIS_PREV};
+use dgsp_wire::events::Event;
+use dgsp_wire::log::{Entry, GENESIS_PREV};
 
 #[test]
 fn a_stored_v0_entry_verifies_and_upcasts() {

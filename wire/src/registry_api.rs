@@ -1,6 +1,8 @@
-//! The registry's answers as its clients read them (`dgsp-manager`, scripts): members,
-//! certificates issued, revocations and openings (admin API), the group and the newest
-//! signed checkpoint (public API). The registry serves exactly these types.
+//! The registry's admin requests and its answers, as its clients write and read them
+//! (`dgsp-manager`, scripts): the bodies of a join, a bulk join, an issuance, an opening and
+//! a backup; members, certificates issued, revocations and openings (admin API), the group
+//! and the newest signed checkpoint (public API). The registry reads and serves exactly
+//! these types (it checks the bodies itself, `dgsp_registry::api::admin`).
 
 use dgsp_core::MemberId;
 use serde::{Deserialize, Serialize};
@@ -10,6 +12,100 @@ pub const MAX_ISSUE: usize = 1024;
 
 /// Most usernames in one bulk join.
 pub const MAX_BULK_JOIN: usize = 10_000;
+
+/// Longest username, in bytes.
+pub const MAX_USERNAME: usize = 128;
+
+/// `POST /admin/v1/members` body.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JoinRequest {
+    /// Unique username: 1 to 128 bytes of UTF-8 without control characters.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 128,
+            pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$"
+        )
+    )]
+    pub username: String,
+}
+
+/// `POST /admin/v1/members/bulk` body.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BulkJoinRequest {
+    /// Unique usernames (1 to 10000); all are admitted or none.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 10000))]
+    pub usernames: Vec<String>,
+}
+
+/// `POST /admin/v1/members/{id}/certificates` body.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct IssueRequest {
+    /// The member's `cid*` (standard base64).
+    #[cfg_attr(feature = "openapi", schema(content_encoding = "base64"))]
+    pub cid_star: String,
+    /// WOTS+ public keys to certify (standard base64, N bytes each).
+    #[cfg_attr(feature = "openapi", schema(schema_with = base64_list))]
+    pub wots_pks: Vec<String>,
+}
+
+/// An array of standard base64 strings: [`IssueRequest::wots_pks`].
+#[cfg(feature = "openapi")]
+fn base64_list() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .min_items(Some(1))
+        .max_items(Some(MAX_ISSUE))
+        .description(Some(
+            "WOTS+ public keys to certify (standard base64, N bytes each), 1 to 1024.",
+        ))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .content_encoding("base64"),
+        )
+        .build()
+}
+
+/// `POST /admin/v1/open` body.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct OpenRequest {
+    /// The signed message (standard base64).
+    #[cfg_attr(feature = "openapi", schema(content_encoding = "base64"))]
+    pub message: String,
+    /// The signature (standard base64 of its encoding).
+    #[cfg_attr(feature = "openapi", schema(content_encoding = "base64"))]
+    pub signature: String,
+}
+
+/// `POST /admin/v1/backup` body.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BackupRequest {
+    /// Name of the backup directory under the registry's backup directory (`--backup-dir`,
+    /// default `DATA/backups`); default: the UTC time, `20250131T235959Z`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 64,
+            pattern = "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+            nullable = false
+        )
+    )]
+    pub name: Option<String>,
+}
 
 /// A member as admitted.
 #[derive(Debug, Serialize, Deserialize)]

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{Certificate, CidStar, CsrItem, Manager, MemberKey, ParamSet, SigningKey};
-use dgsp_registry::log::Entry;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use dgsp_registry::writer::Command;
+use dgsp_wire::log::Entry;
 use rand_core::{OsRng, RngCore};
 use serde_json::{json, Value};
 
@@ -66,6 +66,7 @@ impl Registry {
             body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
             publisher: Default::default(),
             feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+            backups: None,
         };
         let running = server::start(store.clone(), manager.clone(), listener, config)
             .await

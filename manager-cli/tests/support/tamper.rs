@@ -6,9 +6,9 @@ use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
 use dgsp_core::{Manager, Zeta};
 use dgsp_gateway::follower::apply::revoked_zetas;
-use dgsp_registry::events::Event;
-use dgsp_registry::log::{unhex32, Entry, GENESIS_PREV};
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
+use dgsp_wire::events::Event;
+use dgsp_wire::log::{unhex32, Entry, GENESIS_PREV};
 use serde_json::{json, Value};
 
 /// What to re-sign after the changed entry.
@@ -123,7 +123,7 @@ pub fn reseal(entries: &mut [Entry], from: u64, manager: &Manager, resign: Resig
                 origin: origin_for(manager.public_key()),
                 size,
                 head,
-                time_unix_ms: Some(dgsp_registry::log::now_ms()),
+                time_unix_ms: Some(dgsp_wire::log::now_ms()),
                 snapshot,
             });
             let e = &mut entries[i];
@@ -178,7 +178,7 @@ pub fn append_checkpoint_naming(
         origin: origin_for(manager.public_key()),
         size,
         head,
-        time_unix_ms: Some(dgsp_registry::log::now_ms()),
+        time_unix_ms: Some(dgsp_wire::log::now_ms()),
         snapshot,
     });
     append(

@@ -9,22 +9,19 @@ use dgsp_core::{CidStar, MemberId, ParamSet, Signature, WotsPk, MAX_N};
 use dgsp_wire::limits::{base64_len, signed_message_body_limit, DEFAULT_MAX_MESSAGE, FRAMING};
 use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use super::problem::{b64, to_b64, Body, IdPath, Params, Problem};
 use super::{Admin, Shared};
 use crate::backup::{self, BackupError};
-use crate::events::Event;
 use crate::issuance::Job;
 use crate::writer::{Command, Idempotency, Outcome};
+use dgsp_wire::events::Event;
 
 pub use dgsp_wire::registry_api::{
-    BulkJoined, Issued, JoinedMember, MemberInfo, MemberPage, Opened, Revoked, MAX_BULK_JOIN,
-    MAX_ISSUE,
+    BackupRequest, BulkJoinRequest, BulkJoined, IssueRequest, Issued, JoinRequest, JoinedMember,
+    MemberInfo, MemberPage, OpenRequest, Opened, Revoked, MAX_BULK_JOIN, MAX_ISSUE, MAX_USERNAME,
 };
-
-/// Longest username, in bytes.
-pub const MAX_USERNAME: usize = 128;
 
 /// Body limit of a join: one username of [`MAX_USERNAME`] bytes even if every byte is
 /// written as a six-byte `\u` escape, and [`FRAMING`] (1,792 bytes).
@@ -78,25 +75,10 @@ fn check_username(field: &str, u: &str) -> Result<(), Problem> {
     Ok(())
 }
 
-/// `POST /admin/v1/members` body.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct JoinRequest {
-    /// Unique username: 1 to 128 bytes of UTF-8 without control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$"
-    )]
-    pub username: String,
-}
-
-impl JoinRequest {
-    /// Checks the body as the handler does before anything is written (a 422 naming the
-    /// field).
-    pub fn check(&self) -> Result<(), Problem> {
-        check_username("username", &self.username)
-    }
+/// Checks a [`JoinRequest`] as the handler does before anything is written (a 422 naming
+/// the field).
+pub fn check_join(req: &JoinRequest) -> Result<(), Problem> {
+    check_username("username", &req.username)
 }
 
 async fn join_many(
@@ -138,37 +120,26 @@ pub async fn join(
     headers: HeaderMap,
     Body(req): Body<JoinRequest>,
 ) -> Result<(StatusCode, Json<JoinedMember>), Problem> {
-    req.check()?;
+    check_join(&req)?;
     let idem = idempotency(&headers, "join", &req)?;
     let mut joined = join_many(&s, vec![req.username], idem).await?;
     Ok((StatusCode::CREATED, Json(joined.remove(0))))
 }
 
-/// `POST /admin/v1/members/bulk` body.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BulkJoinRequest {
-    /// Unique usernames (1 to 10000); all are admitted or none.
-    #[schema(min_items = 1, max_items = 10000)]
-    pub usernames: Vec<String>,
-}
-
-impl BulkJoinRequest {
-    /// Checks the body as the handler does before anything is written: 1 to
-    /// [`MAX_BULK_JOIN`] usernames (422 on `usernames`), each acceptable (422 on
-    /// `usernames[i]`).
-    pub fn check(&self) -> Result<(), Problem> {
-        if self.usernames.is_empty() || self.usernames.len() > MAX_BULK_JOIN {
-            return Err(Problem::invalid_field(
-                "usernames",
-                format!("1 to {MAX_BULK_JOIN} usernames"),
-            ));
-        }
-        for (i, u) in self.usernames.iter().enumerate() {
-            check_username(&format!("usernames[{i}]"), u)?;
-        }
-        Ok(())
+/// Checks a [`BulkJoinRequest`] as the handler does before anything is written: 1 to
+/// [`MAX_BULK_JOIN`] usernames (422 on `usernames`), each acceptable (422 on
+/// `usernames[i]`).
+pub fn check_bulk_join(req: &BulkJoinRequest) -> Result<(), Problem> {
+    if req.usernames.is_empty() || req.usernames.len() > MAX_BULK_JOIN {
+        return Err(Problem::invalid_field(
+            "usernames",
+            format!("1 to {MAX_BULK_JOIN} usernames"),
+        ));
     }
+    for (i, u) in req.usernames.iter().enumerate() {
+        check_username(&format!("usernames[{i}]"), u)?;
+    }
+    Ok(())
 }
 
 /// Admit many members at once, all or none.
@@ -182,65 +153,37 @@ pub async fn join_bulk(
     headers: HeaderMap,
     Body(req): Body<BulkJoinRequest>,
 ) -> Result<(StatusCode, Json<BulkJoined>), Problem> {
-    req.check()?;
+    check_bulk_join(&req)?;
     let idem = idempotency(&headers, "join_bulk", &req)?;
     let members = join_many(&s, req.usernames, idem).await?;
     Ok((StatusCode::CREATED, Json(BulkJoined { members })))
 }
 
-/// `POST /admin/v1/members/{id}/certificates` body.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct IssueRequest {
-    /// The member's `cid*` (standard base64).
-    #[schema(content_encoding = "base64")]
-    pub cid_star: String,
-    /// WOTS+ public keys to certify (standard base64, N bytes each).
-    #[schema(schema_with = base64_list)]
-    pub wots_pks: Vec<String>,
-}
-
-impl IssueRequest {
-    /// Decodes the body for a group of `params` as the handler does before anything is
-    /// written: 1 to [`MAX_ISSUE`] keys (422 on `wots_pks`), then `cid_star` and each
-    /// `wots_pks[i]` (400 naming the field).
-    pub fn decode(&self, params: ParamSet) -> Result<(CidStar, Vec<WotsPk>), Problem> {
-        if self.wots_pks.is_empty() || self.wots_pks.len() > MAX_ISSUE {
-            return Err(Problem::invalid_field(
-                "wots_pks",
-                format!("1 to {MAX_ISSUE} public keys"),
-            ));
-        }
-        let cid_star = CidStar::from_slice(params, &b64("cid_star", &self.cid_star)?)
-            .map_err(|e| Problem::bad_field("cid_star", e.to_string()))?;
-        let mut pks = Vec::with_capacity(self.wots_pks.len());
-        for (i, pk) in self.wots_pks.iter().enumerate() {
-            let field = format!("wots_pks[{i}]");
-            let bytes = b64(&field, pk)?;
-            pks.push(
-                WotsPk::from_slice(params, &bytes)
-                    .map_err(|e| Problem::bad_field(&field, e.to_string()))?,
-            );
-        }
-        Ok((cid_star, pks))
+/// Decodes an [`IssueRequest`] for a group of `params` as the handler does before anything
+/// is written: 1 to [`MAX_ISSUE`] keys (422 on `wots_pks`), then `cid_star` and each
+/// `wots_pks[i]` (400 naming the field).
+pub fn decode_issue(
+    req: &IssueRequest,
+    params: ParamSet,
+) -> Result<(CidStar, Vec<WotsPk>), Problem> {
+    if req.wots_pks.is_empty() || req.wots_pks.len() > MAX_ISSUE {
+        return Err(Problem::invalid_field(
+            "wots_pks",
+            format!("1 to {MAX_ISSUE} public keys"),
+        ));
     }
-}
-
-/// An array of standard base64 strings.
-fn base64_list() -> utoipa::openapi::schema::Array {
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
-    ArrayBuilder::new()
-        .min_items(Some(1))
-        .max_items(Some(MAX_ISSUE))
-        .description(Some(
-            "WOTS+ public keys to certify (standard base64, N bytes each), 1 to 1024.",
-        ))
-        .items(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .content_encoding("base64"),
-        )
-        .build()
+    let cid_star = CidStar::from_slice(params, &b64("cid_star", &req.cid_star)?)
+        .map_err(|e| Problem::bad_field("cid_star", e.to_string()))?;
+    let mut pks = Vec::with_capacity(req.wots_pks.len());
+    for (i, pk) in req.wots_pks.iter().enumerate() {
+        let field = format!("wots_pks[{i}]");
+        let bytes = b64(&field, pk)?;
+        pks.push(
+            WotsPk::from_slice(params, &bytes)
+                .map_err(|e| Problem::bad_field(&field, e.to_string()))?,
+        );
+    }
+    Ok((cid_star, pks))
 }
 
 /// Issue certificates for a member's WOTS+ public keys.
@@ -267,7 +210,7 @@ pub async fn issue(
     headers: HeaderMap,
     Body(req): Body<IssueRequest>,
 ) -> Result<Json<Issued>, Problem> {
-    let (cid_star, pks) = req.decode(s.manager.params())?;
+    let (cid_star, pks) = decode_issue(&req, s.manager.params())?;
     if s.manager.check_cid_star(id, &cid_star).is_err() {
         return Err(Problem::new(
             StatusCode::FORBIDDEN,
@@ -457,27 +400,13 @@ pub async fn member(
     Ok(Json(member_info(id, m)))
 }
 
-/// `POST /admin/v1/open` body.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OpenRequest {
-    /// The signed message (standard base64).
-    #[schema(content_encoding = "base64")]
-    pub message: String,
-    /// The signature (standard base64 of its encoding).
-    #[schema(content_encoding = "base64")]
-    pub signature: String,
-}
-
-impl OpenRequest {
-    /// Decodes the body as the handler does before opening: the message and the signature
-    /// (400 naming the field).
-    pub fn decode(&self) -> Result<(Vec<u8>, Signature), Problem> {
-        let message = b64("message", &self.message)?;
-        let sig = Signature::from_bytes(&b64("signature", &self.signature)?)
-            .map_err(|e| Problem::bad_field("signature", e.to_string()))?;
-        Ok((message, sig))
-    }
+/// Decodes an [`OpenRequest`] as the handler does before opening: the message and the
+/// signature (400 naming the field).
+pub fn decode_open(req: &OpenRequest) -> Result<(Vec<u8>, Signature), Problem> {
+    let message = b64("message", &req.message)?;
+    let sig = Signature::from_bytes(&b64("signature", &req.signature)?)
+        .map_err(|e| Problem::bad_field("signature", e.to_string()))?;
+    Ok((message, sig))
 }
 
 /// Open a valid signature to its signer (refuses invalid ones). The opening is logged.
@@ -492,7 +421,7 @@ pub async fn open(
     Body(req): Body<OpenRequest>,
 ) -> Result<Json<Opened>, Problem> {
     let idem = idempotency(&headers, "open", &req)?;
-    let (message, sig) = req.decode()?;
+    let (message, sig) = decode_open(&req)?;
     let manager = s.manager.clone();
     let (sig, message, opening) = tokio::task::spawn_blocking(move || {
         let o = manager.open(&message, &sig);
@@ -532,31 +461,13 @@ pub async fn open(
     }))
 }
 
-/// `POST /admin/v1/backup` body.
-#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BackupRequest {
-    /// Name of the backup directory under the registry's backup directory (`--backup-dir`,
-    /// default `DATA/backups`); default: the UTC time, `20250131T235959Z`.
-    #[serde(default)]
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]*$",
-        nullable = false
-    )]
-    pub name: Option<String>,
-}
-
-impl BackupRequest {
-    /// Checks the body as the handler does before backing up (422 on `name`).
-    pub fn check(&self) -> Result<(), Problem> {
-        match &self.name {
-            Some(name) => {
-                backup::check_name(name).map_err(|e| Problem::invalid_field("name", e.to_string()))
-            }
-            None => Ok(()),
+/// Checks a [`BackupRequest`] as the handler does before backing up (422 on `name`).
+pub fn check_backup(req: &BackupRequest) -> Result<(), Problem> {
+    match &req.name {
+        Some(name) => {
+            backup::check_name(name).map_err(|e| Problem::invalid_field("name", e.to_string()))
         }
+        None => Ok(()),
     }
 }
 
@@ -579,12 +490,15 @@ pub async fn backup(
     State(s): State<Shared>,
     Body(req): Body<BackupRequest>,
 ) -> Result<(StatusCode, Json<backup::Created>), Problem> {
-    req.check()?;
+    check_backup(&req)?;
     let store = s.store.clone();
-    let made =
-        tokio::task::spawn_blocking(move || backup::create_named(&store, req.name.as_deref()))
-            .await
-            .map_err(|e| Problem::internal("backup", e))?;
+    let settings = s.backups.clone();
+    let made = tokio::task::spawn_blocking(move || {
+        let settings = settings.ok_or(BackupError::Disabled)?;
+        backup::create_named(&store, &settings, req.name.as_deref())
+    })
+    .await
+    .map_err(|e| Problem::internal("backup", e))?;
     match made {
         Ok(created) => Ok((StatusCode::CREATED, Json(created))),
         Err(e @ (BackupError::TargetNotEmpty { .. } | BackupError::TargetNotDirectory { .. })) => {

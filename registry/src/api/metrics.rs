@@ -108,7 +108,7 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
                 "Entries covered by the newest signed checkpoint.",
                 c.checkpoint.size,
             );
-            let age = c.checkpoint.age_ms(crate::log::now_ms()).unwrap_or(0);
+            let age = c.checkpoint.age_ms(dgsp_wire::log::now_ms()).unwrap_or(0);
             gauge(
                 &mut out,
                 "dgsp_registry_checkpoint_age_seconds",

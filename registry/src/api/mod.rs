@@ -48,6 +48,8 @@ pub struct AppState {
     pub health: Arc<crate::health::Health>,
     /// the bound on feed pages in flight across requests
     pub feed: crate::feed::Budget,
+    /// where online backups go and the key file they copy (`None`: backups disabled)
+    pub backups: Option<crate::backup::Settings>,
     /// the publisher's cadence: `/readyz` fails once the newest note is twice as old
     pub checkpoint_interval: std::time::Duration,
     /// the clock notes are dated by (the publisher's)
@@ -158,7 +160,7 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
                 let p = crate::publisher::read(&s.published);
                 let n = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
                 let cp = p.checkpoint.as_ref().and_then(|c| {
-                    let age = c.checkpoint.age_ms(crate::log::now_ms())?;
+                    let age = c.checkpoint.age_ms(dgsp_wire::log::now_ms())?;
                     Some(format!(
                         ", checkpoint of {} entries signed {:.1} s ago",
                         c.checkpoint.size,

@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::problem::{to_b64, Params, Problem};
 use super::{Auditor, Shared};
 use crate::feed;
-use crate::log::unhex;
+use dgsp_wire::log::unhex;
 
 pub use dgsp_wire::registry_api::GroupInfo;
 
