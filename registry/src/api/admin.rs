@@ -11,11 +11,12 @@ use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};
 use utoipa::IntoParams;
 
-use super::problem::{b64, to_b64, Body, IdPath, Params, Problem};
+use super::problem::IdPath;
 use super::{Admin, Shared};
 use crate::backup::{self, BackupError};
 use crate::issuance::Job;
 use crate::writer::{Command, Idempotency, Outcome};
+use dgsp_http::problem::{b64, to_b64, Body, Params, Problem};
 use dgsp_wire::events::Event;
 
 pub use dgsp_wire::registry_api::{

@@ -22,7 +22,7 @@ use subtle::ConstantTimeEq;
 
 use crate::store::Store;
 use crate::writer::Writer;
-use problem::Problem;
+use dgsp_http::problem::Problem;
 
 pub use dgsp_http::router::{finish, limit_body, DEFAULT_BODY_LIMIT, REQUEST_TIMEOUT};
 

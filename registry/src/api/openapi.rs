@@ -6,7 +6,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, problem, public};
+use super::{admin, public};
 
 /// The document.
 #[derive(OpenApi)]
@@ -22,7 +22,7 @@ use super::{admin, problem, public};
         public::group, public::entries, public::checkpoint, public::latest_snapshot,
         public::snapshot, public::proof
     ),
-    components(schemas(problem::Problem)),
+    components(schemas(dgsp_http::problem::Problem)),
     modifiers(&Security, &ProblemResponses),
     tags((name = "admin", description = "operator API, bearer admin token"),
          (name = "public", description = "anyone"))

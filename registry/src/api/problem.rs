@@ -4,8 +4,7 @@
 //! refused write answers, and the member id path.
 
 use axum::http::StatusCode;
-
-pub use dgsp_http::problem::*;
+use dgsp_http::problem::Problem;
 
 use crate::writer::WriteError;
 

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::problem::{to_b64, Params, Problem};
 use super::{Auditor, Shared};
 use crate::feed;
+use dgsp_http::problem::{to_b64, Params, Problem};
 use dgsp_wire::log::unhex;
 
 pub use dgsp_wire::registry_api::GroupInfo;
