@@ -397,7 +397,7 @@ async fn run_in(
             ),
         },
         invariants::gateways_answer_revoked(&http, &gateways, &log).await,
-        invariants::acked_in_log(&log, &ledger),
+        invariants::acked_in_log(&log, &ledger, serving.is_ok()),
     ];
     rows.extend([
         Row::new(
