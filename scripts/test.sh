@@ -33,6 +33,9 @@ tally cargo test -p dgsp-core --no-default-features --features baseline-shake-25
 say "tests (all 24 parameter sets)"
 tally cargo test --workspace --locked
 
+say "chaos suite: the real services under disconnects, timeouts, retries, SIGKILLs, restarts and clock jumps, then every invariant (DGSP_CHAOS_SECONDS, default 120; longer on demand; docs/chaos.md)"
+tally ./scripts/chaos.sh
+
 say "the Python verifier SDK (sdk/python: abi3 wheel, conformance vectors, live registry + gateway)"
 tally ./sdk/python/test.sh
 

@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_wire::registry_api::{BulkJoined, Issued, JoinedMember, Revoked};
-use serde_json::{json, Value};
+use dgsp_wire::registry_api::{
+    BulkJoinRequest, BulkJoined, IssueRequest, Issued, JoinRequest, JoinedMember, Revoked,
+};
+use serde_json::Value;
 use sha3::{Digest, Sha3_256};
 
 use crate::rng::Rng;
@@ -388,7 +390,7 @@ impl Workload {
     /// Joins `count` members in one bulk request (setup), all patient.
     pub async fn join_bulk(&self, rng: &mut Rng, count: usize) -> Result<Vec<Member>, String> {
         let usernames: Vec<String> = (0..count).map(|_| self.username()).collect();
-        let body = json!({ "usernames": usernames });
+        let body = typed(BulkJoinRequest { usernames });
         match self
             .api
             .write(
@@ -431,7 +433,7 @@ impl Workload {
         let key = rng.key();
         let joined: Vec<JoinedMember> = if rng.chance(0.2) {
             let usernames: Vec<String> = (0..rng.range(2, 6)).map(|_| self.username()).collect();
-            let body = json!({ "usernames": usernames });
+            let body = typed(BulkJoinRequest { usernames });
             let path = "/admin/v1/members/bulk";
             let Some(b) = self.send(rng, mode, path, Some(&body), &key).await else {
                 return;
@@ -447,7 +449,9 @@ impl Workload {
                 Err(_) => return,
             }
         } else {
-            let body = json!({ "username": self.username() });
+            let body = typed(JoinRequest {
+                username: self.username(),
+            });
             let path = "/admin/v1/members";
             let Some(b) = self.send(rng, mode, path, Some(&body), &key).await else {
                 return;
@@ -488,9 +492,9 @@ impl Workload {
     /// Issues `count` certificates to `m` for random keys; true when acknowledged.
     async fn issue(&self, rng: &mut Rng, m: &Member, count: usize, mode: Mode) -> bool {
         let pks: Vec<Vec<u8>> = (0..count).map(|_| rng.bytes(self.n)).collect();
-        let body = json!({
-            "cid_star": m.cid_star,
-            "wots_pks": pks.iter().map(|p| B64.encode(p)).collect::<Vec<_>>(),
+        let body = typed(IssueRequest {
+            cid_star: m.cid_star.clone(),
+            wots_pks: pks.iter().map(|p| B64.encode(p)).collect(),
         });
         let path = format!("/admin/v1/members/{}/certificates", m.id);
         let key = rng.key();
@@ -648,4 +652,10 @@ pub fn summary(path: &str, body: &[u8]) -> String {
     } else {
         format!("id {}", v["id"])
     }
+}
+
+/// A request body of the registry's admin API, from its type in `dgsp-wire` (a renamed
+/// field fails to compile here instead of being refused at run time).
+fn typed(body: impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(body).expect("request bodies serialize")
 }
