@@ -4,18 +4,25 @@
 //! SPHINCS+ signatures cost 10-70 ms (hundreds for the `s` sets), so requests are answered
 //! as soon as their batch is durable, and this task catches up. Each step:
 //!
-//! 1. takes the revocation fence ([`Writer::fence_revocations`]): in-flight revocations
-//!    finish, new ones wait;
-//! 2. folds new revocations into a copy-on-write clone of the signed set (milliseconds, even
-//!    at 10^7 zetas) and, if it changed, signs one snapshot covering everything revoked so
-//!    far and appends it;
-//! 3. signs a checkpoint of the log head with the signed time and the snapshot in force —
-//!    after any change, and at the fixed cadence even when nothing was written — and stores
-//!    it as the newest note (`GET /v1/checkpoint`); checkpoints after a change are also
-//!    appended to the log, so followers can apply what they cover.
+//! 1. takes the revocation fence ([`Writer::fence_revocations`]): revocations already
+//!    queued become durable (their shares are released by the writer, not by their
+//!    callers), new ones wait;
+//! 2. folds every entry after the last one folded into a copy-on-write clone of the signed
+//!    set (milliseconds, even at 10^7 zetas; nothing read is ever dropped) and, if the set
+//!    changed or a revocation is past the last snapshot's cut, signs one snapshot covering
+//!    everything folded and appends it, then folds again;
+//! 3. signs a checkpoint of exactly the entries folded (never simply the store's head) with
+//!    the signed time and the snapshot in force — after any change, and at the fixed
+//!    cadence even when nothing was written — once the followers' own rule
+//!    (`dgsp_wire::follow::check_covers`) holds for it, and stores it as the newest note
+//!    (`GET /v1/checkpoint`); checkpoints after a change are also appended to the log, so
+//!    followers can apply what they cover.
 //!
-//! Because of the fence, every revocation a checkpoint covers is in the snapshot it names.
-//! Proofs keep being served from the previous signed set while the next one is signed.
+//! So every revocation a checkpoint covers is in the snapshot it names: by the fence, and
+//! checked before signing (a checkpoint that would break it halts the registry instead).
+//! Proofs keep being served from the previous signed set while the next one is signed. A
+//! clock behind the last signed time by more than the tolerance halts the registry too
+//! (`docs/checkpoints.md`).
 //!
 //! Any failure (storage, a panicked signing task) halts the registry ([`Health`](crate::health::Health)): no
 //! silent retries of a write whose outcome is unknown, and followers go stale visibly
@@ -27,13 +34,12 @@ use std::time::{Duration, Instant};
 use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot, SnapshotRecord};
 use dgsp_core::Manager;
-
+use dgsp_wire::events::Event;
 use dgsp_wire::follow;
 
 use crate::clock::{Clock, SystemClock};
 use crate::store::{self, Store, StoredNote};
 use crate::writer::{Command, WriteError, Writer};
-use dgsp_wire::events::Event;
 
 /// Default cadence of signed checkpoints when nothing is written: well under the 60 s a
 /// verifier may demand, with room for a few missed polls.
