@@ -4,7 +4,10 @@
 //! refused write answers, and the member id path.
 
 use axum::http::StatusCode;
-use dgsp_http::problem::Problem;
+
+/// The problem type and the extractors the registry's handlers use, named for callers that
+/// drive them as the registry does (the fuzz targets, the CLI's seed tests).
+pub use dgsp_http::problem::{Body, Params, Problem};
 
 use crate::writer::WriteError;
 
