@@ -194,6 +194,9 @@ fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, store::
 /// (and, in followers, how far ahead of theirs a note may be dated).
 pub const DEFAULT_CLOCK_TOLERANCE: Duration = Duration::from_secs(5);
 
+/// How long the publisher waits before reading a clock that was behind again.
+const CLOCK_REREAD: Duration = Duration::from_millis(250);
+
 /// How the publisher runs.
 #[derive(Clone, Debug)]
 pub struct PublisherConfig {
@@ -547,7 +550,16 @@ impl Publisher {
         // What was folded, never the store's head: a checkpoint covers only what the
         // snapshot it names was checked against.
         let (size, head) = (self.processed, self.processed_hash);
-        let time = self.next_time()?;
+        // A clock read behind past the tolerance is read again a moment later before the
+        // registry halts: a clock stepped back stays back, a single bad read (seen under
+        // libfaketime in the chaos suite) does not.
+        let time = match self.next_time() {
+            Ok(t) => t,
+            Err(_) => {
+                tokio::time::sleep(CLOCK_REREAD).await;
+                self.next_time()?
+            }
+        };
         let cp = Checkpoint {
             origin: origin_for(self.manager.public_key()),
             size,
