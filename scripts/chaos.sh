@@ -10,9 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
-ensure_rust
-ensure_system_packages
-use_shared_target_dir
+prepare_build
 
 # libfaketime moves the registry's wall clock under it (LD_PRELOAD). DGSP_FAKETIME_LIB
 # names another copy (then nothing is installed).

@@ -26,9 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-ensure_rust
-ensure_system_packages
-use_shared_target_dir
+prepare_build
 
 ROOT=$PWD
 CACHE="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/container"

@@ -76,6 +76,14 @@ ensure_system_packages() {
   fi
 }
 
+# What every script that builds the workspace needs first: Rust (with rustfmt and clippy),
+# the system packages, and the shared build directory.
+prepare_build() {
+  ensure_rust
+  ensure_system_packages
+  use_shared_target_dir
+}
+
 # wait_ready URL PID NAME LOG: waits up to 30 s for URL/readyz to answer 200; fails (with a
 # pointer to LOG) if process PID exits first or it never becomes ready.
 wait_ready() {

@@ -11,9 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-ensure_rust
-ensure_system_packages
-use_shared_target_dir
+prepare_build
 
 if [ "${1:-}" = "demo" ]; then
   shift
