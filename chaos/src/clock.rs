@@ -76,10 +76,3 @@ impl Clock {
         std::fs::rename(&tmp, &self.file).map_err(|e| format!("{}: {e}", self.file.display()))
     }
 }
-
-/// The real clock (Unix ms): the suite's and the gateways' own.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}

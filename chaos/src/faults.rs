@@ -18,9 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use dgsp_wire::log::now_ms;
 use dgsp_wire::registry_api::CheckpointInfo;
 
-use crate::clock::{now_ms, Clock};
+use crate::clock::Clock;
 use crate::processes::{Service, Settings, Stop};
 use crate::rng::Rng;
 

@@ -26,6 +26,7 @@ use dgsp_core::{ManagerPublicKey, Zeta};
 use dgsp_wire::answer::Revocation;
 use dgsp_wire::events::Event;
 use dgsp_wire::feed::Entries;
+use dgsp_wire::follow::check_snapshot_root;
 use dgsp_wire::log::{unhex, Entry};
 use dgsp_wire::snapshot::snapshot_from_json;
 use serde::Deserialize;
@@ -53,13 +54,6 @@ struct RegistryProof {
     revoked: bool,
     proof: String,
     snapshot_number: u64,
-}
-
-/// A gateway's proof answer: the revocation part (the wire type).
-#[derive(Debug, Deserialize)]
-struct GatewayProof {
-    #[serde(flatten)]
-    revocation: Revocation,
 }
 
 /// A revocation in the log.
@@ -244,11 +238,8 @@ pub fn snapshots_exact(log: &Log, group: &ManagerPublicKey) -> Row {
             batch.extend(zeta(z));
         }
         set.insert(&batch);
-        if set.root() != s.record.root || set.len() != s.record.count {
-            failures.push(format!(
-                "snapshot {} (entry {seq}, cut {}): {} zetas, but {} were revoked at or before its cut",
-                s.record.number, s.record.log_seq, s.record.count, set.len()
-            ));
+        if let Err(e) = check_snapshot_root(s, &set, *seq) {
+            failures.push(e.to_string());
         }
     }
     Row::new(SNAPSHOTS_EXACT, log.snapshots.len() as u64, failures)
@@ -373,11 +364,12 @@ pub async fn gateways_answer_revoked(
     for (name, url) in gateways {
         for (seq, z) in log.zetas() {
             checked += 1;
-            match get_json::<GatewayProof>(http, &format!("{url}/v1/revocations/{z}/proof"), None).await {
-                Ok(a) if a.revocation.revoked => {}
+            // The gateway's proof answer carries the wire type's fields at its top level.
+            match get_json::<Revocation>(http, &format!("{url}/v1/revocations/{z}/proof"), None).await {
+                Ok(a) if a.revoked => {}
                 Ok(a) => failures.push(format!(
                     "{name}: zeta {z} of the revocation at entry {seq} answered not revoked (snapshot {:?})",
-                    a.revocation.snapshot.map(|s| s.number)
+                    a.snapshot.map(|s| s.number)
                 )),
                 Err(e) => failures.push(format!("{name}: {e}")),
             }

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use dgsp_core::ParamSet;
 
-use crate::clock::{now_ms, Clock};
+use dgsp_wire::log::now_ms;
+
+use crate::clock::Clock;
 use crate::faults::{FaultLog, Stack};
 use crate::monitor::{Bounds, Observations};
 use crate::processes::{Binaries, Group, Settings, Stop};

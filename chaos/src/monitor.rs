@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dgsp_wire::answer::Freshness;
+use dgsp_wire::log::now_ms;
 use dgsp_wire::problem::ProblemDetails;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::clock::now_ms;
 use crate::processes::Service;
 
 /// Feed fault kinds that say nothing against what the registry signed: it was down or

@@ -196,7 +196,7 @@ impl Service {
             "==== dgsp-chaos: start {} of {} ({why}) at {} ms",
             self.starts,
             self.name,
-            crate::clock::now_ms()
+            dgsp_wire::log::now_ms()
         );
         let err = log
             .try_clone()
