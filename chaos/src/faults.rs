@@ -22,6 +22,7 @@ use dgsp_wire::log::now_ms;
 use dgsp_wire::registry_api::CheckpointInfo;
 
 use crate::clock::Clock;
+use crate::http;
 use crate::processes::{Service, Settings, Stop};
 use crate::rng::Rng;
 
@@ -101,29 +102,21 @@ impl Stack {
         }
     }
 
-    /// Fails (into `log`) for each service that exited without being stopped; restarts it.
+    /// Fails (into `log`) for each service that exited without being stopped; restarts it
+    /// (the registry until ready, a gateway until listening).
     pub async fn check_running(&self, log: &Mutex<FaultLog>) {
-        let mut reg = self.registry.lock().await;
-        if !reg.running() {
-            let msg = format!(
-                "{} was found exited (not stopped by the suite); see {}",
-                reg.name,
-                reg.log().display()
-            );
-            log.lock().unwrap().start_failures.push(msg);
-            self.start(&mut reg, "/readyz", "found exited", log).await;
-        }
-        drop(reg);
-        for gw in &self.gateways {
-            let mut g = gw.lock().await;
-            if !g.running() {
+        let services = std::iter::once((&self.registry, "/readyz"))
+            .chain(self.gateways.iter().map(|g| (g, "/healthz")));
+        for (svc, path) in services {
+            let mut svc = svc.lock().await;
+            if !svc.running() {
                 let msg = format!(
                     "{} was found exited (not stopped by the suite); see {}",
-                    g.name,
-                    g.log().display()
+                    svc.name,
+                    svc.log().display()
                 );
                 log.lock().unwrap().start_failures.push(msg);
-                self.start(&mut g, "/healthz", "found exited", log).await;
+                self.start(&mut svc, path, "found exited", log).await;
             }
         }
     }
@@ -141,27 +134,15 @@ impl Stack {
     /// The registry's newest signed checkpoint, if it answers.
     pub async fn registry_checkpoint(&self) -> Option<CheckpointInfo> {
         let url = format!("{}/v1/checkpoint", self.registry.lock().await.url);
-        let r = self
-            .http
-            .get(url)
-            .timeout(Duration::from_secs(3))
-            .send()
-            .await
-            .ok()?;
-        if !r.status().is_success() {
-            return None;
+        match http::json(&self.http, &url).await? {
+            (200..=299, checkpoint) => Some(checkpoint),
+            _ => None,
         }
-        r.json().await.ok()
     }
 
     /// The HTTP status of `url`'s `/readyz` (0 when unanswered).
     pub async fn readyz(&self, url: &str) -> u16 {
-        self.http
-            .get(format!("{url}/readyz"))
-            .timeout(Duration::from_secs(3))
-            .send()
-            .await
-            .map_or(0, |r| r.status().as_u16())
+        http::status(&self.http, &format!("{url}/readyz")).await
     }
 
     fn set_clock(&self, ms: i64, log: &Mutex<FaultLog>) {

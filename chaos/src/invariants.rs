@@ -14,7 +14,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -32,6 +31,7 @@ use dgsp_wire::snapshot::snapshot_from_json;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::http;
 use crate::processes::{Binaries, Group};
 use crate::report::Row;
 use crate::workload::{Ack, Ledger};
@@ -75,36 +75,6 @@ pub struct Log {
     unreadable: Vec<String>,
 }
 
-async fn get(
-    http: &reqwest::Client,
-    url: &str,
-    token: Option<&str>,
-) -> Result<reqwest::Response, String> {
-    let mut req = http.get(url).timeout(Duration::from_secs(30));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let r = req.send().await.map_err(|e| format!("{url}: {e}"))?;
-    if !r.status().is_success() {
-        let s = r.status();
-        let body = r.text().await.unwrap_or_default();
-        return Err(format!("{url}: {s}: {body}"));
-    }
-    Ok(r)
-}
-
-async fn get_json<T: serde::de::DeserializeOwned>(
-    http: &reqwest::Client,
-    url: &str,
-    token: Option<&str>,
-) -> Result<T, String> {
-    get(http, url, token)
-        .await?
-        .json()
-        .await
-        .map_err(|e| format!("{url}: {e}"))
-}
-
 /// The suite's own copy of the log, followed during the run (every few seconds and just
 /// before each stop of the registry), so that the checks still have the log when the
 /// registry no longer starts, and so that a log that loses or changes entries across a
@@ -131,7 +101,7 @@ impl LogCopy {
         loop {
             let after = entries.last().map_or(0, |e| e.seq);
             let url = format!("{registry}/v1/log/entries?after={after}&limit=1000");
-            let page: Entries = get_json(http, &url, Some(token)).await?;
+            let page: Entries = http::read(http, &url, Some(token)).await?;
             if page.head_seq < after {
                 let p = format!(
                     "the registry's log went back from {after} entries to {}",
@@ -305,7 +275,8 @@ pub async fn registry_answers_revoked(
 ) -> Row {
     let name = REGISTRY_REVOKED;
     let snapshot =
-        match get_json::<Value>(http, &format!("{registry}/v1/revocations/snapshot"), None).await {
+        match http::read::<Value>(http, &format!("{registry}/v1/revocations/snapshot"), None).await
+        {
             Ok(v) => match snapshot_from_json(&v) {
                 Some(s) => s,
                 None => {
@@ -329,7 +300,7 @@ pub async fn registry_answers_revoked(
             continue;
         };
         let answer: RegistryProof =
-            match get_json(http, &format!("{registry}/v1/revocations/{z}/proof"), None).await {
+            match http::read(http, &format!("{registry}/v1/revocations/{z}/proof"), None).await {
                 Ok(a) => a,
                 Err(e) => {
                     failures.push(e);
@@ -365,7 +336,7 @@ pub async fn gateways_answer_revoked(
         for (seq, z) in log.zetas() {
             checked += 1;
             // The gateway's proof answer carries the wire type's fields at its top level.
-            match get_json::<Revocation>(http, &format!("{url}/v1/revocations/{z}/proof"), None).await {
+            match http::read::<Revocation>(http, &format!("{url}/v1/revocations/{z}/proof"), None).await {
                 Ok(a) if a.revoked => {}
                 Ok(a) => failures.push(format!(
                     "{name}: zeta {z} of the revocation at entry {seq} answered not revoked (snapshot {:?})",

@@ -6,6 +6,7 @@
 
 mod clock;
 mod faults;
+mod http;
 mod invariants;
 mod monitor;
 mod processes;
@@ -23,6 +24,7 @@ use clap::Parser;
 use dgsp_core::ParamSet;
 
 use dgsp_wire::log::now_ms;
+use dgsp_wire::registry_api::GroupInfo;
 
 use crate::clock::Clock;
 use crate::faults::{FaultLog, Stack};
@@ -464,17 +466,9 @@ async fn run_in(
 async fn wait_published(stack: &Stack, registry: &str, args: &Args) -> Option<(u64, u64)> {
     let give_up = Instant::now() + Duration::from_secs(args.checkpoint_interval_secs * 3 + 30);
     while Instant::now() < give_up {
-        let head = stack
-            .http
-            .get(format!("{registry}/v1/group"))
-            .send()
+        let head = http::json::<GroupInfo>(&stack.http, &format!("{registry}/v1/group"))
             .await
-            .ok()
-            .map(|r| r.json::<dgsp_wire::registry_api::GroupInfo>());
-        let head = match head {
-            Some(f) => f.await.ok().map(|g| g.head_seq),
-            None => None,
-        };
+            .map(|(_, g)| g.head_seq);
         if let (Some(head), Some(cp)) = (head, stack.registry_checkpoint().await) {
             if cp.size == head {
                 return Some((cp.size, cp.time_unix_ms));
@@ -506,26 +500,19 @@ async fn catch_up(stack: &Stack, published: Option<(u64, u64)>, args: &Args) -> 
             let g = gw.lock().await;
             (g.name.clone(), g.url.clone())
         };
+        let group = format!("{url}/v1/group");
         let mut last = String::from("no answer");
         let reached = loop {
-            let answer = stack
-                .http
-                .get(format!("{url}/v1/group"))
-                .timeout(Duration::from_secs(3))
-                .send()
-                .await;
-            if let Ok(r) = answer {
-                if let Ok(g) = r.json::<monitor::GroupAnswer>().await {
-                    let f = g.freshness;
-                    let cp = f.checkpoint.as_ref().map(|c| (c.size, c.time_unix_ms));
-                    if f.applied_seq >= size && cp.is_some_and(|(s, t)| s >= size && t >= time) {
-                        break true;
-                    }
-                    last = format!(
-                        "applied {} checkpoint {cp:?} stale {}",
-                        f.applied_seq, f.stale
-                    );
+            if let Some((_, g)) = http::json::<monitor::GroupAnswer>(&stack.http, &group).await {
+                let f = g.freshness;
+                let cp = f.checkpoint.as_ref().map(|c| (c.size, c.time_unix_ms));
+                if f.applied_seq >= size && cp.is_some_and(|(s, t)| s >= size && t >= time) {
+                    break true;
                 }
+                last = format!(
+                    "applied {} checkpoint {cp:?} stale {}",
+                    f.applied_seq, f.stale
+                );
             }
             if now_ms() > give_up {
                 break false;

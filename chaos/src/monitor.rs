@@ -29,6 +29,7 @@ use dgsp_wire::problem::ProblemDetails;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::http;
 use crate::processes::Service;
 
 /// Feed fault kinds that say nothing against what the registry signed: it was down or
@@ -103,39 +104,24 @@ pub struct Bounds {
     pub slack_ms: u64,
 }
 
-async fn get_json<T: serde::de::DeserializeOwned>(
-    http: &reqwest::Client,
-    url: &str,
-) -> Option<(u16, T)> {
-    let r = http
-        .get(url)
-        .timeout(Duration::from_secs(3))
-        .send()
-        .await
-        .ok()?;
-    let status = r.status().as_u16();
-    let body = r.json().await.ok()?;
-    Some((status, body))
-}
-
 fn checkpoint_time(f: &Freshness) -> Option<u64> {
     f.checkpoint.as_ref().map(|c| c.time_unix_ms)
 }
 
 /// One sample of gateway `gw`; `None` when a request went unanswered.
 async fn sample(
-    http: &reqwest::Client,
+    client: &reqwest::Client,
     gw: &Arc<tokio::sync::Mutex<Service>>,
     bounds: Bounds,
     obs: &Mutex<Observations>,
 ) -> Option<()> {
     let svc = gw.lock().await;
     let (name, url) = (svc.name.clone(), svc.url.clone());
-    let (_, before) = get_json::<GroupAnswer>(http, &format!("{url}/v1/group")).await?;
+    let (_, before) = http::json::<GroupAnswer>(client, &format!("{url}/v1/group")).await?;
     let asked = now_ms();
-    let (code, r) = get_json::<Readiness>(http, &format!("{url}/readyz")).await?;
+    let (code, r) = http::json::<Readiness>(client, &format!("{url}/readyz")).await?;
     let answered = now_ms();
-    let (_, after) = get_json::<GroupAnswer>(http, &format!("{url}/v1/group")).await?;
+    let (_, after) = http::json::<GroupAnswer>(client, &format!("{url}/v1/group")).await?;
     drop(svc);
     let mut o = obs.lock().unwrap();
     o.samples += 1;
@@ -193,7 +179,7 @@ async fn sample(
 
 /// One sample of the registry's readiness: a halt is recorded unless `expected`.
 async fn sample_registry(
-    http: &reqwest::Client,
+    client: &reqwest::Client,
     registry: &Arc<tokio::sync::Mutex<Service>>,
     expected: &AtomicBool,
     obs: &Mutex<Observations>,
@@ -203,14 +189,7 @@ async fn sample_registry(
     // Read before and after: the flag is set just before the clock is set back and cleared
     // only once a restart (which takes the lock held here) is ready.
     let expected_before = expected.load(Ordering::SeqCst);
-    let r = http
-        .get(format!("{}/readyz", svc.url))
-        .timeout(Duration::from_secs(3))
-        .send()
-        .await
-        .ok()?;
-    let status = r.status().as_u16();
-    let body = r.text().await.ok()?;
+    let (status, body) = http::text(client, &format!("{}/readyz", svc.url)).await?;
     drop(svc);
     let mut o = obs.lock().unwrap();
     o.registry_samples += 1;

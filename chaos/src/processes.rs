@@ -101,33 +101,31 @@ impl Group {
         };
         write_secret(&g.passphrase, &random(24))?;
         write_secret(&g.admin_token_file, &g.admin_token)?;
-        let out = std::process::Command::new(&bins.registry)
-            .args(["init", "--params", params, "--data"])
-            .arg(&g.data)
-            .env("DGSP_KEY_PASSPHRASE_FILE", &g.passphrase)
-            .output()
-            .map_err(|e| format!("{}: {e}", bins.registry.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "dgsp-registry init failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        let out = std::process::Command::new(&bins.registry)
-            .args(["public-key", "--data"])
-            .arg(&g.data)
-            .env("DGSP_KEY_PASSPHRASE_FILE", &g.passphrase)
-            .output()
-            .map_err(|e| format!("{}: {e}", bins.registry.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "dgsp-registry public-key failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        std::fs::write(&g.public_key, &out.stdout)
+        g.registry_cli(bins, &["init", "--params", params])?;
+        let key = g.registry_cli(bins, &["public-key"])?;
+        std::fs::write(&g.public_key, key)
             .map_err(|e| format!("{}: {e}", g.public_key.display()))?;
         Ok(g)
+    }
+
+    /// Runs `dgsp-registry COMMAND ... --data` on the group's data with its passphrase;
+    /// its standard output.
+    fn registry_cli(&self, bins: &Binaries, command: &[&str]) -> Result<Vec<u8>, String> {
+        let out = std::process::Command::new(&bins.registry)
+            .args(command)
+            .arg("--data")
+            .arg(&self.data)
+            .env("DGSP_KEY_PASSPHRASE_FILE", &self.passphrase)
+            .output()
+            .map_err(|e| format!("{}: {e}", bins.registry.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "dgsp-registry {} failed: {}",
+                command[0],
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(out.stdout)
     }
 }
 
@@ -266,10 +264,8 @@ impl Service {
         let started = Instant::now();
         let url = format!("{}{path}", self.url);
         loop {
-            if let Ok(r) = http.get(&url).timeout(Duration::from_secs(2)).send().await {
-                if r.status().is_success() {
-                    return Ok(started.elapsed());
-                }
+            if (200..300).contains(&crate::http::status(http, &url).await) {
+                return Ok(started.elapsed());
             }
             if !self.running() {
                 return Err(format!(

@@ -280,21 +280,26 @@ impl Workload {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Sends a write in `mode`; `Some(body)` when acknowledged.
-    async fn send(
+    /// Sends a write in `mode`, then reads its answer as `T`; `replay` of the time sends it
+    /// again with the same key (a client that lost the answer) and checks the second answer.
+    /// `Some` when acknowledged with a `T`.
+    async fn send<T: Answer>(
         &self,
         rng: &mut Rng,
         mode: Mode,
         path: &str,
         body: Option<&Value>,
         key: &str,
-    ) -> Option<Vec<u8>> {
-        let stats = &self.ledger.stats;
+        replay: f64,
+    ) -> Option<T> {
         let first_timeout = match mode {
             Mode::Patient => PATIENT,
             Mode::TimeoutRetry => Duration::from_millis(rng.range(1, 30)),
             Mode::Disconnect => {
-                stats.disconnects.fetch_add(1, Ordering::Relaxed);
+                self.ledger
+                    .stats
+                    .disconnects
+                    .fetch_add(1, Ordering::Relaxed);
                 let linger = Duration::from_micros(rng.below(2000));
                 self.drop_after_send(path, body, key, Duration::ZERO, linger)
                     .await;
@@ -306,6 +311,23 @@ impl Workload {
                 PATIENT
             }
         };
+        let answer: T =
+            serde_json::from_slice(&self.deliver(path, body, key, first_timeout).await?).ok()?;
+        if rng.chance(replay) {
+            self.replay::<T>(path, body, key, &answer.summary()).await;
+        }
+        Some(answer)
+    }
+
+    /// One logical write through [`Api::write`], counted; the body when acknowledged.
+    async fn deliver(
+        &self,
+        path: &str,
+        body: Option<&Value>,
+        key: &str,
+        first_timeout: Duration,
+    ) -> Option<Vec<u8>> {
+        let stats = &self.ledger.stats;
         stats.writes.fetch_add(1, Ordering::Relaxed);
         let sent = self
             .api
@@ -356,7 +378,7 @@ impl Workload {
 
     /// Sends an acknowledged write again with the same key (a client that lost the
     /// answer): the answer must be the first one.
-    async fn replay(&self, path: &str, body: Option<&Value>, key: &str, first: &str) {
+    async fn replay<T: Answer>(&self, path: &str, body: Option<&Value>, key: &str, first: &str) {
         let stats = &self.ledger.stats;
         stats.replays.fetch_add(1, Ordering::Relaxed);
         if let Sent::Acked(b) = self
@@ -364,7 +386,10 @@ impl Workload {
             .write(stats, path, body, key, PATIENT, &self.stop)
             .await
         {
-            let second = summary(path, &b);
+            let second = serde_json::from_slice::<T>(&b).map_or_else(
+                |e| format!("an answer that does not parse ({e})"),
+                |a| a.summary(),
+            );
             if second != first {
                 self.ledger
                     .replay_mismatches
@@ -406,20 +431,7 @@ impl Workload {
             Sent::Acked(b) => {
                 let joined: BulkJoined =
                     serde_json::from_slice(&b).map_err(|e| format!("bulk join answer: {e}"))?;
-                Ok(joined
-                    .members
-                    .into_iter()
-                    .map(|m| {
-                        self.ledger.ack(Ack::Joined {
-                            id: m.id,
-                            username: m.username,
-                        });
-                        Member {
-                            id: m.id,
-                            cid_star: m.cid_star,
-                        }
-                    })
-                    .collect())
+                Ok(joined.members.into_iter().map(|m| self.joined(m)).collect())
             }
             Sent::Refused(s, b) => Err(format!("bulk join refused: {s} {b}")),
             Sent::Abandoned(e) => Err(format!("bulk join not answered: {e}")),
@@ -431,56 +443,40 @@ impl Workload {
     pub async fn join_some(&self, rng: &mut Rng) {
         let mode = Self::mode(rng);
         let key = rng.key();
-        let joined: Vec<JoinedMember> = if rng.chance(0.2) {
+        let joined = if rng.chance(0.2) {
             let usernames: Vec<String> = (0..rng.range(2, 6)).map(|_| self.username()).collect();
             let body = typed(BulkJoinRequest { usernames });
             let path = "/admin/v1/members/bulk";
-            let Some(b) = self.send(rng, mode, path, Some(&body), &key).await else {
-                return;
-            };
-            match serde_json::from_slice::<BulkJoined>(&b) {
-                Ok(j) => {
-                    if rng.chance(0.1) {
-                        self.replay(path, Some(&body), &key, &summary(path, &b))
-                            .await;
-                    }
-                    j.members
-                }
-                Err(_) => return,
-            }
+            let bulk: Option<BulkJoined> = self.send(rng, mode, path, Some(&body), &key, 0.1).await;
+            bulk.map(|j| j.members)
         } else {
             let body = typed(JoinRequest {
                 username: self.username(),
             });
             let path = "/admin/v1/members";
-            let Some(b) = self.send(rng, mode, path, Some(&body), &key).await else {
-                return;
-            };
-            match serde_json::from_slice::<JoinedMember>(&b) {
-                Ok(j) => {
-                    if rng.chance(0.1) {
-                        self.replay(path, Some(&body), &key, &summary(path, &b))
-                            .await;
-                    }
-                    vec![j]
-                }
-                Err(_) => return,
-            }
+            let one: Option<JoinedMember> =
+                self.send(rng, mode, path, Some(&body), &key, 0.1).await;
+            one.map(|j| vec![j])
         };
-        for m in joined {
-            self.ledger.ack(Ack::Joined {
-                id: m.id,
-                username: m.username.clone(),
-            });
-            let member = Member {
-                id: m.id,
-                cid_star: m.cid_star,
-            };
+        for m in joined.unwrap_or_default() {
+            let member = self.joined(m);
             let count = rng.range(1, 3) as usize;
             let mode = Self::mode(rng);
             if self.issue(rng, &member, count, mode).await {
                 self.pool.lock().unwrap().push(member);
             }
+        }
+    }
+
+    /// Records a member the registry admitted; the member, for issuing to.
+    fn joined(&self, m: JoinedMember) -> Member {
+        self.ledger.ack(Ack::Joined {
+            id: m.id,
+            username: m.username,
+        });
+        Member {
+            id: m.id,
+            cid_star: m.cid_star,
         }
     }
 
@@ -498,10 +494,8 @@ impl Workload {
         });
         let path = format!("/admin/v1/members/{}/certificates", m.id);
         let key = rng.key();
-        let Some(b) = self.send(rng, mode, &path, Some(&body), &key).await else {
-            return false;
-        };
-        let Ok(issued) = serde_json::from_slice::<Issued>(&b) else {
+        let sent = self.send::<Issued>(rng, mode, &path, Some(&body), &key, 0.05);
+        let Some(issued) = sent.await else {
             return false;
         };
         self.ledger.ack(Ack::Issued {
@@ -512,10 +506,6 @@ impl Workload {
                 .map(|p| hex::encode(Sha3_256::digest(p)))
                 .collect(),
         });
-        if rng.chance(0.05) {
-            self.replay(&path, Some(&body), &key, &summary(&path, &b))
-                .await;
-        }
         true
     }
 
@@ -548,8 +538,7 @@ impl Workload {
         Some(pool.swap_remove(i))
     }
 
-    fn record_revoked(&self, b: &[u8]) -> Option<Revoked> {
-        let r: Revoked = serde_json::from_slice(b).ok()?;
+    fn record_revoked(&self, r: Revoked) {
         let zetas = r
             .zetas
             .iter()
@@ -560,7 +549,6 @@ impl Workload {
             seq: r.seq,
             zetas,
         });
-        Some(r)
     }
 
     /// Revokes a member of the pool: in a random mode, or as the disconnect race.
@@ -575,10 +563,8 @@ impl Workload {
         let mode = Self::mode(rng);
         let path = format!("/admin/v1/members/{}/revoke", m.id);
         let key = rng.key();
-        if let Some(b) = self.send(rng, mode, &path, None, &key).await {
-            if self.record_revoked(&b).is_some() && rng.chance(0.1) {
-                self.replay(&path, None, &key, &summary(&path, &b)).await;
-            }
+        if let Some(r) = self.send(rng, mode, &path, None, &key, 0.1).await {
+            self.record_revoked(r);
         }
     }
 
@@ -595,15 +581,9 @@ impl Workload {
         let (b_path, b_key) = (format!("/admin/v1/members/{}/revoke", b.id), rng.key());
         let me = self.clone();
         let patient = tokio::spawn(async move {
-            let stats = &me.ledger.stats;
-            stats.writes.fetch_add(1, Ordering::Relaxed);
-            let sent = me
-                .api
-                .write(stats, &b_path, None, &b_key, PATIENT, &me.stop)
-                .await;
-            if let Sent::Acked(body) = sent {
-                stats.acked.fetch_add(1, Ordering::Relaxed);
-                me.record_revoked(&body);
+            let body = me.deliver(&b_path, None, &b_key, PATIENT).await;
+            if let Some(r) = body.and_then(|b| serde_json::from_slice(&b).ok()) {
+                me.record_revoked(r);
             }
         });
         let (a_path, a_key) = (format!("/admin/v1/members/{}/revoke", a.id), rng.key());
@@ -615,8 +595,11 @@ impl Workload {
         let _ = patient.await;
         if rng.chance(0.5) {
             tokio::time::sleep(Duration::from_millis(rng.range(0, 500))).await;
-            if let Some(body) = self.send(rng, Mode::Patient, &a_path, None, &a_key).await {
-                self.record_revoked(&body);
+            if let Some(r) = self
+                .send(rng, Mode::Patient, &a_path, None, &a_key, 0.0)
+                .await
+            {
+                self.record_revoked(r);
             }
         }
     }
@@ -634,23 +617,38 @@ impl Workload {
     }
 }
 
-/// What must be the same when a write is answered twice under one key: the member ids (a
-/// join), the counters (an issuance: certificates may be signed again after a restart),
-/// the entry and zetas (a revocation).
-pub fn summary(path: &str, body: &[u8]) -> String {
-    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    if path.ends_with("/revoke") {
-        format!("seq {} zetas {}", v["seq"], v["zetas"])
-    } else if path.ends_with("/certificates") {
-        format!("id {} first {}", v["id"], v["first_counter"])
-    } else if path.ends_with("/bulk") {
-        let ids: Vec<String> = v["members"]
-            .as_array()
-            .map(|a| a.iter().map(|m| m["id"].to_string()).collect())
-            .unwrap_or_default();
+/// The answer of an admin write (its type in `dgsp-wire`).
+trait Answer: serde::de::DeserializeOwned {
+    /// What must be the same when the write is answered twice under one key.
+    fn summary(&self) -> String;
+}
+
+/// The member id.
+impl Answer for JoinedMember {
+    fn summary(&self) -> String {
+        format!("id {}", self.id)
+    }
+}
+
+/// The member ids.
+impl Answer for BulkJoined {
+    fn summary(&self) -> String {
+        let ids: Vec<String> = self.members.iter().map(|m| m.id.to_string()).collect();
         format!("ids {}", ids.join(","))
-    } else {
-        format!("id {}", v["id"])
+    }
+}
+
+/// The counters (the certificates may be signed again after a restart).
+impl Answer for Issued {
+    fn summary(&self) -> String {
+        format!("id {} first {}", self.id, self.first_counter)
+    }
+}
+
+/// The entry and the zetas.
+impl Answer for Revoked {
+    fn summary(&self) -> String {
+        format!("seq {} zetas {:?}", self.seq, self.zetas)
     }
 }
 
