@@ -406,6 +406,32 @@ fn a_checkpoint_naming_a_snapshot_without_a_revocation_it_covers_is_found() {
     assert_eq!(found(&entries), vec![("checkpoint_uncovered", k)]);
 }
 
+/// A member revoked before any certificate revokes no zeta: a checkpoint after it names the
+/// snapshot in force, as the registry signs it (no snapshot is owed), and is no violation.
+#[test]
+fn a_revocation_of_no_certificate_needs_no_snapshot() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let id = entries.iter().filter(|e| e.kind == "member_joined").count() as u64;
+    tamper::append(
+        &mut entries,
+        &Event::MemberJoined {
+            id,
+            username: "dora".into(),
+        },
+    );
+    tamper::append(
+        &mut entries,
+        &Event::MemberRevoked {
+            id,
+            counter: 0,
+            zetas: vec![],
+        },
+    );
+    tamper::append_checkpoint(&mut entries, &log.manager);
+    assert_eq!(found(&entries), vec![]);
+}
+
 #[test]
 fn a_forged_checkpoint_signature_is_found() {
     let log = small();

@@ -8,6 +8,7 @@
 //! repaired them (`docs/checkpoints.md`, "Recovering a log"). Pure: no I/O.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
@@ -23,10 +24,8 @@ pub struct Coverage {
     snapshotted: RevocationSet,
     /// Revocations after it: `(seq, zetas)`, in log order.
     later: VecDeque<(u64, Vec<Zeta>)>,
-    /// The seq of every revocation, in log order.
-    revocations: Vec<u64>,
-    /// Snapshots in log order with the entry that carries them (the newest always kept).
-    snapshots: Vec<(u64, SignedSnapshot)>,
+    /// What each checkpoint is held against.
+    covers: Covers,
     /// Whether the newest snapshot holds exactly what it covers.
     snapshot_ok: bool,
     /// Whether the newest checkpoint passed.
@@ -52,8 +51,7 @@ impl Coverage {
             group,
             snapshotted: RevocationSet::default(),
             later: VecDeque::new(),
-            revocations: Vec::new(),
-            snapshots: Vec::new(),
+            covers: Covers::default(),
             snapshot_ok: true,
             checkpoint_ok: None,
             findings: Vec::new(),
@@ -65,11 +63,7 @@ impl Coverage {
         match e.kind.as_str() {
             "member_revoked" => match follow::revoked_zetas(e) {
                 Ok(zetas) => {
-                    // A member revoked before any certificate revokes no zeta: nothing of
-                    // it is held against a snapshot (as in the followers' rule).
-                    if !zetas.is_empty() {
-                        self.revocations.push(e.seq);
-                    }
+                    self.covers.revoked(e.seq, &zetas);
                     self.later.push_back((e.seq, zetas));
                 }
                 Err(err) => self.findings.push(err),
@@ -85,7 +79,7 @@ impl Coverage {
             Ok(s) => s,
             Err(err) => return self.findings.push(err),
         };
-        let previous = self.snapshots.last().map(|(_, s)| s);
+        let previous = self.covers.newest();
         if let Err(err) = follow::check_snapshot(&self.group, previous, &s, e.seq) {
             self.findings.push(err);
         }
@@ -105,7 +99,7 @@ impl Coverage {
                 false
             }
         };
-        self.snapshots.push((e.seq, s));
+        self.covers.published(e.seq, Arc::new(s));
     }
 
     fn checkpoint(&mut self, e: &Entry) {
@@ -116,30 +110,12 @@ impl Coverage {
                 return self.findings.push(err);
             }
         };
-        // The newest snapshot among its entries, and the first revocation among them that
-        // it does not hold.
-        let named = self
-            .snapshots
-            .iter()
-            .rev()
-            .find(|(seq, _)| *seq <= cp.size)
-            .map(|(_, s)| s);
-        let cut = named.map_or(0, |s| s.record.log_seq);
-        let i = self.revocations.partition_point(|seq| *seq <= cut);
-        let first_uncovered = self
-            .revocations
-            .get(i)
-            .copied()
-            .filter(|seq| *seq <= cp.size);
-        let result = follow::check_covers(&cp, named, first_uncovered);
+        let (named, first_uncovered) = self.covers.at(cp.size);
+        let result = follow::check_covers(&cp, named.as_deref(), first_uncovered);
         self.checkpoint_ok = Some(result.is_ok());
         if let Err(detail) = result {
             self.findings
                 .push(RuleError::BadCheckpoint { seq: e.seq, detail });
-        }
-        // Older snapshots than the one a checkpoint reached are never named again.
-        if let Some(i) = self.snapshots.iter().rposition(|(seq, _)| *seq <= cp.size) {
-            self.snapshots.drain(..i);
         }
     }
 
@@ -158,5 +134,81 @@ impl Coverage {
         } else {
             State::Broken
         }
+    }
+}
+
+/// What each checkpoint of a log is held against ([`follow::check_covers`]): the newest
+/// snapshot among its entries, and the first revocation among them that snapshot does not
+/// hold. Fed entries in log order; shared by [`Coverage`] and the auditor.
+#[derive(Default)]
+pub struct Covers {
+    /// Snapshots in log order with their entry, from the newest one a checkpoint reached
+    /// (the newest is always kept).
+    snapshots: Vec<(u64, Arc<SignedSnapshot>)>,
+    /// The entry of every revocation that revokes a zeta, in log order.
+    revocations: Vec<u64>,
+}
+
+/// What a checkpoint of some size is checked against: the newest snapshot among its
+/// entries, and the first revocation among them that snapshot does not cover.
+pub type Covered = (Option<Arc<SignedSnapshot>>, Option<u64>);
+
+impl Covers {
+    /// A `member_revoked` entry at `seq`. A member revoked before any certificate revokes
+    /// no zeta, so nothing of it is held against a snapshot (as in the followers' rule).
+    pub fn revoked(&mut self, seq: u64, zetas: &[Zeta]) {
+        if !zetas.is_empty() {
+            self.revocations.push(seq);
+        }
+    }
+
+    /// A `snapshot_published` entry at `seq`.
+    pub fn published(&mut self, seq: u64, s: Arc<SignedSnapshot>) {
+        self.snapshots.push((seq, s));
+    }
+
+    /// The newest snapshot so far.
+    pub fn newest(&self) -> Option<&SignedSnapshot> {
+        self.snapshots.last().map(|(_, s)| &**s)
+    }
+
+    /// What a checkpoint of the first `size` entries must name and hold.
+    pub fn at(&mut self, size: u64) -> Covered {
+        let i = self.snapshots.iter().rposition(|(seq, _)| *seq <= size);
+        let named = i.map(|i| self.snapshots[i].1.clone());
+        let cut = named.as_ref().map_or(0, |s| s.record.log_seq);
+        let first = self.revocations.partition_point(|seq| *seq <= cut);
+        let uncovered = self
+            .revocations
+            .get(first)
+            .copied()
+            .filter(|seq| *seq <= size);
+        // Older snapshots than the one a checkpoint reached are never named again (a
+        // checkpoint covering fewer entries breaks another rule).
+        if let Some(i) = i {
+            self.snapshots.drain(..i);
+        }
+        (named, uncovered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revocation_of_no_zeta_is_never_uncovered() {
+        let mut c = Covers::default();
+        c.revoked(5, &[]);
+        let (named, uncovered) = c.at(9);
+        assert!(named.is_none());
+        assert_eq!(uncovered, None);
+        c.revoked(10, &[Zeta([1; 16])]);
+        assert_eq!(
+            c.at(9).1,
+            None,
+            "a revocation after the size is not among its entries"
+        );
+        assert_eq!(c.at(10).1, Some(10));
     }
 }

@@ -12,7 +12,6 @@ use dgsp_wire::snapshot::snapshot_from_json;
 
 use super::chain::Chain;
 use super::checkpoints::{self, Checkpoints};
-use super::covers::Covers;
 use super::crypto::{self, Job};
 use super::findings::Findings;
 use super::group::Group;
@@ -20,6 +19,7 @@ use super::members::Members;
 use super::report::{Head, Report, Stats};
 use super::snapshots::Snapshots;
 use super::violation::{Skipped, ViolationKind, WarningKind};
+use dgsp_wire::coverage::Covers;
 
 /// Replays a log and checks it. Feed every entry in order with [`push`](Self::push), then
 /// call [`finish`](Self::finish) for the [`Report`]. The rules are listed in the
@@ -273,7 +273,7 @@ impl Auditor {
             return;
         };
         self.stats.revoked_zetas += self.snapshots.revoke(e.seq, &zetas, out);
-        self.covers.revoked(e.seq);
+        self.covers.revoked(e.seq, &zetas);
         match event {
             Some(Event::MemberRevoked { id, counter, .. }) => {
                 self.members.revoked(e.seq, id, counter, zetas.len(), out)

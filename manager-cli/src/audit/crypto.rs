@@ -12,8 +12,8 @@ use dgsp_core::{
     Error as CoreError, ManagerPublicKey, MemberId, MessageDigest, Pi, Signature, WotsPk,
 };
 
-use super::covers::Covered;
 use super::violation::{Violation, ViolationKind};
+use dgsp_wire::coverage::Covered;
 
 /// Run the queue once it holds this many checks.
 pub(crate) const BATCH: usize = 512;
@@ -23,7 +23,9 @@ pub(crate) enum Job {
     /// The note of a checkpoint entry must verify under the group key, with the group's
     /// origin, and state the entry's `size` and `head`; then, if it matches the log, it
     /// must name the newest snapshot among the entries it covers, holding every
-    /// revocation among them (`covered`, by [`super::covers`]).
+    /// revocation among them (`covered`, by `dgsp_wire::coverage::Covers`). A later
+    /// snapshot holding the revocation repairs the log for verifiers, not the checkpoint:
+    /// it stays a violation.
     Checkpoint {
         seq: u64,
         note: String,

@@ -94,7 +94,6 @@
 mod auditor;
 mod chain;
 mod checkpoints;
-mod covers;
 mod crypto;
 mod findings;
 mod group;
