@@ -25,7 +25,7 @@ use std::task::{Context, Poll};
 use axum::body::Bytes;
 use http_body::{Frame, SizeHint};
 use rayon::prelude::*;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::store::{self, Store};
 
@@ -140,7 +140,7 @@ fn units(bytes: usize) -> u32 {
 pub struct Budget {
     bytes: Arc<Semaphore>,
     total: usize,
-    builds: Semaphore,
+    builds: Arc<Semaphore>,
 }
 
 /// Why a page could not be reserved: the budget is spent (the caller answers 503).
@@ -175,7 +175,7 @@ impl Budget {
         Budget {
             bytes: Arc::new(Semaphore::new(units(total) as usize)),
             total,
-            builds: Semaphore::new(BUILDS),
+            builds: Arc::new(Semaphore::new(BUILDS)),
         }
     }
 
@@ -190,11 +190,13 @@ impl Budget {
             .saturating_sub(self.bytes.available_permits() * UNIT)
     }
 
-    /// Waits for a turn to build a page (at most [`BUILDS`] at once).
-    pub async fn build_turn(&self) -> SemaphorePermit<'_> {
+    /// Waits for a turn to build a page (at most [`BUILDS`] at once). The turn is owned so
+    /// that the build holds it, not the request: a client that goes away while its page is
+    /// built does not free the turn (or the page's reservation) before the build ends.
+    pub async fn build_turn(&self) -> OwnedSemaphorePermit {
         // Never closed: the semaphore lives as long as the budget.
         loop {
-            if let Ok(p) = self.builds.acquire().await {
+            if let Ok(p) = self.builds.clone().acquire_owned().await {
                 return p;
             }
         }

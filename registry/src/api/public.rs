@@ -77,14 +77,18 @@ pub async fn entries(
     }
     let turn = s.feed.build_turn().await;
     let reservation = s.feed.reserve(feed::MAX_PAGE_BYTES).map_err(feed_busy)?;
-    let (store, max_bytes) = (s.store.clone(), reservation.bytes());
-    let page = tokio::task::spawn_blocking(move || {
-        feed::page(&store, page.after, limit, max_bytes, auditor)
+    let store = s.store.clone();
+    // The build owns its turn and its reservation: if this request's future is dropped (a
+    // client that goes away) while the page is built, both are held until the build ends,
+    // so disconnecting clients cannot pile up builds past the bounds.
+    let (page, reservation) = tokio::task::spawn_blocking(move || {
+        let page = feed::page(&store, page.after, limit, reservation.bytes(), auditor);
+        drop(turn);
+        (page, reservation)
     })
     .await
-    .map_err(|e| Problem::internal("feed", e))?
-    .map_err(|e| Problem::storage("feed", e))?;
-    drop(turn);
+    .map_err(|e| Problem::internal("feed", e))?;
+    let page = page.map_err(|e| Problem::storage("feed", e))?;
     let reservation = s
         .feed
         .fit(reservation, page.body.len())
