@@ -13,6 +13,7 @@
 //! - `dgsp-manager audit` passes.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::path::Path;
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -24,28 +25,22 @@ use dgsp_core::revocation::{
 use dgsp_core::{ManagerPublicKey, Zeta};
 use dgsp_wire::answer::Revocation;
 use dgsp_wire::events::Event;
-use dgsp_wire::feed::Entries;
 use dgsp_wire::follow::check_snapshot_root;
 use dgsp_wire::log::{unhex, Entry};
 use dgsp_wire::snapshot::snapshot_from_json;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::group::Group;
 use crate::http;
-use crate::processes::{Binaries, Group};
+use crate::processes::Binaries;
 use crate::report::Row;
 use crate::workload::{Ack, Ledger};
 
-/// Row name.
-pub const SNAPSHOTS_EXACT: &str = "every signed snapshot = the revocations up to its cut";
-/// Row name.
-pub const CHECKPOINTS_COVER: &str = "every logged checkpoint's revocations are in its snapshot";
-/// Row name.
-pub const REGISTRY_REVOKED: &str = "revoked zetas: in the latest snapshot (registry proof)";
-/// Row name.
-pub const GATEWAYS_REVOKED: &str = "revoked zetas: answered revoked by every gateway";
-/// Row name.
-pub const ACKED_IN_LOG: &str = "every acknowledged write is in the log";
+const SNAPSHOTS_EXACT: &str = "every signed snapshot = the revocations up to its cut";
+const CHECKPOINTS_COVER: &str = "every logged checkpoint's revocations are in its snapshot";
+const GATEWAYS_REVOKED: &str = "revoked zetas: answered revoked by every gateway";
+const ACKED_IN_LOG: &str = "every acknowledged write is in the log";
 
 /// The registry's proof answer (`GET /v1/revocations/{zeta}/proof`): the registry's own
 /// type, which `dgsp-wire` does not carry.
@@ -65,84 +60,13 @@ struct Revoked {
 
 /// The log, read whole and sorted by kind.
 pub struct Log {
-    /// Entries in order.
-    pub entries: Vec<Entry>,
+    entries: Vec<Entry>,
     revocations: Vec<Revoked>,
     /// (entry seq, snapshot)
     snapshots: Vec<(u64, SignedSnapshot)>,
     /// (entry seq, checkpoint) of the logged checkpoints
     checkpoints: Vec<(u64, Result<Checkpoint, String>)>,
     unreadable: Vec<String>,
-}
-
-/// The suite's own copy of the log, followed during the run (every few seconds and just
-/// before each stop of the registry), so that the checks still have the log when the
-/// registry no longer starts, and so that a log that loses or changes entries across a
-/// crash is seen.
-#[derive(Default)]
-pub struct LogCopy {
-    entries: tokio::sync::Mutex<Vec<Entry>>,
-    /// Rollbacks and forks seen.
-    pub problems: std::sync::Mutex<Vec<String>>,
-    /// Successful reads.
-    pub syncs: std::sync::atomic::AtomicU64,
-}
-
-impl LogCopy {
-    /// Reads what the registry appended since the last read (with the admin token: private
-    /// parts included). Fails when the registry does not answer.
-    pub async fn sync(
-        &self,
-        http: &reqwest::Client,
-        registry: &str,
-        token: &str,
-    ) -> Result<(), String> {
-        let mut entries = self.entries.lock().await;
-        loop {
-            let after = entries.last().map_or(0, |e| e.seq);
-            let url = format!("{registry}/v1/log/entries?after={after}&limit=1000");
-            let page: Entries = http::read(http, &url, Some(token)).await?;
-            if page.head_seq < after {
-                let p = format!(
-                    "the registry's log went back from {after} entries to {}",
-                    page.head_seq
-                );
-                let mut problems = self.problems.lock().unwrap();
-                if !problems.contains(&p) {
-                    problems.push(p);
-                }
-                return Ok(());
-            }
-            if let (Some(last), Some(first)) = (entries.last(), page.entries.first()) {
-                if first.seq != last.seq + 1 || first.prev_hash != last.hash {
-                    let p = format!(
-                        "entry {} does not follow entry {} as read before (seq or prev_hash differs): \
-                         the log changed",
-                        first.seq, last.seq
-                    );
-                    let mut problems = self.problems.lock().unwrap();
-                    if !problems.contains(&p) {
-                        problems.push(p);
-                    }
-                    return Ok(());
-                }
-            }
-            let done = page.entries.is_empty()
-                || page.entries.last().map(|e| e.seq) >= Some(page.head_seq);
-            entries.extend(page.entries);
-            if done {
-                break;
-            }
-        }
-        self.syncs
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// The entries read so far.
-    pub async fn entries(&self) -> Vec<Entry> {
-        self.entries.lock().await.clone()
-    }
 }
 
 impl Log {
@@ -187,6 +111,18 @@ impl Log {
         self.revocations
             .iter()
             .flat_map(|r| r.zetas.iter().map(move |z| (r.seq, z.as_str())))
+    }
+}
+
+/// One line: how long the log is.
+impl fmt::Display for Log {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "log: {} entries, {} revocations",
+            self.entries.len(),
+            self.revocations.len()
+        )
     }
 }
 
@@ -266,14 +202,25 @@ pub fn checkpoints_cover(log: &Log) -> Row {
     Row::new(CHECKPOINTS_COVER, log.checkpoints.len() as u64, failures)
 }
 
-/// Every revoked zeta is proved revoked against the latest signed snapshot by the registry.
+/// Every revoked zeta is proved revoked against the latest signed snapshot by the registry;
+/// not checked (a failure) when the registry did not `serve` after quiescing.
 pub async fn registry_answers_revoked(
     http: &reqwest::Client,
     registry: &str,
+    serving: &Result<(), String>,
     log: &Log,
     group: &ManagerPublicKey,
 ) -> Row {
-    let name = REGISTRY_REVOKED;
+    let name = "revoked zetas: in the latest snapshot (registry proof)";
+    if let Err(e) = serving {
+        return Row::new(
+            name,
+            1,
+            vec![format!(
+                "not checked: the registry does not serve after quiescing: {e}"
+            )],
+        );
+    }
     let snapshot =
         match http::read::<Value>(http, &format!("{registry}/v1/revocations/snapshot"), None).await
         {
@@ -347,6 +294,18 @@ pub async fn gateways_answer_revoked(
         }
     }
     Row::new(GATEWAYS_REVOKED, checked, failures)
+}
+
+/// A retried write is answered as the first time.
+pub fn replays_agree(ledger: &Ledger) -> Row {
+    Row::new(
+        "a retried write is answered as the first time",
+        ledger
+            .stats
+            .replays
+            .load(std::sync::atomic::Ordering::Relaxed),
+        ledger.replay_mismatches.lock().unwrap().clone(),
+    )
 }
 
 /// Every acknowledged write is in the log as it was answered.

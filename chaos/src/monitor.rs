@@ -19,18 +19,18 @@
 //! other than when the suite set its clock behind its last signed time has failed.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dgsp_wire::answer::Freshness;
 use dgsp_wire::log::now_ms;
 use dgsp_wire::problem::ProblemDetails;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::http;
-use crate::processes::Service;
+use crate::report::Row;
+use crate::stack::{Shared, Stack};
 
 /// Feed fault kinds that say nothing against what the registry signed: it was down or
 /// restarting (`unreachable`, `http_status`, a page cut short), a page or buffer bound, or
@@ -44,18 +44,44 @@ const TRANSIENT_FAULTS: &[&str] = &[
     "future_checkpoint",
 ];
 
+/// Allowance for the time a sample takes and rounding, in ms.
+const SLACK_MS: u64 = 500;
+
 /// The part of a gateway's `/readyz` body the suite reads (the gateway's `Readiness`).
 #[derive(Debug, Deserialize)]
-pub struct Readiness {
+struct Readiness {
     /// Whether to route traffic here.
-    pub ready: bool,
+    ready: bool,
     /// `ok`, `degraded`, `stale` or `no_snapshot`.
-    pub status: String,
+    status: String,
     /// Whether the state is stale.
-    pub stale: bool,
+    stale: bool,
     /// The feed fault in force, if any.
     #[serde(default)]
-    pub fault: Option<Value>,
+    fault: Option<FaultReport>,
+}
+
+/// A feed fault as a gateway reports it.
+#[derive(Debug, Deserialize)]
+struct FaultReport {
+    /// Its stable kind.
+    kind: String,
+    /// What was wrong.
+    detail: String,
+    /// The entry it concerns, if one.
+    #[serde(default)]
+    seq: Option<u64>,
+}
+
+impl FaultReport {
+    /// The fault as a finding against the registry, by `gateway`.
+    fn finding(&self, gateway: &str) -> String {
+        let at = self
+            .seq
+            .map(|s| format!(" at entry {s}"))
+            .unwrap_or_default();
+        format!("{gateway}: {}{at}: {}", self.kind, self.detail)
+    }
 }
 
 /// The part of a gateway's `GET /v1/group` answer the suite reads.
@@ -69,39 +95,81 @@ pub struct GroupAnswer {
 #[derive(Default)]
 pub struct Observations {
     /// Complete samples.
-    pub samples: u64,
+    samples: u64,
     /// Samples answered 200.
-    pub ready: u64,
-    /// Samples answered 503.
-    pub not_ready: u64,
+    ready: u64,
     /// Ready while stale (by the bound, judged from the outside, or by its own body).
-    pub ready_while_stale: Vec<String>,
+    ready_while_stale: Vec<String>,
     /// Future-dated checkpoints in service.
-    pub future: Vec<String>,
+    future: Vec<String>,
     /// Largest lead of a checkpoint in service over the real clock, ms.
-    pub max_lead_ms: i64,
+    max_lead_ms: i64,
     /// Feed fault kinds seen, with how many samples showed each.
-    pub faults: BTreeMap<String, u64>,
+    faults: BTreeMap<String, u64>,
     /// Gateway statuses seen (`ok`, `degraded`, `stale`, `no_snapshot`), with counts.
-    pub statuses: BTreeMap<String, u64>,
+    statuses: BTreeMap<String, u64>,
     /// Feed faults that find the registry's publications inconsistent (gateway, kind, entry,
     /// detail), each once.
-    pub registry_faults: Vec<String>,
+    registry_faults: Vec<String>,
     /// Registry samples.
-    pub registry_samples: u64,
+    registry_samples: u64,
     /// Halts of the registry the suite did not provoke (reason, with the start it was in).
-    pub unprompted_halts: Vec<String>,
+    unprompted_halts: Vec<String>,
 }
 
-/// The monitor's settings.
-#[derive(Clone, Copy)]
-pub struct Bounds {
-    /// The gateways' `--max-staleness-secs`, in ms.
-    pub max_staleness_ms: u64,
-    /// How far ahead a note may be signed, in ms.
-    pub tolerance_ms: u64,
-    /// Allowance for the time a sample takes and rounding, in ms.
-    pub slack_ms: u64,
+impl Observations {
+    /// The rows of the invariants the monitor checks (`tolerance_ms`: how far ahead a note
+    /// may be signed).
+    pub fn rows(&self, tolerance_ms: u64) -> [Row; 4] {
+        [
+            Row::new(
+                "no gateway finds fault with what the registry signed",
+                self.samples,
+                self.registry_faults.clone(),
+            ),
+            Row::new(
+                "the registry never halts unprompted",
+                self.registry_samples,
+                self.unprompted_halts.clone(),
+            ),
+            Row::new(
+                "no gateway ready while stale",
+                self.samples,
+                self.ready_while_stale.clone(),
+            ),
+            Row::new(
+                format!(
+                    "no gateway serves a note > {} s in the future",
+                    tolerance_ms / 1000
+                ),
+                self.samples,
+                self.future.clone(),
+            ),
+        ]
+    }
+
+    /// Records `finding` unless it is already recorded.
+    fn registry_fault(&mut self, finding: String) {
+        if !self.registry_faults.contains(&finding) {
+            self.registry_faults.push(finding);
+        }
+    }
+}
+
+/// One line: what the gateways looked like.
+impl fmt::Display for Observations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "gateways: {} samples, {} ready, {} not ready ({:?}), largest lead of a note in service {:.1} s, faults seen {:?}",
+            self.samples,
+            self.ready,
+            self.samples - self.ready,
+            self.statuses,
+            self.max_lead_ms as f64 / 1e3,
+            self.faults
+        )
+    }
 }
 
 fn checkpoint_time(f: &Freshness) -> Option<u64> {
@@ -109,12 +177,10 @@ fn checkpoint_time(f: &Freshness) -> Option<u64> {
 }
 
 /// One sample of gateway `gw`; `None` when a request went unanswered.
-async fn sample(
-    client: &reqwest::Client,
-    gw: &Arc<tokio::sync::Mutex<Service>>,
-    bounds: Bounds,
-    obs: &Mutex<Observations>,
-) -> Option<()> {
+async fn sample(stack: &Stack, gw: &Shared) -> Option<()> {
+    let client = &stack.http;
+    let max_staleness_ms = stack.settings.max_staleness_secs * 1000;
+    let tolerance_ms = stack.settings.clock_tolerance_ms;
     let svc = gw.lock().await;
     let (name, url) = (svc.name.clone(), svc.url.clone());
     let (_, before) = http::json::<GroupAnswer>(client, &format!("{url}/v1/group")).await?;
@@ -123,41 +189,33 @@ async fn sample(
     let answered = now_ms();
     let (_, after) = http::json::<GroupAnswer>(client, &format!("{url}/v1/group")).await?;
     drop(svc);
-    let mut o = obs.lock().unwrap();
+    let mut o = stack.observations.lock().unwrap();
     o.samples += 1;
     *o.statuses.entry(r.status.clone()).or_default() += 1;
     if let Some(f) = &r.fault {
-        let kind = f["kind"].as_str().unwrap_or("?");
-        *o.faults.entry(kind.to_owned()).or_default() += 1;
-        if !TRANSIENT_FAULTS.contains(&kind) {
-            let finding = format!("{name}: {kind} at entry {}: {}", f["seq"], f["detail"]);
-            if !o.registry_faults.contains(&finding) {
-                o.registry_faults.push(finding);
-            }
+        *o.faults.entry(f.kind.clone()).or_default() += 1;
+        if !TRANSIENT_FAULTS.contains(&f.kind.as_str()) {
+            o.registry_fault(f.finding(&name));
         }
     }
     let ready = code == 200;
     if ready {
         o.ready += 1;
-    } else {
-        o.not_ready += 1;
-    }
-    if ready && (r.stale || !r.ready) {
-        o.ready_while_stale.push(format!(
-            "{name}: /readyz 200 with ready {} stale {} status {} at {asked}",
-            r.ready, r.stale, r.status
-        ));
-    }
-    if ready {
+        if r.stale || !r.ready {
+            o.ready_while_stale.push(format!(
+                "{name}: /readyz 200 with ready {} stale {} status {} at {asked}",
+                r.ready, r.stale, r.status
+            ));
+        }
         match checkpoint_time(&after.freshness) {
             None => o
                 .ready_while_stale
                 .push(format!("{name}: /readyz 200 with no timed checkpoint at {asked}")),
-            Some(t) if asked.saturating_sub(t) > bounds.max_staleness_ms + bounds.slack_ms => {
+            Some(t) if asked.saturating_sub(t) > max_staleness_ms + SLACK_MS => {
                 o.ready_while_stale.push(format!(
                     "{name}: /readyz 200 at {asked} while its checkpoint was signed {:.1} s before (bound {} s)",
                     (asked - t) as f64 / 1e3,
-                    bounds.max_staleness_ms / 1000
+                    max_staleness_ms / 1000
                 ))
             }
             Some(_) => {}
@@ -166,7 +224,7 @@ async fn sample(
     if let Some(t) = checkpoint_time(&before.freshness) {
         let lead = t as i64 - answered as i64;
         o.max_lead_ms = o.max_lead_ms.max(lead);
-        if lead > (bounds.tolerance_ms + bounds.slack_ms) as i64 {
+        if lead > (tolerance_ms + SLACK_MS) as i64 {
             o.future.push(format!(
                 "{name}: in service with a checkpoint (size {}) signed {:.1} s ahead of its clock, /readyz {code}, at {answered}",
                 before.freshness.applied_seq,
@@ -177,21 +235,17 @@ async fn sample(
     Some(())
 }
 
-/// One sample of the registry's readiness: a halt is recorded unless `expected`.
-async fn sample_registry(
-    client: &reqwest::Client,
-    registry: &Arc<tokio::sync::Mutex<Service>>,
-    expected: &AtomicBool,
-    obs: &Mutex<Observations>,
-) -> Option<()> {
-    let svc = registry.lock().await;
+/// One sample of the registry's readiness: a halt is recorded unless the suite expects it.
+async fn sample_registry(stack: &Stack) -> Option<()> {
+    let expected = &stack.halt_expected;
+    let svc = stack.registry.lock().await;
     let start = svc.starts;
     // Read before and after: the flag is set just before the clock is set back and cleared
     // only once a restart (which takes the lock held here) is ready.
     let expected_before = expected.load(Ordering::SeqCst);
-    let (status, body) = http::text(client, &format!("{}/readyz", svc.url)).await?;
+    let (status, body) = http::text(&stack.http, &format!("{}/readyz", svc.url)).await?;
     drop(svc);
-    let mut o = obs.lock().unwrap();
+    let mut o = stack.observations.lock().unwrap();
     o.registry_samples += 1;
     if status == 200 || expected_before || expected.load(Ordering::SeqCst) {
         return Some(());
@@ -207,28 +261,12 @@ async fn sample_registry(
     Some(())
 }
 
-/// The services to watch.
-pub struct Watched {
-    /// The registry.
-    pub registry: Arc<tokio::sync::Mutex<Service>>,
-    /// Set while the suite expects the registry to halt (its clock set behind).
-    pub halt_expected: Arc<AtomicBool>,
-    /// The gateways.
-    pub gateways: Vec<Arc<tokio::sync::Mutex<Service>>>,
-}
-
-/// Samples the registry and every gateway in turn until `stop`.
-pub async fn watch(
-    http: reqwest::Client,
-    watched: Watched,
-    bounds: Bounds,
-    stop: Arc<AtomicBool>,
-    obs: Arc<Mutex<Observations>>,
-) {
+/// Samples the registry and every gateway of `stack` in turn until `stop`.
+pub async fn watch(stack: &Stack, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
-        sample_registry(&http, &watched.registry, &watched.halt_expected, &obs).await;
-        for gw in &watched.gateways {
-            sample(&http, gw, bounds, &obs).await;
+        sample_registry(stack).await;
+        for gw in &stack.gateways {
+            sample(stack, gw).await;
         }
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
