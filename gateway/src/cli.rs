@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use crate::api::{ApiConfig, DEFAULT_BODY_LIMIT, DEFAULT_MAX_BATCH, DEFAULT_MAX_MESSAGE};
-use crate::clock::Clock;
+use crate::clock::WallClock;
 use crate::follower::MAX_PENDING_BYTES;
 use crate::layout::Layout;
 use crate::server::Config;
@@ -146,7 +146,8 @@ impl ServeArgs {
             serve_stale: self.serve_stale,
             web_dir: self.web_dir.clone(),
         };
-        c.clock = Clock::system().with_tolerance(Duration::from_millis(self.clock_tolerance_ms));
+        c.clock =
+            WallClock::system().with_tolerance(Duration::from_millis(self.clock_tolerance_ms));
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
         c.follow.max_pending_bytes = self.max_pending_bytes;

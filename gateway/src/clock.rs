@@ -3,16 +3,17 @@
 //! Freshness compares the registry's signed times with this clock. A checkpoint signed more
 //! than the tolerance ahead of it (`--clock-tolerance-ms`, default 5 s) is refused
 //! (`future_checkpoint`): one of the two clocks is wrong, and such a note would have age 0
-//! for as long as the registry's clock ran ahead. Tests step the wall clock with
-//! [`Clock::set_offset_ms`]; monotonic time ([`std::time::Instant`], which the gateway also
-//! measures staleness by) is the system's.
+//! for as long as the registry's clock ran ahead. The time comes from a
+//! [`dgsp_http::clock::Clock`] (the system's; tests step an
+//! [`OffsetClock`](dgsp_http::clock::OffsetClock) instead); monotonic time
+//! ([`std::time::Instant`], which the gateway also measures staleness by) is the system's.
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use dgsp_core::checkpoint::Checkpoint;
 pub use dgsp_core::checkpoint::DEFAULT_CLOCK_TOLERANCE_MS;
+use dgsp_http::clock::{Clock, SystemClock};
 
 /// The fault kind (and `/readyz` status) of a checkpoint signed beyond the tolerance ahead.
 pub const FUTURE_CHECKPOINT: &str = "future_checkpoint";
@@ -20,65 +21,43 @@ pub const FUTURE_CHECKPOINT: &str = "future_checkpoint";
 /// The default tolerance for signed times ahead of the gateway's clock.
 pub const DEFAULT_CLOCK_TOLERANCE: Duration = Duration::from_millis(DEFAULT_CLOCK_TOLERANCE_MS);
 
-/// The gateway's wall clock (the system's, moved by an offset that tests set) and its
-/// tolerance for signed times ahead of it. Clones share the offset.
+/// The gateway's wall clock and its tolerance for signed times ahead of it. Clones read the
+/// same clock.
 #[derive(Clone, Debug)]
-pub struct Clock {
-    offset_ms: Arc<AtomicI64>,
+pub struct WallClock {
+    source: Arc<dyn Clock>,
     tolerance: Duration,
 }
 
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::system()
-    }
-}
-
-impl Clock {
+impl WallClock {
     /// The system clock, with [`DEFAULT_CLOCK_TOLERANCE`].
     pub fn system() -> Self {
-        Clock {
-            offset_ms: Arc::new(AtomicI64::new(0)),
+        WallClock::new(Arc::new(SystemClock))
+    }
+
+    /// `source`, with [`DEFAULT_CLOCK_TOLERANCE`].
+    pub fn new(source: Arc<dyn Clock>) -> Self {
+        WallClock {
+            source,
             tolerance: DEFAULT_CLOCK_TOLERANCE,
         }
     }
 
     /// This clock with `tolerance` for signed times ahead of it.
     pub fn with_tolerance(self, tolerance: Duration) -> Self {
-        Clock { tolerance, ..self }
-    }
-
-    /// How far a signed time may be ahead of this clock.
-    pub fn tolerance(&self) -> Duration {
-        self.tolerance
-    }
-
-    /// The tolerance in milliseconds.
-    pub fn tolerance_ms(&self) -> u64 {
-        u64::try_from(self.tolerance.as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// Steps this clock (and its clones) to the system's time plus `offset_ms` (negative:
-    /// behind). For tests: a gateway whose clock is wrong, or stepped while it runs.
-    pub fn set_offset_ms(&self, offset_ms: i64) {
-        self.offset_ms.store(offset_ms, Ordering::Relaxed);
+        WallClock { tolerance, ..self }
     }
 
     /// Now, Unix milliseconds.
     pub fn now_unix_ms(&self) -> u64 {
-        let offset = self.offset_ms.load(Ordering::Relaxed);
-        let now = dgsp_wire::log::now_ms();
-        if offset >= 0 {
-            now.saturating_add(offset.unsigned_abs())
-        } else {
-            now.saturating_sub(offset.unsigned_abs())
-        }
+        self.source.now_ms()
     }
 
     /// Whether `cp`'s signed time is more than the tolerance ahead of `now_unix_ms`.
     pub fn is_ahead(&self, cp: &Checkpoint, now_unix_ms: u64) -> bool {
+        let tolerance_ms = u64::try_from(self.tolerance.as_millis()).unwrap_or(u64::MAX);
         cp.ahead_ms(now_unix_ms)
-            .is_some_and(|ahead| ahead > self.tolerance_ms())
+            .is_some_and(|ahead| ahead > tolerance_ms)
     }
 
     /// Refuses a checkpoint signed more than the tolerance ahead of this clock, saying by
@@ -100,6 +79,7 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dgsp_http::clock::OffsetClock;
 
     fn signed_at(t: u64) -> Checkpoint {
         Checkpoint {
@@ -113,7 +93,7 @@ mod tests {
 
     #[test]
     fn a_signed_time_beyond_the_tolerance_ahead_is_refused() {
-        let clock = Clock::system().with_tolerance(Duration::from_secs(5));
+        let clock = WallClock::system().with_tolerance(Duration::from_secs(5));
         let now = clock.now_unix_ms();
         assert!(clock.check_not_ahead(&signed_at(now)).is_ok());
         assert!(clock.check_not_ahead(&signed_at(now + 4_000)).is_ok());
@@ -133,16 +113,17 @@ mod tests {
 
     #[test]
     fn clones_share_the_offset() {
-        let clock = Clock::system();
+        let offset = OffsetClock::new(0);
+        let clock = WallClock::new(offset.clone());
         let other = clock.clone();
         let before = other.now_unix_ms();
-        clock.set_offset_ms(-3_600_000);
+        offset.set_offset_ms(-3_600_000);
         let behind = other.now_unix_ms();
         assert!(before - behind >= 3_599_000, "{before} {behind}");
-        clock.set_offset_ms(3_600_000);
+        offset.set_offset_ms(3_600_000);
         assert!(other.now_unix_ms() >= before + 3_600_000);
         // A note signed "now" by the real clock is an hour ahead of a clock an hour behind.
-        clock.set_offset_ms(-3_600_000);
+        offset.set_offset_ms(-3_600_000);
         assert!(clock.check_not_ahead(&signed_at(before)).is_err());
     }
 }

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::anchor::{Anchor, ResolveError};
 use crate::api::{self, ApiConfig, AppState, Shared};
-use crate::clock::Clock;
+use crate::clock::WallClock;
 use crate::follower::{FollowConfig, Follower};
 use crate::layout::Layout;
 use crate::pool::{PoolConfig, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
@@ -44,7 +44,7 @@ pub struct Config {
     pub resolve_attempts: u32,
     /// The wall clock the follower and the API measure signed times by, and how far ahead
     /// of it a signed time may be (`--clock-tolerance-ms`); tests step it.
-    pub clock: Clock,
+    pub clock: WallClock,
 }
 
 impl Config {
@@ -59,7 +59,7 @@ impl Config {
             coalesce_wait: DEFAULT_COALESCE_WAIT,
             queue: 0,
             resolve_attempts: 0,
-            clock: Clock::system(),
+            clock: WallClock::system(),
         }
     }
 }

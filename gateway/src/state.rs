@@ -18,7 +18,7 @@ use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
 
 use crate::api::model::Note;
-use crate::clock::Clock;
+use crate::clock::WallClock;
 use crate::replica::{Applied, Loaded};
 
 pub use dgsp_wire::log::now_ms;
@@ -144,7 +144,7 @@ impl View {
     /// `max_staleness_ms` ([`View::age_ms`]), without a signed time at all, or signed more
     /// than the clock's tolerance ahead of now (then one of the clocks is wrong, and the
     /// note says nothing about freshness).
-    pub fn is_stale(&self, clock: &Clock, now_unix_ms: u64, max_staleness_ms: u64) -> bool {
+    pub fn is_stale(&self, clock: &WallClock, now_unix_ms: u64, max_staleness_ms: u64) -> bool {
         let ahead = self
             .fresh()
             .is_some_and(|v| clock.is_ahead(&v.checkpoint, now_unix_ms));

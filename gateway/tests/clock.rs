@@ -1,7 +1,7 @@
 //! Time the gateway can rely on, against a registry played by wiremock over a real, honestly
 //! signed log with notes the test signs itself at the times it chooses (a registry whose
 //! clock runs ahead signs exactly such notes), and with the gateway's own wall clock stepped
-//! through its injectable [`Clock`]:
+//! through an injectable [`OffsetClock`]:
 //! - a note from `/v1/checkpoint`, or a `checkpoint` entry of the feed, signed more than the
 //!   tolerance ahead of the gateway's clock is refused (`future_checkpoint`, visible in
 //!   `/readyz` and metrics, not ready), the previous state stays in service, and an honest
@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use dgsp_core::ManagerPublicKey;
 use dgsp_gateway::anchor::Anchor;
-use dgsp_gateway::clock::Clock;
+use dgsp_gateway::clock::WallClock;
+use dgsp_http::clock::OffsetClock;
 use dgsp_wire::log::{now_ms, Entry};
 use serde_json::{json, Value};
 use support::mock::{padded, relink, Log, MockRegistry};
@@ -100,8 +101,8 @@ async fn checkpoints_from_the_future_are_refused_and_the_previous_state_kept() {
     mock.note(Some(log.note(size, t1)));
     let dir = tempfile::tempdir().unwrap();
     let mut config = gateway_config(&mock.url, Anchor::Key(Box::new(group(&log))), dir.path());
-    let clock = Clock::system();
-    config.clock = clock.clone();
+    let clock = OffsetClock::new(0);
+    config.clock = WallClock::new(clock.clone());
     let gw = gateway(config).await;
     gw.reach(size).await;
     assert_eq!(fresh_time(&gw).await, t1);
@@ -185,8 +186,8 @@ async fn a_wall_clock_stepped_back_does_not_keep_a_frozen_gateway_fresh() {
     let mut config = gateway_config(&mock.url, Anchor::Key(Box::new(group(&log))), dir.path());
     config.api.max_staleness = Duration::from_secs(4);
     // A tolerance of an hour, so that only the monotonic rule can make the state stale.
-    let clock = Clock::system().with_tolerance(Duration::from_secs(3600));
-    config.clock = clock.clone();
+    let clock = OffsetClock::new(0);
+    config.clock = WallClock::new(clock.clone()).with_tolerance(Duration::from_secs(3600));
     let gw = gateway(config).await;
 
     // The registry freezes: it serves one note, signed now, forever.
@@ -219,8 +220,8 @@ async fn a_wall_clock_stepped_back_does_not_keep_a_frozen_gateway_fresh() {
     // right clock, is refused.
     let dir = tempfile::tempdir().unwrap();
     let mut config = gateway_config(&mock.url, Anchor::Key(Box::new(group(&log))), dir.path());
-    let clock = Clock::system();
-    config.clock = clock.clone();
+    let clock = OffsetClock::new(0);
+    config.clock = WallClock::new(clock.clone());
     let gw = gateway(config).await;
     wait_for("freshness as of the note", || async {
         (fresh_time(&gw).await == t1).then_some(())

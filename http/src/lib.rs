@@ -1,7 +1,9 @@
 //! The HTTP plumbing the registry and the gateway share (axum): problem+json answers and
 //! the extractors that produce them ([`problem`]), the router's fallbacks, body limit and
-//! timeout ([`router`]), accepting connections with `TCP_NODELAY` ([`listener`]), Prometheus request metrics ([`metrics`]), the OpenAPI parts both
-//! documents have ([`openapi`]), and logging and shutdown ([`process`]).
+//! timeout ([`router`]), accepting connections with `TCP_NODELAY` ([`listener`]), Prometheus
+//! request metrics ([`metrics`]), the OpenAPI parts both documents have ([`openapi`]),
+//! logging and shutdown ([`process`]), and the injectable wall clock signed times are read
+//! against ([`clock`]).
 //!
 //! What crosses the wire (bodies, answers, the problem body a client parses) is
 //! `dgsp-wire`'s; this crate is only how the services serve it.
@@ -9,6 +11,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;

@@ -11,7 +11,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | 0 | [`clock`], [`health`], [`keyfile`] |
+//! | 0 | [`health`], [`keyfile`] |
 //! | 1 | [`store`] |
 //! | 2 | [`writer`] |
 //! | 3 | [`publisher`], [`issuance`], [`feed`], [`views`], [`backup`] |
@@ -25,7 +25,6 @@
 pub mod api;
 pub mod backup;
 pub mod cli;
-pub mod clock;
 pub mod feed;
 pub mod health;
 pub mod issuance;
@@ -42,7 +41,6 @@ mod layering {
 
     /// Each module's layer: it may use `crate::X` only for modules of a lower layer.
     const LAYERS: &[(&str, u8)] = &[
-        ("clock", 0),
         ("health", 0),
         ("keyfile", 0),
         ("store", 1),

@@ -37,7 +37,7 @@ use dgsp_core::Manager;
 use dgsp_wire::events::Event;
 use dgsp_wire::follow;
 
-use crate::clock::{Clock, SystemClock};
+use dgsp_http::clock::{Clock, SystemClock};
 use crate::store::{self, Store, StoredNote};
 use crate::writer::{Command, WriteError, Writer};
 

@@ -17,7 +17,7 @@ use dgsp_core::{Manager, ParamSet, MAX_N};
 use dgsp_registry::api::admin::{
     ISSUE_BODY_LIMIT, JOIN_BODY_LIMIT, OPEN_BODY_LIMIT, SMALL_BODY_LIMIT,
 };
-use dgsp_registry::clock::OffsetClock;
+use dgsp_http::clock::OffsetClock;
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;

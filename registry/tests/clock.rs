@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dgsp_core::{Manager, ParamSet};
-use dgsp_registry::clock::OffsetClock;
+use dgsp_http::clock::OffsetClock;
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::store::Store;
 use dgsp_registry::{api, server};

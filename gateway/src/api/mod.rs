@@ -115,7 +115,7 @@ pub struct AppState {
     /// HTTP request counters by route and status.
     pub http: dgsp_http::metrics::Metrics,
     /// The wall clock freshness is measured by, and its tolerance for signed times ahead.
-    pub clock: crate::clock::Clock,
+    pub clock: crate::clock::WallClock,
 }
 
 async fn track(

@@ -6,17 +6,17 @@ pub use dgsp_wire::answer::*;
 
 use dgsp_core::Zeta;
 
-use crate::clock::Clock;
+use crate::clock::WallClock;
 use crate::state::View;
 
 /// How current a view is, as an answer states it.
 pub trait FreshnessOf {
     /// The freshness of `view` now by `clock` against the bound, with the signed note.
-    fn of(view: &View, clock: &Clock, max_staleness: std::time::Duration) -> Self;
+    fn of(view: &View, clock: &WallClock, max_staleness: std::time::Duration) -> Self;
 }
 
 impl FreshnessOf for Freshness {
-    fn of(view: &View, clock: &Clock, max_staleness: std::time::Duration) -> Self {
+    fn of(view: &View, clock: &WallClock, max_staleness: std::time::Duration) -> Self {
         let now_unix_ms = clock.now_unix_ms();
         let max_staleness_ms = u64::try_from(max_staleness.as_millis()).unwrap_or(u64::MAX);
         let fresh = view.fresh();

@@ -55,7 +55,7 @@ use tokio::sync::watch;
 pub use fault::Fault;
 pub use fetch::{client, CheckpointInfo};
 
-use crate::clock::Clock;
+use crate::clock::WallClock;
 use crate::replica::Replica;
 use crate::state::{
     current, lock, now_ms, replace, FaultReport, SharedStatus, SharedView, Verified, View,
@@ -138,7 +138,7 @@ pub struct Follower {
     /// applied.
     latest: Option<Arc<Verified>>,
     /// The clock signed times are checked against (none may be beyond its tolerance ahead).
-    clock: Clock,
+    clock: WallClock,
     /// The newest checkpoint refused for what it covers, with its fault, in force until a
     /// checkpoint at least as large is applied (its note is not tried again).
     refused: Option<(Arc<Verified>, FaultReport)>,
@@ -151,7 +151,7 @@ impl Follower {
         replica: Arc<Replica>,
         view: SharedView,
         status: SharedStatus,
-        clock: Clock,
+        clock: WallClock,
     ) -> Result<Self, Fault> {
         let page_limit = config.page.max(1);
         lock(&status).page_limit = page_limit;

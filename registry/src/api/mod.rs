@@ -53,7 +53,7 @@ pub struct AppState {
     /// the publisher's cadence: `/readyz` fails once the newest note is twice as old
     pub checkpoint_interval: std::time::Duration,
     /// the clock notes are dated by (the publisher's)
-    pub clock: Arc<dyn crate::clock::Clock>,
+    pub clock: Arc<dyn dgsp_http::clock::Clock>,
     /// when serving started (a registry that has signed no note is measured from here)
     pub started: std::time::Instant,
 }

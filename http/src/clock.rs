@@ -1,5 +1,6 @@
-//! The wall clock the registry dates its signed notes and snapshots by, injectable so tests
-//! can step it forward and back.
+//! The wall clock both services read signed times against, injectable so tests can step it
+//! forward and back: the registry dates its notes and snapshots by it, the gateway measures
+//! their freshness by it.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
