@@ -13,7 +13,11 @@
 //!
 //! A feed fault that says the registry published something inconsistent (a bad checkpoint
 //! or snapshot, a broken chain, a rollback, ...: every kind but the transport ones and
-//! `future_checkpoint`, which the clock episodes provoke) is recorded as a finding.
+//! `future_checkpoint`, which the clock episodes provoke) is a finding: the fault in force
+//! and the last integrity fault in each sample's `/readyz` (with what was wrong), and every
+//! such kind the gateway's cumulative counters (`dgsp_gateway_feed_faults_total{kind}` in
+//! its `/metrics`) hold, read with each sample and just before each stop of the gateway,
+//! so that a refusal that came and went between two samples is a finding too.
 //!
 //! The registry is sampled too (`GET /readyz`): a registry that halts (`registry-halted`)
 //! other than when the suite set its clock behind its last signed time has failed.
@@ -29,6 +33,7 @@ use dgsp_wire::problem::ProblemDetails;
 use serde::Deserialize;
 
 use crate::http;
+use crate::processes::Service;
 use crate::report::Row;
 use crate::stack::{Shared, Stack};
 
@@ -43,6 +48,9 @@ const TRANSIENT_FAULTS: &[&str] = &[
     "pending_limit",
     "future_checkpoint",
 ];
+
+/// A gateway's feed fault counter, up to the kind: `{FEED_FAULTS}KIND"} N`.
+const FEED_FAULTS: &str = "dgsp_gateway_feed_faults_total{kind=\"";
 
 /// Allowance for the time a sample takes and rounding, in ms.
 const SLACK_MS: u64 = 500;
@@ -59,6 +67,10 @@ struct Readiness {
     /// The feed fault in force, if any.
     #[serde(default)]
     fault: Option<FaultReport>,
+    /// The last fault that found the registry's publications at fault since the gateway
+    /// started, kept after it resumed.
+    #[serde(default)]
+    last_integrity_fault: Option<FaultReport>,
 }
 
 /// A feed fault as a gateway reports it.
@@ -111,6 +123,8 @@ pub struct Observations {
     /// Feed faults that find the registry's publications inconsistent (gateway, kind, entry,
     /// detail), each once.
     registry_faults: Vec<String>,
+    /// Feed faults each gateway counted, by (gateway, start, kind): the largest count read.
+    counted: BTreeMap<(String, u32, String), u64>,
     /// Registry samples.
     registry_samples: u64,
     /// Halts of the registry the suite did not provoke (reason, with the start it was in).
@@ -125,7 +139,7 @@ impl Observations {
             Row::new(
                 "no gateway finds fault with what the registry signed",
                 self.samples,
-                self.registry_faults.clone(),
+                self.registry_faults_counted(),
             ),
             Row::new(
                 "the registry never halts unprompted",
@@ -148,6 +162,32 @@ impl Observations {
         ]
     }
 
+    /// The findings against the registry: those reported with what was wrong, then every
+    /// such kind a gateway counted.
+    fn registry_faults_counted(&self) -> Vec<String> {
+        let counted = self
+            .counted
+            .iter()
+            .filter(|((_, _, kind), _)| !TRANSIENT_FAULTS.contains(&kind.as_str()))
+            .map(|((gateway, start, kind), n)| {
+                format!("{gateway} counted {n} {kind} fault(s) in its start {start} ({FEED_FAULTS}{kind}\"}})")
+            });
+        self.registry_faults
+            .iter()
+            .cloned()
+            .chain(counted)
+            .collect()
+    }
+
+    /// Feed faults counted, by kind, over every gateway and start.
+    fn counted_by_kind(&self) -> BTreeMap<&str, u64> {
+        let mut by_kind = BTreeMap::new();
+        for ((_, _, kind), n) in &self.counted {
+            *by_kind.entry(kind.as_str()).or_default() += n;
+        }
+        by_kind
+    }
+
     /// Records `finding` unless it is already recorded.
     fn registry_fault(&mut self, finding: String) {
         if !self.registry_faults.contains(&finding) {
@@ -161,13 +201,14 @@ impl fmt::Display for Observations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "gateways: {} samples, {} ready, {} not ready ({:?}), largest lead of a note in service {:.1} s, faults seen {:?}",
+            "gateways: {} samples, {} ready, {} not ready ({:?}), largest lead of a note in service {:.1} s, faults seen {:?}, counted {:?}",
             self.samples,
             self.ready,
             self.samples - self.ready,
             self.statuses,
             self.max_lead_ms as f64 / 1e3,
-            self.faults
+            self.faults,
+            self.counted_by_kind()
         )
     }
 }
@@ -188,14 +229,25 @@ async fn sample(stack: &Stack, gw: &Shared) -> Option<()> {
     let (code, r) = http::json::<Readiness>(client, &format!("{url}/readyz")).await?;
     let answered = now_ms();
     let (_, after) = http::json::<GroupAnswer>(client, &format!("{url}/v1/group")).await?;
+    let counted = read_counters(stack, &svc).await;
     drop(svc);
     let mut o = stack.observations.lock().unwrap();
     o.samples += 1;
     *o.statuses.entry(r.status.clone()).or_default() += 1;
     if let Some(f) = &r.fault {
         *o.faults.entry(f.kind.clone()).or_default() += 1;
+    }
+    for f in r.fault.iter().chain(&r.last_integrity_fault) {
         if !TRANSIENT_FAULTS.contains(&f.kind.as_str()) {
             o.registry_fault(f.finding(&name));
+        }
+        // Every fault a gateway reports it has counted: the counters, read just after, are
+        // read as the gateway writes them.
+        if counted.as_ref().is_some_and(|c| !c.contains_key(&f.kind)) {
+            o.registry_fault(format!(
+                "{name}: /readyz reports a {} fault that its /metrics does not count ({FEED_FAULTS}{}\"}}): the suite does not read the counters as the gateway writes them",
+                f.kind, f.kind
+            ));
         }
     }
     let ready = code == 200;
@@ -233,6 +285,31 @@ async fn sample(stack: &Stack, gw: &Shared) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// Reads the feed faults gateway `svc` has counted since it started (its `/metrics`, every
+/// kind counted at least once), each kind recorded with the largest count read in this
+/// start; `None` when it does not answer.
+pub async fn read_counters(stack: &Stack, svc: &Service) -> Option<BTreeMap<String, u64>> {
+    let (200, metrics) = http::text(&stack.http, &format!("{}/metrics", svc.url)).await? else {
+        return None;
+    };
+    let counted: BTreeMap<String, u64> = metrics
+        .lines()
+        .filter_map(|line| {
+            let (kind, n) = line.strip_prefix(FEED_FAULTS)?.split_once("\"} ")?;
+            Some((kind.to_owned(), n.trim().parse().ok()?))
+        })
+        .collect();
+    let mut o = stack.observations.lock().unwrap();
+    for (kind, n) in &counted {
+        let count = o
+            .counted
+            .entry((svc.name.clone(), svc.starts, kind.clone()))
+            .or_default();
+        *count = (*count).max(*n);
+    }
+    Some(counted)
 }
 
 /// One sample of the registry's readiness: a halt is recorded unless the suite expects it.

@@ -16,7 +16,7 @@ use crate::faults::FaultLog;
 use crate::group::Group;
 use crate::http;
 use crate::log_copy::LogCopy;
-use crate::monitor::Observations;
+use crate::monitor::{self, Observations};
 use crate::processes::{self, Binaries, Service, Settings, Stop};
 
 /// How long a start may take to become ready.
@@ -105,9 +105,11 @@ impl Stack {
         self.start(&mut reg, "/readyz", "restart").await;
     }
 
-    /// Stops gateway `i` and starts it again after `pause`; waits until it listens.
+    /// Stops gateway `i` (its fault counters read first) and starts it again after `pause`;
+    /// waits until it listens.
     pub async fn restart_gateway(&self, i: usize, how: Stop, pause: Duration) {
         let mut g = self.gateways[i].lock().await;
+        monitor::read_counters(self, &g).await;
         g.stop(how).await;
         tokio::time::sleep(pause).await;
         self.start(&mut g, "/healthz", "restart").await;
@@ -144,10 +146,12 @@ impl Stack {
         }
     }
 
-    /// Stops every service cleanly (SIGTERM).
+    /// Stops every service cleanly (SIGTERM), each gateway's fault counters read first.
     pub async fn stop_all(&self) {
         for g in &self.gateways {
-            g.lock().await.stop(Stop::Term).await;
+            let mut g = g.lock().await;
+            monitor::read_counters(self, &g).await;
+            g.stop(Stop::Term).await;
         }
         self.registry.lock().await.stop(Stop::Term).await;
     }
