@@ -31,7 +31,7 @@ pub fn find_library(given: Option<&Path>) -> Result<PathBuf, String> {
         .find(|p| p.is_file())
         .ok_or_else(|| {
             format!(
-                "libfaketime not found (looked at {}): install Debian's 'faketime' package \
+                "libfaketime not found (looked at {}): install Debian's 'libfaketime' package \
                  (scripts/chaos.sh does) or pass --faketime-lib",
                 FAKETIME_CANDIDATES.join(", ")
             )
