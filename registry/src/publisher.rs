@@ -37,9 +37,9 @@ use dgsp_core::Manager;
 use dgsp_wire::events::Event;
 use dgsp_wire::follow;
 
-use dgsp_http::clock::{Clock, SystemClock};
 use crate::store::{self, Store, StoredNote};
 use crate::writer::{Command, WriteError, Writer};
+use dgsp_http::clock::{Clock, SystemClock};
 
 /// Default cadence of signed checkpoints when nothing is written: well under the 60 s a
 /// verifier may demand, with room for a few missed polls.
@@ -130,7 +130,9 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, store::
     let set = RevocationSet::from_zetas(covered);
     let mut repair = None;
     if let Some(s) = &snapshot {
-        if set.root() != s.record.root || set.len() != s.record.count {
+        if set.len() > s.record.count
+            || (set.len() == s.record.count && set.root() != s.record.root)
+        {
             // A set that lacks revocations the snapshot covers cannot be recovered from it
             // (it signs a root, not a list), but the log holds them all: serve none of its
             // proofs and publish a corrected snapshot first.
@@ -141,19 +143,18 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, store::
                 s.record.count,
                 set.len()
             );
-            if set.len() < s.record.count {
-                return Err(store::Error::Corrupt {
-                    what: format!("snapshot {}", s.record.number),
-                    reason: format!(
-                        "it holds {} zetas, more than the {} the log revokes up to entry {}",
-                        s.record.count,
-                        set.len(),
-                        s.record.log_seq
-                    ),
-                });
-            }
             tracing::error!(%reason, "publishing a corrected snapshot before serving proofs");
             repair = Some(reason);
+        } else if set.len() < s.record.count {
+            return Err(store::Error::Corrupt {
+                what: format!("snapshot {}", s.record.number),
+                reason: format!(
+                    "it holds {} zetas, more than the {} the log revokes up to entry {}",
+                    s.record.count,
+                    set.len(),
+                    s.record.log_seq
+                ),
+            });
         }
     }
     let checkpoint = match store.latest_note()? {
@@ -236,15 +237,13 @@ struct Publisher {
     processed_hash: [u8; 32],
     /// The newest `member_revoked` entry folded that revokes at least one zeta.
     last_revocation: u64,
-    /// The newest snapshot among the entries folded (what a follower will hold the next
-    /// checkpoint against), parsed from the log.
-    logged_snapshot: Option<SignedSnapshot>,
+    /// The newest snapshot among the entries folded, parsed from the log, and its entry:
+    /// what a follower will hold the next checkpoint against.
+    logged_snapshot: Option<(u64, SignedSnapshot)>,
     /// Last entry that is not the publisher's own (snapshot or checkpoint).
     last_substantive: u64,
     /// Size of the last checkpoint appended to the log.
     last_logged_checkpoint: u64,
-    /// The newest `snapshot_published` entry folded.
-    last_snapshot_entry: u64,
     /// Signed time of the newest checkpoint (times only increase).
     last_time: u64,
     /// When the next checkpoint is due even if nothing changes.
@@ -353,7 +352,6 @@ impl Publisher {
             logged_snapshot: None,
             last_substantive: 0,
             last_logged_checkpoint,
-            last_snapshot_entry: 0,
             last_time,
             // A fresh signed time right after a start.
             due: Instant::now(),
@@ -405,19 +403,18 @@ impl Publisher {
     /// the log: a snapshot counts (a corrected one follows no new revocation, and readers
     /// of the log alone must see a checkpoint naming it).
     fn owes_checkpoint(&self) -> bool {
-        self.last_substantive > self.last_logged_checkpoint
-            || self.last_snapshot_entry > self.last_logged_checkpoint
+        let snapshot_entry = self.logged_snapshot.as_ref().map_or(0, |(seq, _)| *seq);
+        self.last_substantive.max(snapshot_entry) > self.last_logged_checkpoint
     }
 
-    /// Whether the working set differs from the published snapshot (or a repair is owed).
+    /// Whether a snapshot is owed: none yet, a repair, or a revocation folded past the
+    /// published snapshot's cut (the working set then holds zetas the snapshot lacks).
     fn owes_snapshot(&self) -> bool {
         let p = read(&self.published);
         p.repair.is_some()
-            || p.snapshot.as_ref().is_none_or(|s| {
-                s.record.root != self.working.root()
-                    || s.record.count != self.working.len()
-                    || s.record.log_seq < self.last_revocation
-            })
+            || p.snapshot
+                .as_ref()
+                .is_none_or(|s| s.record.log_seq < self.last_revocation)
     }
 
     /// Reads every entry after `processed` and folds the zetas of new revocations into the
@@ -439,8 +436,7 @@ impl Publisher {
                     "snapshot_published" => {
                         let s =
                             follow::parse_snapshot(e).map_err(|r| corrupt(e.seq, r.to_string()))?;
-                        self.logged_snapshot = Some(s);
-                        self.last_snapshot_entry = e.seq;
+                        self.logged_snapshot = Some((e.seq, s));
                     }
                     "member_revoked" => {
                         self.last_substantive = e.seq;
@@ -466,11 +462,10 @@ impl Publisher {
     /// signed: a checkpoint of the `processed` entries names the newest snapshot among them,
     /// and that snapshot holds every revocation among them.
     fn check_covers(&self, cp: &Checkpoint) -> Result<(), StepError> {
-        let uncovered = self.logged_snapshot.as_ref().map_or(
-            (self.last_revocation > 0).then_some(self.last_revocation),
-            |s| (self.last_revocation > s.record.log_seq).then_some(self.last_revocation),
-        );
-        follow::check_covers(cp, self.logged_snapshot.as_ref(), uncovered).map_err(|why| {
+        let snapshot = self.logged_snapshot.as_ref().map(|(_, s)| s);
+        let cut = snapshot.map_or(0, |s| s.record.log_seq);
+        let uncovered = (self.last_revocation > cut).then_some(self.last_revocation);
+        follow::check_covers(cp, snapshot, uncovered).map_err(|why| {
             StepError::Failed(format!(
                 "refusing to sign a checkpoint of {} entries: {why}",
                 cp.size
@@ -596,6 +591,9 @@ impl Publisher {
             };
             self.writer.submit(Command::Append { event }, None).await?;
             self.last_logged_checkpoint = size;
+            // Our own entry, folded while the fence is held, so that it alone does not wake
+            // another round (a fence and a fold for nothing after every change).
+            self.fold()?;
         }
         self.last_time = time;
         self.due = Instant::now() + self.interval;
