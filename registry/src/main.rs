@@ -247,45 +247,30 @@ fn run_rebuild(store: &mut Store) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Checks the hash chain and, in the same pass, replays every snapshot and checkpoint
+/// against the log's revocations (`dgsp_wire::coverage`): names each that breaks a rule,
+/// and fails unless the newest snapshot and checkpoint hold (a repaired log passes, its old
+/// findings listed).
 fn verify(data: &std::path::Path) -> Fallible {
+    use dgsp_wire::coverage::{Coverage, State};
     let store = open_store(data)?;
-    let head = store.verify_chain().map_err(|e| e.to_string())?;
+    let mut coverage = None;
+    let head = store
+        .verify_chain_with(|e| {
+            if e.seq == 1 {
+                coverage = dgsp_wire::follow::group_key(e).map(Coverage::new);
+            }
+            if let Some(c) = coverage.as_mut() {
+                c.push(e);
+            }
+        })
+        .map_err(|e| e.to_string())?;
     println!(
         "log verified: {} entries, head {}",
         head.seq,
         hex::encode(head.hash)
     );
-    verify_revocations(&store)
-}
-
-/// Replays every snapshot and checkpoint against the log's revocations
-/// (`dgsp_wire::coverage`): names each that breaks a rule, and fails unless the newest
-/// snapshot and checkpoint hold (a repaired log passes, its old findings listed).
-fn verify_revocations(store: &Store) -> Fallible {
-    use dgsp_wire::coverage::{Coverage, State};
-    let first = store
-        .entry(1)
-        .map_err(|e| e.to_string())?
-        .ok_or("the log is empty")?;
-    let key = first
-        .public
-        .get("public_key")
-        .and_then(serde_json::Value::as_str)
-        .and_then(|k| base64::engine::general_purpose::STANDARD.decode(k).ok())
-        .and_then(|k| dgsp_core::ManagerPublicKey::from_bytes(&k).ok())
-        .ok_or("entry 1 does not carry the group's public key")?;
-    let mut coverage = Coverage::new(key);
-    let mut after = 0;
-    loop {
-        let page = store
-            .entries_after(after, 1024)
-            .map_err(|e| e.to_string())?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for e in &page {
-            coverage.push(e);
-        }
-    }
+    let coverage = coverage.ok_or("entry 1 does not carry the group's public key")?;
     for finding in coverage.findings() {
         println!("violation: {finding}");
     }

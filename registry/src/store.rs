@@ -564,6 +564,12 @@ impl Store {
 
     /// Verifies the whole chain (and every commitment) from seq 1; returns the head.
     pub fn verify_chain(&self) -> Result<Head, Error> {
+        self.verify_chain_with(|_| {})
+    }
+
+    /// [`verify_chain`](Self::verify_chain), handing each entry to `each` once it is checked
+    /// (one pass for callers that check more than the chain).
+    pub fn verify_chain_with(&self, mut each: impl FnMut(&Entry)) -> Result<Head, Error> {
         let mut head = Head {
             seq: 0,
             hash: GENESIS_PREV,
@@ -571,6 +577,7 @@ impl Store {
         for item in self.db.iterator_cf(self.cf("log"), IteratorMode::Start) {
             let e = decode_entry(&item?.1)?;
             e.check(head.seq, &head.hash)?;
+            each(&e);
             head = Head {
                 seq: e.seq,
                 hash: e.hash_bytes()?,

@@ -9,7 +9,6 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::{DecodeError, ManagerPublicKey};
-use serde_json::Value;
 
 use crate::log::{unhex32, Entry, GENESIS_PREV};
 
@@ -70,12 +69,7 @@ impl Anchor {
         if first.kind != "group_created" {
             return Err(format!("entry 1 is {:?}, not group_created", first.kind));
         }
-        let pk = first
-            .public
-            .get("public_key")
-            .and_then(Value::as_str)
-            .and_then(|s| B64.decode(s).ok())
-            .and_then(|b| ManagerPublicKey::from_bytes(&b).ok())
+        let pk = crate::follow::group_key(first)
             .ok_or_else(|| "entry 1 carries no decodable public key".to_owned())?;
         if pk.fingerprint() != *fp {
             return Err(format!(

@@ -72,6 +72,16 @@ pub enum RuleError {
     ReplayedCheckpoint(String),
 }
 
+/// The group public key a `group_created` entry carries (its public `public_key`, standard
+/// base64), undecodable or absent: `None`.
+pub fn group_key(e: &Entry) -> Option<ManagerPublicKey> {
+    e.public
+        .get("public_key")
+        .and_then(Value::as_str)
+        .and_then(|s| B64.decode(s).ok())
+        .and_then(|b| ManagerPublicKey::from_bytes(&b).ok())
+}
+
 /// Entry 1, and only entry 1, is `group_created`, and it names `group`.
 pub fn check_group(group: &ManagerPublicKey, e: &Entry) -> Result<(), RuleError> {
     if (e.seq == 1) != (e.kind == "group_created") {

@@ -1,7 +1,5 @@
 //! Which group the log belongs to: entry 1 (`group_created`), checked against the pin.
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
 use dgsp_core::ManagerPublicKey;
 use dgsp_wire::anchor::Anchor;
 use dgsp_wire::log::Entry;
@@ -74,10 +72,7 @@ impl Group {
             return;
         }
         let field = |k: &str| e.public.get(k).and_then(Value::as_str);
-        let key = field("public_key")
-            .and_then(|s| B64.decode(s).ok())
-            .and_then(|b| ManagerPublicKey::from_bytes(&b).ok());
-        let Some(key) = key else {
+        let Some(key) = dgsp_wire::follow::group_key(e) else {
             out.violation(
                 1,
                 ViolationKind::Group,
