@@ -167,25 +167,12 @@ pub fn checkpoints_cover(log: &Log) -> Row {
                 continue;
             }
         };
-        let cut = match &cp.snapshot {
-            None => 0,
-            Some(r) => match by_number.get(&r.number) {
-                Some(s) if s.record.hash() == r.hash => s.record.log_seq,
-                Some(_) => {
-                    failures.push(format!(
-                        "checkpoint at entry {seq} names snapshot {} with another hash",
-                        r.number
-                    ));
-                    continue;
-                }
-                None => {
-                    failures.push(format!(
-                        "checkpoint at entry {seq} names snapshot {}, not in the log",
-                        r.number
-                    ));
-                    continue;
-                }
-            },
+        let cut = match named_cut(cp, &by_number) {
+            Ok(cut) => cut,
+            Err(e) => {
+                failures.push(format!("checkpoint at entry {seq} {e}"));
+                continue;
+            }
         };
         for r in log
             .revocations
@@ -200,6 +187,19 @@ pub fn checkpoints_cover(log: &Log) -> Row {
         }
     }
     Row::new(CHECKPOINTS_COVER, log.checkpoints.len() as u64, failures)
+}
+
+/// The cut (`log_seq`) of the snapshot in the log that `cp` names (0 when it names none),
+/// or why there is none.
+fn named_cut(cp: &Checkpoint, by_number: &HashMap<u64, &SignedSnapshot>) -> Result<u64, String> {
+    let Some(named) = &cp.snapshot else {
+        return Ok(0);
+    };
+    match by_number.get(&named.number) {
+        Some(s) if s.record.hash() == named.hash => Ok(s.record.log_seq),
+        Some(_) => Err(format!("names snapshot {} with another hash", named.number)),
+        None => Err(format!("names snapshot {}, not in the log", named.number)),
+    }
 }
 
 /// Every revoked zeta is proved revoked against the latest signed snapshot by the registry;
