@@ -8,6 +8,7 @@ pub mod problem;
 pub mod public;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -142,7 +143,19 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
         )
         .into_response();
     }
-    if let Some(reason) = crate::publisher::read(&s.published).repair.clone() {
+    // One read of the published state: the repair, the newest note's time and what the
+    // answer reports, all of one moment.
+    let (repair, snapshot, checkpoint) = {
+        let p = crate::publisher::read(&s.published);
+        (
+            p.repair.clone(),
+            p.snapshot.as_ref().map_or(0, |snap| snap.record.number),
+            p.checkpoint
+                .as_ref()
+                .map(|c| (c.checkpoint.size, c.checkpoint.time_unix_ms)),
+        )
+    };
+    if let Some(reason) = repair {
         return Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "not-ready",
@@ -151,30 +164,27 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
         )
         .into_response();
     }
-    if let Some(overdue) = checkpoint_overdue(&s) {
+    // The newest note's age by the clock notes are dated by; before any, the time serving.
+    let signed = checkpoint.and_then(|(_, t)| t);
+    let age = match signed {
+        Some(t) => Duration::from_millis(s.clock.now_ms().saturating_sub(t)),
+        None => s.started.elapsed(),
+    };
+    if let Some(overdue) = checkpoint_overdue(age, signed.is_some(), s.checkpoint_interval) {
         return overdue.into_response();
     }
     match s.store.head() {
         Ok(head) => {
-            let (snapshot, checkpoint) = {
-                let p = crate::publisher::read(&s.published);
-                let n = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
-                let cp = p.checkpoint.as_ref().and_then(|c| {
-                    let age = c.checkpoint.age_ms(dgsp_wire::log::now_ms())?;
-                    Some(format!(
-                        ", checkpoint of {} entries signed {:.1} s ago",
-                        c.checkpoint.size,
-                        age as f64 / 1e3
-                    ))
-                });
-                (n, cp.unwrap_or_default())
+            let note = match checkpoint {
+                Some((size, Some(_))) => format!(
+                    ", checkpoint of {size} entries signed {:.1} s ago",
+                    age.as_secs_f64()
+                ),
+                _ => String::new(),
             };
             (
                 StatusCode::OK,
-                format!(
-                    "ready: log head {}, snapshot {snapshot}{checkpoint}\n",
-                    head.seq
-                ),
+                format!("ready: log head {}, snapshot {snapshot}{note}\n", head.seq),
             )
                 .into_response()
         }
@@ -188,26 +198,16 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
     }
 }
 
-/// 503 `checkpoint-overdue` when the newest signed checkpoint is older than twice the
-/// cadence (by the publisher's clock), or, before any was signed, when serving started that
-/// long ago: the publisher is stuck, and every follower is about to go stale.
-fn checkpoint_overdue(s: &AppState) -> Option<Problem> {
-    let bound = s.checkpoint_interval.saturating_mul(2);
-    let signed = crate::publisher::read(&s.published)
-        .checkpoint
-        .as_ref()
-        .and_then(|c| c.checkpoint.time_unix_ms);
-    let (age, what) = match signed {
-        Some(t) => (
-            std::time::Duration::from_millis(s.clock.now_ms().saturating_sub(t)),
-            "the newest signed checkpoint was signed",
-        ),
-        None => (
-            s.started.elapsed(),
-            "no checkpoint has been signed since the registry started, ",
-        ),
-    };
-    (age > bound).then(|| {
+/// 503 `checkpoint-overdue` when the newest signed checkpoint is `age` old, more than twice
+/// the cadence (or, with none `signed`, serving started that long ago): the publisher is
+/// stuck, and every follower is about to go stale.
+fn checkpoint_overdue(age: Duration, signed: bool, cadence: Duration) -> Option<Problem> {
+    (age > cadence.saturating_mul(2)).then(|| {
+        let what = if signed {
+            "the newest signed checkpoint was signed"
+        } else {
+            "no checkpoint has been signed since the registry started"
+        };
         Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "checkpoint-overdue",
@@ -215,7 +215,7 @@ fn checkpoint_overdue(s: &AppState) -> Option<Problem> {
             format!(
                 "{what} {:.1} s ago, more than twice the checkpoint cadence of {} s: the publisher is not signing",
                 age.as_secs_f64(),
-                s.checkpoint_interval.as_secs_f64()
+                cadence.as_secs_f64()
             ),
         )
     })
