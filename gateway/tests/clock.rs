@@ -14,66 +14,14 @@ mod support;
 
 use std::time::Duration;
 
-use dgsp_core::ManagerPublicKey;
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::clock::WallClock;
 use dgsp_http::clock::OffsetClock;
-use dgsp_wire::log::{now_ms, Entry};
-use serde_json::{json, Value};
+use dgsp_wire::log::now_ms;
+use serde_json::json;
 use support::mock::{padded, relink, Log, MockRegistry};
-use support::{gateway, gateway_config, metric, wait_for, Gateway, Member};
-
-/// An honest log (alice active, bob revoked, two snapshots) ending with a checkpoint entry;
-/// and alice, who can still sign.
-async fn honest_log() -> (Log, Member) {
-    let reg = support::registry().await;
-    let alice = reg.member("alice", 4).await;
-    let bob = reg.member("bob", 1).await;
-    reg.settled().await;
-    reg.revoke(bob.id).await;
-    reg.settled().await;
-    let entries: Vec<Entry> = reg
-        .store
-        .entries_after(0, 1_000_000)
-        .unwrap()
-        .iter()
-        .map(Entry::redacted)
-        .collect();
-    let manager = reg.manager.clone();
-    reg.shutdown().await;
-    assert_eq!(entries.last().unwrap().kind, "checkpoint");
-    (Log { entries, manager }, alice)
-}
-
-fn group(log: &Log) -> ManagerPublicKey {
-    log.manager.public_key().clone()
-}
-
-/// A time later than every checkpoint in `log` and than `after` (Unix ms).
-fn later(log: &Log, after: u64) -> u64 {
-    now_ms().max(log.last_checkpoint_time() + 1).max(after + 1)
-}
-
-/// The signed time the gateway's answers are fresh as of (0 before any).
-async fn fresh_time(gw: &Gateway) -> u64 {
-    gw.get("/v1/group").await.1["freshness"]["checkpoint"]["time_unix_ms"]
-        .as_u64()
-        .unwrap_or(0)
-}
-
-/// Waits until `/readyz` reports a fault of `kind` whose detail contains `detail`; returns
-/// the status code and body.
-async fn fault(gw: &Gateway, kind: &str, detail: &str) -> (u16, Value) {
-    wait_for(&format!("a {kind} fault ({detail})"), || async {
-        let (status, r) = gw.get("/readyz").await;
-        (r["fault"]["kind"] == kind
-            && r["fault"]["detail"]
-                .as_str()
-                .is_some_and(|d| d.contains(detail)))
-        .then_some((status, r))
-    })
-    .await
-}
+use support::signed_time::{fault, fresh_time, group, honest_log, later};
+use support::{gateway, gateway_config, metric, wait_for};
 
 /// `log` with one more entry (a member joined) and a `checkpoint` entry after it whose note,
 /// signed at `time`, covers that entry: what a registry whose clock reads `time` appends.

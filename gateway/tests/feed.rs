@@ -303,13 +303,7 @@ async fn a_misbehaving_registry_is_refused_and_the_last_verified_state_served() 
     sizes.push(reg.settled().await); // 7: a join
     reg.revoke(erin.id).await;
     sizes.push(reg.settled().await); // 8: erin revoked
-    let log: Vec<Entry> = reg
-        .store
-        .entries_after(0, 1_000_000)
-        .unwrap()
-        .iter()
-        .map(Entry::redacted)
-        .collect();
+    let log = reg.public_log();
     reg.shutdown().await;
     let cut: Vec<usize> = sizes
         .iter()
@@ -553,13 +547,7 @@ async fn a_head_the_feed_never_reaches_is_a_fault_not_a_busy_loop() {
     let reg = support::registry().await;
     let group = reg.manager.public_key().clone();
     let size = reg.settled().await;
-    let log: Vec<Entry> = reg
-        .store
-        .entries_after(0, 1_000_000)
-        .unwrap()
-        .iter()
-        .map(Entry::redacted)
-        .collect();
+    let log = reg.public_log();
     reg.shutdown().await;
     let server = MockServer::builder()
         .disable_request_recording()

@@ -13,64 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dgsp_core::checkpoint::{origin_for, SnapshotRef};
-use dgsp_core::ManagerPublicKey;
 use dgsp_gateway::anchor::Anchor;
 use dgsp_registry::publisher::snapshot_from_json;
 use dgsp_wire::log::{now_ms, Entry};
-use serde_json::Value;
 use support::mock::{padded, Log, MockRegistry};
-use support::{gateway, gateway_config, metric, wait_for, Gateway, Member};
-
-/// An honest log with two members (alice active, bob revoked), two snapshots, ending with a
-/// checkpoint entry; and alice, who can still sign.
-async fn honest_log() -> (Log, Member) {
-    let reg = support::registry().await;
-    let alice = reg.member("alice", 4).await;
-    let bob = reg.member("bob", 1).await;
-    reg.settled().await;
-    reg.revoke(bob.id).await;
-    reg.settled().await;
-    let entries: Vec<Entry> = reg
-        .store
-        .entries_after(0, 1_000_000)
-        .unwrap()
-        .iter()
-        .map(Entry::redacted)
-        .collect();
-    let manager = reg.manager.clone();
-    reg.shutdown().await;
-    assert_eq!(entries.last().unwrap().kind, "checkpoint");
-    (Log { entries, manager }, alice)
-}
-
-fn group(log: &Log) -> ManagerPublicKey {
-    log.manager.public_key().clone()
-}
-
-/// A time later than every checkpoint in `log` and than any used before (Unix ms).
-fn later(log: &Log, after: u64) -> u64 {
-    now_ms().max(log.last_checkpoint_time() + 1).max(after + 1)
-}
-
-/// The signed time the gateway's answers are fresh as of (0 before any).
-async fn fresh_time(gw: &Gateway) -> u64 {
-    gw.get("/v1/group").await.1["freshness"]["checkpoint"]["time_unix_ms"]
-        .as_u64()
-        .unwrap_or(0)
-}
-
-/// Waits until `/readyz` reports a fault of `kind` whose detail contains `detail`.
-async fn fault(gw: &Gateway, kind: &str, detail: &str) -> Value {
-    wait_for(&format!("a {kind} fault ({detail})"), || async {
-        let (_, r) = gw.get("/readyz").await;
-        (r["fault"]["kind"] == kind
-            && r["fault"]["detail"]
-                .as_str()
-                .is_some_and(|d| d.contains(detail)))
-        .then_some(r)
-    })
-    .await
-}
+use support::signed_time::{fault, fresh_time, group, honest_log, later};
+use support::{gateway, gateway_config, metric, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn freshness_is_signed_time_and_never_moves_back() {
@@ -163,7 +111,7 @@ async fn freshness_is_signed_time_and_never_moves_back() {
         manager: log.manager.clone(),
     };
     mock.note(Some(longer.note(size + 5, later(&log, t2))));
-    let r = fault(&gw, "withheld", &format!("ends at {size}")).await;
+    let (_, r) = fault(&gw, "withheld", &format!("ends at {size}")).await;
     assert_eq!(r["fault"]["seq"], size + 1, "{r}");
     assert_eq!((fresh_time(&gw).await, gw.applied().await), (t2, size));
 
@@ -303,7 +251,7 @@ async fn oversized_pages_shrink_and_pending_bytes_are_bounded() {
 
     // One entry larger than a page: reported (it cannot shrink further), nothing applied.
     mock.serve(padded(&log.entries, 1, 3 * m));
-    let r = fault(&gw, "page_too_large", "").await;
+    let (_, r) = fault(&gw, "page_too_large", "").await;
     assert_eq!(
         (r["applied_seq"].as_u64(), r["page_limit"].as_u64()),
         (Some(size), Some(1))

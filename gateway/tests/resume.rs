@@ -133,12 +133,7 @@ fn write_lossy_log(store: &Arc<Store>, manager: &Arc<Manager>) -> Lossy {
     drop(writer);
     thread.join().unwrap();
 
-    let entries = store
-        .entries_after(0, 1_000_000)
-        .unwrap()
-        .iter()
-        .map(Entry::redacted)
-        .collect();
+    let entries = support::public_log(store);
     let revoked = [&alice, &bob, &carol, &dave]
         .into_iter()
         .flatten()
@@ -204,21 +199,17 @@ async fn faults(gw: &Gateway, kind: &str) -> f64 {
 /// Waits until the gateway is ready with no fault in force at entry `size` or later, and
 /// returns its `/readyz`.
 async fn resumed(gw: &Gateway, size: u64) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (status, r) = gw.get("/readyz").await;
-        if status == 200
-            && r["status"] == "ok"
-            && r["applied_seq"].as_u64().is_some_and(|s| s >= size)
-        {
-            return r;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the gateway did not resume at entry {size}: {r}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(
+        &format!("the gateway to resume at entry {size}"),
+        || async {
+            let (status, r) = gw.get("/readyz").await;
+            (status == 200
+                && r["status"] == "ok"
+                && r["applied_seq"].as_u64().is_some_and(|s| s >= size))
+            .then_some(r)
+        },
+    )
+    .await
 }
 
 /// The refused checkpoints stay visible once the gateway has resumed: counted by kind, and
@@ -267,13 +258,7 @@ fn served(log: &Log, e: &Entry) -> Note {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_that_refused_checkpoints_keeps_the_fault_and_resumes_when_a_later_one_holds() {
     let (reg, lossy, _) = lossy_registry().await;
-    let repaired: Vec<Entry> = reg
-        .store
-        .entries_after(0, 1_000_000)
-        .unwrap()
-        .iter()
-        .map(Entry::redacted)
-        .collect();
+    let repaired = reg.public_log();
     let manager = reg.manager.clone();
     reg.shutdown().await;
 

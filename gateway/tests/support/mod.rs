@@ -4,6 +4,7 @@
 
 pub mod mock;
 pub mod proxy;
+pub mod signed_time;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::server as gw;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
+use dgsp_wire::log::Entry;
 use rand_core::OsRng;
 use serde_json::{json, Value};
 
@@ -192,6 +194,11 @@ impl Registry {
         }
     }
 
+    /// Its whole log as a follower reads it (public parts).
+    pub fn public_log(&self) -> Vec<Entry> {
+        public_log(&self.store)
+    }
+
     /// The registry's writer, for setting up states the admin API would take long to reach.
     pub fn writer(&self) -> &dgsp_registry::writer::Writer {
         &self.running.state.writer
@@ -277,6 +284,16 @@ impl Registry {
         })
         .await
     }
+}
+
+/// The whole log in `store` as a follower reads it (public parts).
+pub fn public_log(store: &Store) -> Vec<Entry> {
+    store
+        .entries_after(0, 1_000_000)
+        .unwrap()
+        .iter()
+        .map(Entry::redacted)
+        .collect()
 }
 
 /// A gateway following a registry.
