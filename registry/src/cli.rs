@@ -88,8 +88,8 @@ pub enum Command {
         checkpoint_interval_secs: u64,
         /// How far the clock may read behind the last signed time before the registry
         /// halts instead of signing (a clock stepped back, or one that ran ahead and was
-        /// corrected): milliseconds, 0 to 600000 (docs/checkpoints.md, "Time").
-        #[arg(long, env = "DGSP_CLOCK_TOLERANCE_MS", default_value_t = 5000,
+        /// corrected): milliseconds, 0 to 600000 (docs/checkpoints.md, "What the registry guarantees").
+        #[arg(long, env = "DGSP_CLOCK_TOLERANCE_MS", default_value_t = dgsp_core::checkpoint::DEFAULT_CLOCK_TOLERANCE_MS,
               value_parser = clap::value_parser!(u64).range(0..=600_000))]
         clock_tolerance_ms: u64,
         /// Where online backups (`dgsp-registry backup --registry`, `POST /admin/v1/backup`)

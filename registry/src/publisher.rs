@@ -191,9 +191,11 @@ fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, store::
     Ok(SignedCheckpoint::new(checkpoint, note.to_owned()))
 }
 
-/// How far behind its last signed time the clock may read before the registry halts
-/// (and, in followers, how far ahead of theirs a note may be dated).
-pub const DEFAULT_CLOCK_TOLERANCE: Duration = Duration::from_secs(5);
+/// How far behind its last signed time the clock may read before the registry halts: the
+/// same tolerance followers give a note dated ahead of their clock
+/// ([`DEFAULT_CLOCK_TOLERANCE_MS`](dgsp_core::checkpoint::DEFAULT_CLOCK_TOLERANCE_MS)).
+pub const DEFAULT_CLOCK_TOLERANCE: Duration =
+    Duration::from_millis(dgsp_core::checkpoint::DEFAULT_CLOCK_TOLERANCE_MS);
 
 /// How long the publisher waits before reading a clock that was behind again.
 const CLOCK_REREAD: Duration = Duration::from_millis(250);
