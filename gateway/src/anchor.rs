@@ -29,7 +29,7 @@ pub async fn resolve(
     }
     let client = crate::follower::client(config.timeout)
         .map_err(|e| ResolveError::Unavailable(e.to_string()))?;
-    let (page, _) = fetch::fetch_page(&client, config, 0, 1)
+    let page = fetch::fetch_page(&client, config, 0, 1)
         .await
         .map_err(|e| ResolveError::Unavailable(e.to_string()))?;
     let first = page

@@ -59,13 +59,13 @@ async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Option<
     Ok(Some(body))
 }
 
-/// The feed page of at most `limit` entries after `after`, and its size in bytes.
+/// The feed page of at most `limit` entries after `after`.
 pub async fn fetch_page(
     client: &reqwest::Client,
     config: &FollowConfig,
     after: u64,
     limit: usize,
-) -> Result<(Entries, usize), Fault> {
+) -> Result<Entries, Fault> {
     let deadline = config.timeout * PAGE_DEADLINE_TIMEOUTS;
     tokio::time::timeout(deadline, fetch_page_within(client, config, after, limit))
         .await
@@ -81,7 +81,7 @@ async fn fetch_page_within(
     config: &FollowConfig,
     after: u64,
     limit: usize,
-) -> Result<(Entries, usize), Fault> {
+) -> Result<Entries, Fault> {
     let url = format!("{}/v1/log/entries", config.registry);
     let resp = client
         .get(&url)
@@ -99,8 +99,7 @@ async fn fetch_page_within(
             entries: limit,
             max_bytes: config.max_page_bytes,
         })?;
-    let page = parse_page(&body)?;
-    Ok((page, body.len()))
+    parse_page(&body)
 }
 
 /// A feed page body as read (at most `max_page_bytes`), parsed.

@@ -244,7 +244,7 @@ impl Follower {
         // The page starts with the tip (already held, for the continuity check), then up to
         // `page_limit` new entries.
         let limit = (self.page_limit + usize::from(tip > 0)).min(self.config.page.max(2));
-        let (page, _) = tokio::select! {
+        let page = tokio::select! {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_page(&self.client, &self.config, tip.saturating_sub(1), limit) => r?,
         };
@@ -258,7 +258,7 @@ impl Follower {
         // pages 16 MiB). Check the tip, then read that entry on its own; its `prev` hash
         // continues from the tip like any other entry's.
         self.check_tip(&page.entries[0])?;
-        let (page, _) = tokio::select! {
+        let page = tokio::select! {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_page(&self.client, &self.config, tip, 1) => r?,
         };
