@@ -245,19 +245,24 @@ impl SyncStatus {
         since.map_or(0.0, |t| now_ms.saturating_sub(t) as f64 / 1e3)
     }
 
-    /// Records a fault (keeping the first-seen time of a repeated kind).
-    pub fn record_fault(&mut self, kind: &'static str, detail: String, seq: Option<u64>) {
+    /// Records a fault, now in force (keeping the first-seen time of a repeated kind).
+    pub fn record_fault(
+        &mut self,
+        kind: &'static str,
+        detail: String,
+        seq: Option<u64>,
+    ) -> &FaultReport {
         *self.faults_total.entry(kind).or_default() += 1;
         let since_unix_ms = match &self.fault {
             Some(f) if f.kind == kind => f.since_unix_ms,
             _ => now_ms(),
         };
-        self.fault = Some(FaultReport {
+        self.fault.insert(FaultReport {
             kind: kind.to_owned(),
             detail,
             seq,
             since_unix_ms,
-        });
+        })
     }
 }
 

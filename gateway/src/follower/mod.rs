@@ -205,13 +205,8 @@ impl Follower {
                     tracing::warn!(kind = fault.kind(), error = %fault, "registry feed refused; serving the last verified state");
                     self.pending.clear();
                     self.pending_bytes = 0;
-                    let mut st = lock(&self.status);
-                    st.pending_bytes = 0;
-                    st.record_fault(fault.kind(), fault.to_string(), fault.seq());
-                    if fault.is_integrity() {
-                        st.last_integrity_fault = st.fault.clone();
-                    }
-                    drop(st);
+                    lock(&self.status).pending_bytes = 0;
+                    self.report(&fault);
                     let exp = self.config.poll.saturating_mul(1 << failures.min(8));
                     exp.min(self.config.max_backoff)
                 }
@@ -536,12 +531,22 @@ impl Follower {
             error = %fault,
             "signed checkpoint refused; waiting for a later one that covers the log consistently"
         );
+        let report = self.report(&fault);
+        self.refused = Some((checkpoint, report));
+    }
+
+    /// Records `fault` in the status (in force, counted by kind, and kept as the last
+    /// integrity fault when it finds the registry's publications at fault); returns its
+    /// report.
+    fn report(&self, fault: &Fault) -> FaultReport {
         let mut st = lock(&self.status);
-        st.record_fault(fault.kind(), fault.to_string(), fault.seq());
-        st.last_integrity_fault = st.fault.clone();
-        if let Some(report) = st.fault.clone() {
-            self.refused = Some((checkpoint, report));
+        let report = st
+            .record_fault(fault.kind(), fault.to_string(), fault.seq())
+            .clone();
+        if fault.is_integrity() {
+            st.last_integrity_fault = Some(report.clone());
         }
+        report
     }
 
     /// Whether `note` is the checkpoint refused last.
@@ -554,13 +559,14 @@ impl Follower {
     /// superseded that did not match the log are reported unless the refusal in force was
     /// theirs.
     fn resumed(&mut self, seq: u64, superseded: Vec<Fault>) {
-        let shown = self.refused.as_ref().map(|(_, f)| (f.kind.clone(), f.seq));
         for fault in superseded {
-            if shown != Some((fault.kind().to_owned(), fault.seq())) {
+            let shown = self
+                .refused
+                .as_ref()
+                .is_some_and(|(_, f)| f.kind == fault.kind() && f.seq == fault.seq());
+            if !shown {
                 tracing::warn!(kind = fault.kind(), error = %fault, "a superseded snapshot does not match the log");
-                let mut st = lock(&self.status);
-                st.record_fault(fault.kind(), fault.to_string(), fault.seq());
-                st.last_integrity_fault = st.fault.clone();
+                self.report(&fault);
             }
         }
         if let Some((r, _)) = self.refused.take_if(|(r, _)| r.checkpoint.size <= seq) {
