@@ -23,6 +23,7 @@ use base64::Engine;
 use dgsp_core::{Manager, ParamSet, WotsPk};
 use dgsp_registry::api;
 use dgsp_registry::issuance::{IssuanceConfig, Issuer, Job};
+use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Writer};
@@ -80,11 +81,9 @@ struct Server {
     _dir: tempfile::TempDir,
 }
 
-async fn serve() -> Server {
-    serve_with(Default::default()).await
-}
-
-async fn serve_with(publisher: dgsp_registry::publisher::PublisherConfig) -> Server {
+/// A fresh group served on loopback with `publisher` (`Default::default()`: the usual
+/// cadence).
+async fn serve(publisher: PublisherConfig) -> Server {
     let (dir, store, manager) = fresh();
     store
         .create_group(manager.public_key(), dgsp_wire::log::now_ms())
@@ -114,8 +113,18 @@ impl Server {
     }
 }
 
+/// `GET {base}/v1/checkpoint`: the newest signed checkpoint.
+async fn checkpoint(client: &reqwest::Client, base: &str) -> reqwest::Result<Value> {
+    client
+        .get(format!("{base}/v1/checkpoint"))
+        .send()
+        .await?
+        .json()
+        .await
+}
+
 async fn joins_via_http(concurrency: usize, total: usize) -> f64 {
-    let s = serve().await;
+    let s = serve(Default::default()).await;
     let client = reqwest::Client::new();
     let start = Instant::now();
     let tasks: Vec<_> = (0..concurrency)
@@ -144,7 +153,7 @@ async fn joins_via_http(concurrency: usize, total: usize) -> f64 {
 }
 
 async fn issuance_via_http(batches: usize, per_batch: usize) -> f64 {
-    let s = serve().await;
+    let s = serve(Default::default()).await;
     let client = reqwest::Client::new();
     let r: Value = client
         .post(format!("{}/admin/v1/members", s.base))
@@ -299,7 +308,7 @@ async fn replay() -> f64 {
 /// newest signed checkpoint covers it (`GET /v1/checkpoint` polled every 2 ms): what a
 /// revoking operator waits for, and what every follower waits for.
 async fn revocation_latency(rate: f64, secs: f64) -> String {
-    let s = serve().await;
+    let s = serve(Default::default()).await;
     let n = (rate * secs) as usize;
     let writer = s.running.state.writer.clone();
     let usernames = (0..n).map(|i| format!("r{i}")).collect();
@@ -324,12 +333,10 @@ async fn revocation_latency(rate: f64, secs: f64) -> String {
         tokio::spawn(async move {
             let mut seen = Vec::new();
             while !*stopped.borrow_and_update() {
-                if let Ok(r) = client.get(format!("{base}/v1/checkpoint")).send().await {
-                    if let Ok(v) = r.json::<Value>().await {
-                        let size = v["size"].as_u64().unwrap_or(0);
-                        if seen.last().is_none_or(|(_, s)| *s != size) {
-                            seen.push((Instant::now(), size));
-                        }
+                if let Ok(v) = checkpoint(&client, &base).await {
+                    let size = v["size"].as_u64().unwrap_or(0);
+                    if seen.last().is_none_or(|(_, s)| *s != size) {
+                        seen.push((Instant::now(), size));
                     }
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(2)).await;
@@ -366,14 +373,7 @@ async fn revocation_latency(rate: f64, secs: f64) -> String {
     // Until the last revocation is covered (or 30 s).
     let deadline = Instant::now() + std::time::Duration::from_secs(30);
     while Instant::now() < deadline {
-        let v: Value = client
-            .get(format!("{}/v1/checkpoint", s.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = checkpoint(&client, &s.base).await.unwrap();
         if v["size"].as_u64().unwrap_or(0) >= last_seq {
             break;
         }
@@ -429,7 +429,7 @@ fn cpu_ms() -> f64 {
 /// The cadence's cost with nothing written: a registry signing a checkpoint every 100 ms
 /// for 5 s; CPU milliseconds of the whole process per signed note.
 async fn cadence_cost() -> String {
-    let s = serve_with(dgsp_registry::publisher::PublisherConfig {
+    let s = serve(PublisherConfig {
         checkpoint_interval: std::time::Duration::from_millis(100),
         ..Default::default()
     })
@@ -439,14 +439,7 @@ async fn cadence_cost() -> String {
     let (cpu0, mut times) = (cpu_ms(), std::collections::HashSet::new());
     let end = Instant::now() + std::time::Duration::from_secs(5);
     while Instant::now() < end {
-        let v: Value = client
-            .get(format!("{}/v1/checkpoint", s.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = checkpoint(&client, &s.base).await.unwrap();
         times.insert(v["time_unix_ms"].as_u64().unwrap_or(0));
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

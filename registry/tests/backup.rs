@@ -7,6 +7,8 @@
 //! Then the refusals: a non-empty target (online, offline, restore), a locked data directory,
 //! a directory that is not a backup, a manifest that does not match its log.
 
+mod support;
+
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -22,14 +24,13 @@ use dgsp_registry::store::{ProjectionState, Store, ViewRecord};
 use rand_core::{OsRng, RngCore};
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dgsp-registry");
 const PASSPHRASE: &str = "backup test passphrase";
 const TOKEN: &str = "backup-test-admin-token";
 
 /// `dgsp-registry ARGS` with the passphrase and token in its environment and no other
 /// DGSP_ setting inherited.
 fn registry<S: AsRef<OsStr>>(args: &[S]) -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = Command::new(support::BIN);
     c.args(args)
         .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
         .env("DGSP_ADMIN_TOKEN", TOKEN)
@@ -113,12 +114,7 @@ struct Server {
 
 impl Server {
     fn start(data: &Path, rt: &tokio::runtime::Runtime) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let listen = format!("127.0.0.1:{port}");
+        let listen = format!("127.0.0.1:{}", support::free_port());
         let mut c = registry(&[
             OsStr::new("serve"),
             OsStr::new("--data"),
@@ -133,19 +129,9 @@ impl Server {
             child: Some(c.spawn().unwrap()),
             url: format!("http://{listen}"),
         };
-        rt.block_on(async {
-            let client = reqwest::Client::new();
-            let deadline = Instant::now() + Duration::from_secs(60);
-            loop {
-                assert!(Instant::now() < deadline, "the registry never became ready");
-                if let Ok(r) = client.get(format!("{}/readyz", server.url)).send().await {
-                    if r.status().is_success() {
-                        break;
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        });
+        let (within, every) = (Duration::from_secs(60), Duration::from_millis(50));
+        let client = reqwest::Client::new();
+        rt.block_on(support::wait_serving(&client, &server.url, within, every));
         server
     }
 

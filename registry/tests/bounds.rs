@@ -5,67 +5,39 @@
 //! once the newest signed note is older than twice the cadence, and data directories
 //! created 0700 under the usual umask of 022.
 
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command as Process;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_core::{Manager, ParamSet, MAX_N};
+use dgsp_core::MAX_N;
 use dgsp_registry::api::admin::{
     ISSUE_BODY_LIMIT, JOIN_BODY_LIMIT, OPEN_BODY_LIMIT, SMALL_BODY_LIMIT,
 };
 use dgsp_http::clock::OffsetClock;
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
-use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Outcome};
 use dgsp_wire::limits::{DEFAULT_MAX_MESSAGE, LARGEST_SIGNATURE};
 use dgsp_wire::registry_api::MAX_ISSUE;
-use rand_chacha::rand_core::SeedableRng;
-use rand_chacha::ChaCha20Rng;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use support::{polls, Registry};
 use tokio::io::AsyncWriteExt;
 
 const ADMIN: &str = "admin-token-for-bounds-tests";
-const BIN: &str = env!("CARGO_BIN_EXE_dgsp-registry");
-
-struct Registry {
-    url: String,
-    client: reqwest::Client,
-    running: server::Running,
-    _dir: tempfile::TempDir,
-}
 
 async fn start(feed_bytes_in_flight: usize, publisher: PublisherConfig) -> Registry {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(dir.path()).unwrap());
-    let manager = Arc::new(Manager::generate(
-        ParamSet::Sha2_128f,
-        &mut ChaCha20Rng::seed_from_u64(11),
-    ));
-    store.create_group(manager.public_key(), 1).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
-        admin_token: ADMIN.into(),
-        auditor_token: None,
-        body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
         publisher,
         feed_bytes_in_flight,
-        backups: None,
+        ..support::config(ADMIN)
     };
-    let running = server::start(store, manager, listener, config)
-        .await
-        .unwrap();
-    Registry {
-        url: running.url(),
-        client: reqwest::Client::new(),
-        running,
-        _dir: dir,
-    }
+    Registry::start(11, config).await
 }
 
 impl Registry {
@@ -81,16 +53,6 @@ impl Registry {
             .unwrap();
         let status = r.status();
         (status, r.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn readyz(&self) -> (StatusCode, String) {
-        let r = self
-            .client
-            .get(format!("{}/readyz", self.url))
-            .send()
-            .await
-            .unwrap();
-        (r.status(), r.text().await.unwrap())
     }
 }
 
@@ -202,16 +164,18 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
         CERTS
     );
     wait_until("the budget to empty", || feed.in_flight() == 0).await;
-    reg.running.shutdown().await.unwrap();
+    reg.shutdown().await;
 }
 
-/// `{"<field>": "<n characters>"}`-like bodies of an exact length.
-fn padded(prefix: &str, len: usize, suffix: &str) -> String {
-    let fill = len - prefix.len() - suffix.len();
-    format!("{prefix}{}{suffix}", "A".repeat(fill))
-}
-
-fn names_limit(p: &Value, limit: usize) {
+/// A body of `{"<field>": "AAA…"}` one byte longer than `limit` is refused: 413, naming the
+/// limit.
+async fn refuses_one_byte_more(reg: &Registry, path: &str, field: &str, limit: usize) {
+    let (prefix, suffix) = (format!("{{\"{field}\": \""), "\"}");
+    let fill = limit + 1 - prefix.len() - suffix.len();
+    let (status, p) = reg
+        .post(path, format!("{prefix}{}{suffix}", "A".repeat(fill)))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(p["type"], "urn:dgsp:problem:body-too-large", "{p}");
     assert!(
         p["detail"]
@@ -244,14 +208,7 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     assert!(join.len() <= JOIN_BODY_LIMIT);
     let (status, p) = reg.post("/admin/v1/members", join).await;
     assert_eq!(status, StatusCode::CREATED, "{p}");
-    let (status, p) = reg
-        .post(
-            "/admin/v1/members",
-            padded("{\"username\": \"", JOIN_BODY_LIMIT + 1, "\"}"),
-        )
-        .await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-    names_limit(&p, JOIN_BODY_LIMIT);
+    refuses_one_byte_more(&reg, "/admin/v1/members", "username", JOIN_BODY_LIMIT).await;
 
     let key = B64.encode([7u8; MAX_N]);
     let issue = json!({"cid_star": key, "wots_pks": vec![key.clone(); MAX_ISSUE]}).to_string();
@@ -263,14 +220,8 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
         "a 32-byte cid* in a 128f group: {p}"
     );
     assert_eq!(p["field"], "cid_star", "{p}");
-    let (status, p) = reg
-        .post(
-            "/admin/v1/members/0/certificates",
-            padded("{\"cid_star\": \"", ISSUE_BODY_LIMIT + 1, "\"}"),
-        )
-        .await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-    names_limit(&p, ISSUE_BODY_LIMIT);
+    let path = "/admin/v1/members/0/certificates";
+    refuses_one_byte_more(&reg, path, "cid_star", ISSUE_BODY_LIMIT).await;
 
     let open = json!({
         "message": B64.encode(vec![1u8; DEFAULT_MAX_MESSAGE]),
@@ -280,23 +231,9 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     let (status, p) = reg.post("/admin/v1/open", open).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "not a signature: {p}");
     assert_eq!(p["field"], "signature", "{p}");
-    let (status, p) = reg
-        .post(
-            "/admin/v1/open",
-            padded("{\"message\": \"", OPEN_BODY_LIMIT + 1, "\"}"),
-        )
-        .await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-    names_limit(&p, OPEN_BODY_LIMIT);
+    refuses_one_byte_more(&reg, "/admin/v1/open", "message", OPEN_BODY_LIMIT).await;
 
-    let (status, p) = reg
-        .post(
-            "/admin/v1/backup",
-            padded("{\"name\": \"", SMALL_BODY_LIMIT + 1, "\"}"),
-        )
-        .await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-    names_limit(&p, SMALL_BODY_LIMIT);
+    refuses_one_byte_more(&reg, "/admin/v1/backup", "name", SMALL_BODY_LIMIT).await;
 
     // A bulk join keeps the configured limit (4 MiB by default): 10,000 long usernames fit.
     let names: Vec<String> = (0..10_000).map(|i| format!("{i:0>120}")).collect();
@@ -304,7 +241,7 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     assert!(bulk.len() > 1 << 20);
     let (status, p) = reg.post("/admin/v1/members/bulk", bulk).await;
     assert_eq!(status, StatusCode::CREATED, "{p}");
-    reg.running.shutdown().await.unwrap();
+    reg.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,16 +251,7 @@ async fn a_custom_method_of_100_kb_does_not_grow_the_metrics() {
         PublisherConfig::default(),
     )
     .await;
-    let metrics = || async {
-        reg.client
-            .get(format!("{}/metrics", reg.url))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
+    let metrics = || support::get_text(&reg.client, format!("{}/metrics", reg.url));
     let before = metrics().await;
     let addr = reg.url.trim_start_matches("http://").to_owned();
     for letter in ["X", "Y"] {
@@ -344,7 +272,7 @@ async fn a_custom_method_of_100_kb_does_not_grow_the_metrics() {
     );
     assert!(!after.contains("XXXX"));
     assert!(after.len() < before.len() + 2_000, "{}", after.len());
-    reg.running.shutdown().await.unwrap();
+    reg.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -361,12 +289,8 @@ async fn not_ready_once_the_newest_note_is_older_than_twice_the_cadence() {
     )
     .await;
     // Ready from the start; the first note is signed at once.
-    for _ in 0..500 {
-        if reg.readyz().await.1.contains("checkpoint of") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let signed = |_, body: &str| body.contains("checkpoint of");
+    support::wait_readyz_until(&reg.client, &reg.url, polls(500, 20), "a note", signed).await;
     let (status, text) = reg.readyz().await;
     assert_eq!(status, StatusCode::OK, "{text}");
     assert!(text.contains("checkpoint of"), "{text}");
@@ -385,7 +309,7 @@ async fn not_ready_once_the_newest_note_is_older_than_twice_the_cadence() {
     assert_eq!(reg.readyz().await.0, StatusCode::OK);
     clock.set_offset_ms(0);
     assert_eq!(reg.readyz().await.0, StatusCode::OK);
-    reg.running.shutdown().await.unwrap();
+    reg.shutdown().await;
 }
 
 fn mode(p: &Path) -> u32 {
@@ -394,17 +318,12 @@ fn mode(p: &Path) -> u32 {
 
 /// Runs the registry binary under `umask 022`, as most service managers and shells leave it.
 fn run_with_umask_022(args: &[&str]) {
-    let out = Process::new("sh")
-        .args(["-c", "umask 022 && exec \"$@\"", "sh", BIN])
-        .args(args)
-        .env("DGSP_KEY_PASSPHRASE", "bounds test passphrase")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    support::succeeds(
+        Process::new("sh")
+            .args(["-c", "umask 022 && exec \"$@\"", "sh", support::BIN])
+            .args(args)
+            .env("DGSP_KEY_PASSPHRASE", "bounds test passphrase")
+            .env("RUST_LOG", "warn"),
     );
 }
 

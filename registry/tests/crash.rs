@@ -2,10 +2,12 @@
 //! registry is `kill -9`ed at random moments, 20 times. Afterwards every acknowledged write
 //! is in the log, the chain verifies, and the projections equal a rebuild from the log.
 
+mod support;
+
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -14,20 +16,11 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dgsp-registry");
 const TOKEN: &str = "crash-test-admin-token";
 const PASSPHRASE: &str = "crash test passphrase";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start(data: &std::path::Path, port: u16) -> Child {
-    Command::new(BIN)
+    Command::new(support::BIN)
         .args(["serve", "--data"])
         .arg(data)
         .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -38,19 +31,6 @@ fn start(data: &std::path::Path, port: u16) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-async fn wait_ready(client: &reqwest::Client, base: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
-            if r.status().is_success() {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("registry did not become ready");
 }
 
 /// What the registry acknowledged (answered with success) before being killed.
@@ -123,17 +103,7 @@ async fn client_loop(
 async fn every_acknowledged_write_survives_kill_minus_nine() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("group");
-    let out = Command::new(BIN)
-        .args(["init", "--params", "sha2-128f", "--data"])
-        .arg(&data)
-        .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::init(&data, PASSPHRASE);
 
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -142,10 +112,11 @@ async fn every_acknowledged_write_survives_kill_minus_nine() {
     let acked = Arc::new(Mutex::new(Acked::default()));
     let mut rng = ChaCha20Rng::seed_from_u64(2026);
     for round in 0..20 {
-        let port = free_port();
+        let port = support::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let mut child = start(&data, port);
-        wait_ready(&client, &base).await;
+        let (within, every) = (Duration::from_secs(30), Duration::from_millis(20));
+        support::wait_serving(&client, &base, within, every).await;
         let workers: Vec<_> = (0..6)
             .map(|w| {
                 tokio::spawn(client_loop(

@@ -2,12 +2,12 @@
 //! of ~9 MB each, a page of `limit=1000` stops at 16 MiB, still holds at least one entry,
 //! and paging by the last seq received covers the whole chain exactly once.
 
+mod support;
+
 use std::sync::Arc;
 
 use dgsp_core::{Manager, ParamSet};
-use dgsp_registry::api;
 use dgsp_registry::feed::{self, MAX_PAGE_BYTES};
-use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Outcome};
 use dgsp_wire::log::{Entry, GENESIS_PREV};
@@ -15,6 +15,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use support::Registry;
 
 const ADMIN: &str = "admin-token-for-tests";
 /// Certificates per revoked member: its `member_revoked` entry lists as many zetas, 35 bytes
@@ -44,27 +45,8 @@ async fn fetch(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_stop_at_16_mib_and_paging_covers_the_whole_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(dir.path()).unwrap());
-    let manager = Arc::new(Manager::generate(
-        ParamSet::Sha2_128f,
-        &mut ChaCha20Rng::seed_from_u64(7),
-    ));
-    store.create_group(manager.public_key(), 1).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = server::Config {
-        admin_token: ADMIN.into(),
-        auditor_token: None,
-        body_limit: api::DEFAULT_BODY_LIMIT,
-        publisher: Default::default(),
-        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
-        backups: None,
-    };
-    let running = server::start(store.clone(), manager, listener, config)
-        .await
-        .unwrap();
-    let url = running.url();
-    let client = reqwest::Client::new();
+    let reg = Registry::start(7, support::config(ADMIN)).await;
+    let (url, client, store, running) = (&reg.url, &reg.client, &reg.store, &reg.running);
 
     // Members with many certificates (counters reserved through the writer: signing them
     // would only slow the test), then revoked over HTTP: large `member_revoked` entries,
@@ -109,7 +91,7 @@ async fn pages_stop_at_16_mib_and_paging_covers_the_whole_log() {
     let mut revoked_seen = 0;
     let mut cut_short = 0;
     loop {
-        let (entries, head, bytes) = fetch(&client, &url, after, None).await;
+        let (entries, head, bytes) = fetch(client, url, after, None).await;
         if after >= head {
             assert!(entries.is_empty());
             break;
@@ -156,7 +138,7 @@ async fn pages_stop_at_16_mib_and_paging_covers_the_whole_log() {
         "only {cut_short} pages ended at the byte bound"
     );
     assert_eq!(after, store.head().unwrap().seq);
-    running.shutdown().await.unwrap();
+    reg.shutdown().await;
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The registry over real HTTP on loopback: a member's whole flow through the admin API,
 //! and the bad-input table (each refusal is problem+json and leaves the log unchanged).
 
+mod support;
+
 use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -16,60 +18,25 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use support::{polls, Registry};
 
 const ADMIN: &str = "admin-token-for-tests";
 const AUDITOR: &str = "auditor-token-for-tests";
 
-struct Registry {
-    url: String,
-    client: reqwest::Client,
-    store: Arc<Store>,
-    manager: Arc<Manager>,
-    running: server::Running,
-    _dir: tempfile::TempDir,
-}
-
 async fn start(body_limit: usize) -> Registry {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(dir.path()).unwrap());
-    let manager = Arc::new(Manager::generate(
-        ParamSet::Sha2_128f,
-        &mut ChaCha20Rng::seed_from_u64(3),
-    ));
-    store.create_group(manager.public_key(), 1).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
-        admin_token: ADMIN.into(),
         auditor_token: Some(AUDITOR.into()),
         body_limit,
-        publisher: Default::default(),
-        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
-        backups: None,
+        ..support::config(ADMIN)
     };
-    let running = server::start(store.clone(), manager.clone(), listener, config)
-        .await
-        .unwrap();
-    Registry {
-        url: running.url(),
-        client: reqwest::Client::new(),
-        store,
-        manager,
-        running,
-        _dir: dir,
-    }
-}
-
-async fn get_json(client: &reqwest::Client, url: String, token: Option<&str>) -> Value {
-    let mut request = client.get(url);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    request.send().await.unwrap().json().await.unwrap()
+    Registry::start(3, config).await
 }
 
 impl Registry {
     async fn get(&self, path: &str, token: Option<&str>) -> Value {
-        get_json(&self.client, format!("{}{path}", self.url), token).await
+        support::get_json(&self.client, format!("{}{path}", self.url), token)
+            .await
+            .1
     }
 
     /// Whether `zeta` is revoked, by a proof from the registry checked offline against the
@@ -112,11 +79,6 @@ impl Registry {
             .map(|e| e.seq)
             .max()
             .unwrap_or(0)
-    }
-
-    /// Stops like `serve` does, so RocksDB closes before the test process exits.
-    async fn shutdown(self) {
-        self.running.shutdown().await.unwrap();
     }
 
     async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -528,36 +490,14 @@ async fn a_restart_checkpoints_what_the_last_run_left_unsigned() {
         .collect();
     store.commit(&entries, &[]).unwrap();
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = server::Config {
-        admin_token: ADMIN.into(),
-        auditor_token: None,
-        body_limit: api::DEFAULT_BODY_LIMIT,
-        publisher: Default::default(),
-        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
-        backups: None,
-    };
-    let running = server::start(store, manager.clone(), listener, config)
-        .await
-        .unwrap();
+    let running = support::serve(store, manager.clone(), support::config(ADMIN)).await;
     let client = reqwest::Client::new();
-    let mut covered = 0;
-    for _ in 0..200 {
-        let cp = get_json(&client, format!("{}/v1/checkpoint", running.url()), None).await;
-        covered = cp["size"].as_u64().unwrap_or(0);
-        if covered >= 3 {
-            manager
-                .public_key()
-                .verify_checkpoint(cp["note"].as_str().unwrap())
-                .unwrap();
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert!(
-        covered >= 3,
-        "the join at seq 3 was never checkpointed (size {covered})"
-    );
+    // The join at seq 3 is checkpointed.
+    let cp = support::wait_covering(&client, &running.url(), 3, polls(200, 10)).await;
+    manager
+        .public_key()
+        .verify_checkpoint(cp["note"].as_str().unwrap())
+        .unwrap();
     running.shutdown().await.unwrap();
 }
 

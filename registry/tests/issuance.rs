@@ -3,60 +3,28 @@
 //! retry after completion is answered from kept certificates without signing. Everything is
 //! observed through `/metrics`, never through timing.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_core::{Certificate, CidStar, CsrItem, Manager, MemberKey, ParamSet};
+use dgsp_core::{Certificate, CidStar, CsrItem, MemberKey, ParamSet};
 use dgsp_registry::api;
-use dgsp_registry::server;
-use dgsp_registry::store::Store;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use support::Registry;
 
 const ADMIN: &str = "admin-token-for-tests";
+/// The parameter set of every `support::group`.
 const PARAMS: ParamSet = ParamSet::Sha2_128f;
 /// The largest issuance the API accepts: seconds of signing on a small machine.
 const KEYS: usize = api::admin::MAX_ISSUE;
 
-struct Registry {
-    url: String,
-    client: reqwest::Client,
-    manager: Arc<Manager>,
-    running: server::Running,
-    _dir: tempfile::TempDir,
-}
-
 async fn start() -> Registry {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(dir.path()).unwrap());
-    let manager = Arc::new(Manager::generate(
-        PARAMS,
-        &mut ChaCha20Rng::seed_from_u64(5),
-    ));
-    store.create_group(manager.public_key(), 1).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = server::Config {
-        admin_token: ADMIN.into(),
-        auditor_token: None,
-        body_limit: api::DEFAULT_BODY_LIMIT,
-        publisher: Default::default(),
-        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
-        backups: None,
-    };
-    let running = server::start(store, manager.clone(), listener, config)
-        .await
-        .unwrap();
-    Registry {
-        url: running.url(),
-        client: reqwest::Client::new(),
-        manager,
-        running,
-        _dir: dir,
-    }
+    Registry::start(5, support::config(ADMIN)).await
 }
 
 /// A member's certificate request: the member key, its CSR items and the request body.
@@ -133,15 +101,7 @@ impl Registry {
     /// A sample (no labels) or labelled series of `/metrics`, e.g.
     /// `dgsp_registry_issuance_retries_served_total{source="kept"}`.
     async fn metric(&self, series: &str) -> u64 {
-        let text = self
-            .client
-            .get(format!("{}/metrics", self.url))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = support::get_text(&self.client, format!("{}/metrics", self.url)).await;
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
             .unwrap_or_else(|| panic!("no series {series} in\n{text}"))
@@ -180,10 +140,6 @@ impl Registry {
                 )
                 .unwrap();
         }
-    }
-
-    async fn shutdown(self) {
-        self.running.shutdown().await.unwrap();
     }
 }
 

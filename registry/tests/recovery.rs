@@ -6,6 +6,8 @@
 //! - An injected storage failure in the writer or the publisher halts the registry: it goes
 //!   not-ready and refuses writes (503), no acknowledged write is lost, a restart recovers.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -13,21 +15,21 @@ use std::time::{Duration, Instant};
 
 use dgsp_core::Manager;
 use dgsp_registry::publisher::PublisherConfig;
+use dgsp_registry::server;
 use dgsp_registry::store::{ProjectionState, Store};
 use dgsp_registry::writer::{Command as Write, Writer};
-use dgsp_registry::{api, keyfile, server};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde_json::{json, Value};
+use support::polls;
 
-const BIN: &str = env!("CARGO_BIN_EXE_dgsp-registry");
 const PASSPHRASE: &str = "recovery test passphrase";
 const TOKEN: &str = "recovery-test-admin-token";
 const MEMBERS: u64 = 120_000;
 const REVOKED: u64 = 7;
 
 fn registry(args: &[&str], data: &Path) -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = Command::new(support::BIN);
     c.args(args)
         .arg("--data")
         .arg(data)
@@ -38,23 +40,12 @@ fn registry(args: &[&str], data: &Path) -> Command {
     c
 }
 
-fn manager(data: &Path) -> Manager {
-    Manager::new(keyfile::read(&data.join("manager.key"), PASSPHRASE.as_bytes()).unwrap())
-}
-
 /// A group of `MEMBERS` members, one of them (id `REVOKED`) revoked with 20 certificates.
 fn populate(data: &Path) {
-    let init = registry(&["init", "--params", "sha2-128f"], data)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    support::init(data, PASSPHRASE);
     let store = Arc::new(Store::open(&data.join("db")).unwrap());
-    let (writer, thread) =
-        Writer::start(store.clone(), Arc::new(manager(data)), Default::default()).unwrap();
+    let manager = support::manager_key(data, PASSPHRASE);
+    let (writer, thread) = Writer::start(store.clone(), manager, Default::default()).unwrap();
     for chunk in 0..MEMBERS / 10_000 {
         let usernames = (0..10_000)
             .map(|i| format!("m{}", chunk * 10_000 + i))
@@ -119,11 +110,7 @@ fn an_interrupted_rebuild_is_never_served_and_resumes() {
 
     // `serve` finishes whatever is left before serving; then the next join gets a new id and
     // the revoked member is still revoked.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::free_port();
     let mut serve = registry(&["serve", "--listen", &format!("127.0.0.1:{port}")], &data)
         .env("DGSP_ADMIN_TOKEN", TOKEN)
         .spawn()
@@ -132,16 +119,8 @@ fn an_interrupted_rebuild_is_never_served_and_resumes() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let joined = rt.block_on(async {
         let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            assert!(Instant::now() < deadline, "the registry never became ready");
-            if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
-                if r.status().is_success() {
-                    break;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let (within, every) = (Duration::from_secs(120), Duration::from_millis(50));
+        support::wait_serving(&client, &base, within, every).await;
         let r = client
             .post(format!("{base}/admin/v1/members"))
             .bearer_auth(TOKEN)
@@ -187,21 +166,14 @@ struct Live {
 
 async fn start(db: &Path, manager: &Arc<Manager>) -> Live {
     let store = Arc::new(Store::open(db).unwrap());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
-        admin_token: TOKEN.into(),
-        auditor_token: None,
-        body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: PublisherConfig {
             checkpoint_interval: Duration::from_secs(1),
             ..PublisherConfig::default()
         },
-        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
-        backups: None,
+        ..support::config(TOKEN)
     };
-    let running = server::start(store.clone(), manager.clone(), listener, config)
-        .await
-        .unwrap();
+    let running = support::serve(store.clone(), manager.clone(), config).await;
     Live {
         running,
         store,
@@ -221,18 +193,13 @@ impl Live {
     }
 
     async fn ready(&self) -> reqwest::StatusCode {
-        let url = format!("{}/readyz", self.running.url());
-        self.client.get(url).send().await.unwrap().status()
+        support::readyz(&self.client, &self.running.url()).await.0
     }
 
+    /// The registry goes not-ready after the failure.
     async fn wait_not_ready(&self) {
-        for _ in 0..500 {
-            if self.ready().await == reqwest::StatusCode::SERVICE_UNAVAILABLE {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the registry stayed ready after the failure");
+        let (url, halted) = (self.running.url(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+        support::wait_readyz(&self.client, &url, halted, polls(500, 10)).await;
     }
 
     async fn assert_refuses_writes(&self) {
@@ -268,15 +235,7 @@ async fn a_failed_commit_halts_writes_and_a_restart_recovers() {
     );
     live.wait_not_ready().await;
     live.assert_refuses_writes().await;
-    let metrics = live
-        .client
-        .get(format!("{}/metrics", live.running.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = support::get_text(&live.client, format!("{}/metrics", live.running.url())).await;
     assert!(metrics.contains("\ndgsp_registry_halted 1\n"), "{metrics}");
     live.running.shutdown().await.unwrap();
     drop(live.store);

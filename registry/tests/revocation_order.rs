@@ -11,6 +11,8 @@
 //!   starts, serves no proof from the bad snapshot, publishes a corrected one first, and
 //!   `dgsp-registry verify` names the bad checkpoint and says it was repaired.
 
+mod support;
+
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
@@ -21,50 +23,32 @@ use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
 use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
 use dgsp_core::{Manager, MemberId, Zeta};
 use dgsp_registry::publisher::{snapshot_json, PublisherConfig};
+use dgsp_registry::server;
 use dgsp_registry::store::Store;
 use dgsp_registry::writer::{Command, Outcome, Writer};
-use dgsp_registry::{api, keyfile, server};
 use dgsp_wire::events::Event;
+use reqwest::StatusCode;
 use serde_json::Value;
+use support::{get_json, polls};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dgsp-registry");
 const PASSPHRASE: &str = "revocation order test passphrase";
 const TOKEN: &str = "revocation-order-admin-token";
 
 /// A fresh sha2-128f group made by `dgsp-registry init` in `data`.
 fn init(data: &Path) -> Arc<Manager> {
-    let out = std::process::Command::new(BIN)
-        .args(["init", "--params", "sha2-128f", "--data"])
-        .arg(data)
-        .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Arc::new(Manager::new(
-        keyfile::read(&data.join("manager.key"), PASSPHRASE.as_bytes()).unwrap(),
-    ))
+    support::init(data, PASSPHRASE);
+    support::manager_key(data, PASSPHRASE)
 }
 
 async fn start(store: Arc<Store>, manager: Arc<Manager>, interval: Duration) -> server::Running {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
-        admin_token: TOKEN.into(),
-        auditor_token: None,
-        body_limit: api::DEFAULT_BODY_LIMIT,
         publisher: PublisherConfig {
             checkpoint_interval: interval,
             ..PublisherConfig::default()
         },
-        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
-        backups: None,
+        ..support::config(TOKEN)
     };
-    server::start(store, manager, listener, config)
-        .await
-        .unwrap()
+    support::serve(store, manager, config).await
 }
 
 fn join_and_issue(writer: &Writer, names: &[&str]) -> Vec<MemberId> {
@@ -133,12 +117,6 @@ async fn poll_once<F: Future + Unpin>(f: &mut F) {
     .await
 }
 
-async fn get(client: &reqwest::Client, url: String) -> (reqwest::StatusCode, Value) {
-    let r = client.get(url).send().await.unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
 /// The revoke of issue 26, made deterministic: its caller is dropped after it is queued,
 /// while the disk is held. The publisher must not get the fence until the revocation is
 /// durable (with the fence released by the caller's future, it got it at once and signed
@@ -182,6 +160,26 @@ async fn a_revocation_whose_caller_goes_away_after_queueing_keeps_the_fence_unti
         .unwrap();
 }
 
+/// Waits until the publisher has caught up and is idle: the newest entry is its checkpoint
+/// of every entry before it, and the round that appended it is over (it folds its own entry
+/// under the fence, so nothing wakes it again before the next write; the cadence is long).
+async fn caught_up(store: &Store, writer: &Writer) {
+    for _ in 0..400 {
+        let head = store.head().unwrap();
+        let last = store.entry(head.seq).unwrap().unwrap();
+        if last.kind == "checkpoint" && last.public["size"].as_u64() == Some(head.seq - 1) {
+            drop(
+                tokio::time::timeout(Duration::from_secs(10), writer.fence_revocations())
+                    .await
+                    .unwrap(),
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the publisher never checkpointed the setup");
+}
+
 /// The same race through a running registry: the dropped revocation is in the next signed
 /// snapshot, the checkpoint names it, and its zetas are answered `revoked`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,12 +194,7 @@ async fn a_revocation_whose_caller_goes_away_is_in_the_next_snapshot() {
     let ids = tokio::task::spawn_blocking(move || join_and_issue(&w, &["alice", "bob"]))
         .await
         .unwrap();
-    // Caught up: the fence is free (the publisher neither holds nor waits for it).
-    drop(
-        tokio::time::timeout(Duration::from_secs(10), writer.fence_revocations())
-            .await
-            .unwrap(),
-    );
+    caught_up(&store, &writer).await;
 
     store.hold_commits();
     // Alice's revocation is queued (it holds its share of the fence), then its caller goes
@@ -245,20 +238,13 @@ async fn a_revocation_whose_caller_goes_away_is_in_the_next_snapshot() {
 
     let client = reqwest::Client::new();
     let url = running.url();
-    let mut covered = false;
-    for _ in 0..200 {
-        let (status, cp) = get(&client, format!("{url}/v1/checkpoint")).await;
-        if status.is_success() && cp["size"].as_u64().unwrap() >= last_revocation {
-            covered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(covered, "no checkpoint covers the revocations");
+    // A checkpoint covers the revocations.
+    support::wait_covering(&client, &url, last_revocation, polls(200, 50)).await;
     drop(writer); // the writer thread ends with its last handle
     for (seq, zetas) in &revoked {
         for z in zetas {
-            let (status, proof) = get(&client, format!("{url}/v1/revocations/{z}/proof")).await;
+            let (status, proof) =
+                get_json(&client, format!("{url}/v1/revocations/{z}/proof"), None).await;
             assert!(status.is_success(), "{proof}");
             assert_eq!(
                 proof["revoked"],
@@ -338,7 +324,7 @@ async fn a_log_holding_a_snapshot_that_lost_a_revocation_is_repaired_on_start() 
     drop(store);
 
     // `verify` names the bad checkpoints and says the latest state does not yet hold.
-    let out = std::process::Command::new(BIN)
+    let out = std::process::Command::new(support::BIN)
         .args(["verify", "--data"])
         .arg(dir.path())
         .output()
@@ -352,37 +338,23 @@ async fn a_log_holding_a_snapshot_that_lost_a_revocation_is_repaired_on_start() 
     let running = start(store.clone(), manager.clone(), Duration::from_secs(1)).await;
     let client = reqwest::Client::new();
     let url = running.url();
-    let mut ready = false;
-    for _ in 0..200 {
-        if client
-            .get(format!("{url}/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .is_success()
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ready, "the registry never became ready");
+    support::wait_readyz(&client, &url, StatusCode::OK, polls(200, 50)).await;
     for z in &revoked {
         let z = hex::encode(z.as_bytes());
-        let (status, proof) = get(&client, format!("{url}/v1/revocations/{z}/proof")).await;
+        let (status, proof) =
+            get_json(&client, format!("{url}/v1/revocations/{z}/proof"), None).await;
         assert!(status.is_success(), "{proof}");
         assert_eq!(proof["revoked"], Value::Bool(true), "zeta {z}: {proof}");
         assert_eq!(proof["count"].as_u64(), Some(revoked.len() as u64));
     }
-    let (_, cp) = get(&client, format!("{url}/v1/checkpoint")).await;
+    let (_, cp) = get_json(&client, format!("{url}/v1/checkpoint"), None).await;
     let head = store.head().unwrap();
     running.shutdown().await.unwrap();
     drop(store);
     assert!(cp["size"].as_u64().unwrap() >= head.seq - 1, "{cp}");
 
     // Repaired: `verify` still names the bad checkpoints, and passes.
-    let out = std::process::Command::new(BIN)
+    let out = std::process::Command::new(support::BIN)
         .args(["verify", "--data"])
         .arg(dir.path())
         .output()

@@ -4,20 +4,21 @@
 //! private regular files are used; short tokens are refused; a token on the command line
 //! is accepted with a warning, one from the environment silently.
 
+mod support;
+
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dgsp-registry");
 const PASSPHRASE: &str = "a long passphrase for the secrets test";
 const ADMIN: &str = "admin-token-for-the-secrets-test";
 const AUDITOR: &str = "auditor-token-for-the-secrets-test";
 
 /// `dgsp-registry ARGS` with a clean environment (PATH and `env` only).
 fn registry(env: &[(&str, &str)], args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(support::BIN);
     cmd.args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -283,14 +284,6 @@ fn short_tokens_are_refused() {
     assert!(text(&out).contains("no admin token"), "{}", text(&out));
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A running registry, killed on drop; its output goes to `log`.
 struct Serving {
     child: Child,
@@ -307,7 +300,7 @@ impl Drop for Serving {
 
 impl Serving {
     fn start(g: &Group, name: &str, env: &[(&str, &str)], extra: &[&str]) -> Serving {
-        let port = free_port();
+        let port = support::free_port();
         let listen = format!("127.0.0.1:{port}");
         let log = g.root.join(format!("{name}.log"));
         let mut args = vec!["serve", "--data", s(&g.data), "--listen", &listen];
