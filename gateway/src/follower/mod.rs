@@ -523,18 +523,6 @@ impl Follower {
         Ok(None)
     }
 
-    /// A checkpoint refused for what it covers: reported (in force until a checkpoint at
-    /// least as large is applied, counted once per note), never tried again.
-    fn refuse(&mut self, checkpoint: Arc<Verified>, fault: Fault) {
-        tracing::warn!(
-            kind = fault.kind(),
-            error = %fault,
-            "signed checkpoint refused; waiting for a later one that covers the log consistently"
-        );
-        let report = self.report(&fault);
-        self.refused = Some((checkpoint, report));
-    }
-
     /// Records `fault` in the status (in force, counted by kind, and kept as the last
     /// integrity fault when it finds the registry's publications at fault); returns its
     /// report.
@@ -547,35 +535,5 @@ impl Follower {
             st.last_integrity_fault = Some(report.clone());
         }
         report
-    }
-
-    /// Whether `note` is the checkpoint refused last.
-    fn is_refused(&self, note: &str) -> bool {
-        self.refused.as_ref().is_some_and(|(r, _)| *r.note == *note)
-    }
-
-    /// The applied state now covers entry `seq`: a refused checkpoint no larger is history
-    /// (its fault stays in `last_integrity_fault` and the counts). Snapshots the range
-    /// superseded that did not match the log are reported unless the refusal in force was
-    /// theirs.
-    fn resumed(&mut self, seq: u64, superseded: Vec<Fault>) {
-        for fault in superseded {
-            let shown = self
-                .refused
-                .as_ref()
-                .is_some_and(|(_, f)| f.kind == fault.kind() && f.seq == fault.seq());
-            if !shown {
-                tracing::warn!(kind = fault.kind(), error = %fault, "a superseded snapshot does not match the log");
-                self.report(&fault);
-            }
-        }
-        if let Some((r, _)) = self.refused.take_if(|(r, _)| r.checkpoint.size <= seq) {
-            tracing::info!(
-                seq,
-                refused = r.checkpoint.size,
-                "resumed past a refused checkpoint"
-            );
-        }
-        lock(&self.status).fault = self.refused.as_ref().map(|(_, f)| f.clone());
     }
 }
