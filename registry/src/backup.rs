@@ -345,11 +345,7 @@ pub fn create_offline(
 pub fn create(store: &Store, key_file: &Path, target: &Path) -> Result<Manifest, BackupError> {
     check_free(target)?;
     let parent = parent_of(target);
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(parent)
-        .map_err(io(parent))?;
+    dgsp_secrets::dir::create_private(parent).map_err(io(parent))?;
     let staging = parent.join(format!(
         ".{}.partial-{}",
         target.file_name().unwrap_or_default().to_string_lossy(),
@@ -484,11 +480,7 @@ pub fn restore(from: &Path, data: &Path, key_file: &Path) -> Result<Restored, Ba
         return Err(BackupError::KeyFileExists { path: key_dest });
     }
     let created = !data.exists();
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(data)
-        .map_err(io(data))?;
+    dgsp_secrets::dir::create_private(data).map_err(io(data))?;
     let suffix = random_hex();
     let staging = data.join(format!(".{DB_DIR}.restore-partial-{suffix}"));
     let key_dir = parent_of(&key_dest);
