@@ -130,6 +130,9 @@ impl ServeArgs {
                 self.max_batch, self.queue
             ));
         }
+        if let Some(dir) = &self.web_dir {
+            check_web_dir(dir)?;
+        }
         if self.max_staleness_secs == 0 {
             return Err("--max-staleness-secs must be at least 1".into());
         }
@@ -152,5 +155,49 @@ impl ServeArgs {
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
         c.follow.max_pending_bytes = self.max_pending_bytes;
         Ok(c)
+    }
+}
+
+/// `--web-dir` must be a directory reached without a symbolic link: the page is served from
+/// no link (`api::page`), so a path through one would answer 404 to every request. Said at
+/// start, with the path to give instead.
+fn check_web_dir(dir: &std::path::Path) -> Result<(), String> {
+    let absolute =
+        std::path::absolute(dir).map_err(|e| format!("--web-dir {}: {e}", dir.display()))?;
+    let real = std::fs::canonicalize(&absolute)
+        .map_err(|e| format!("--web-dir {}: {e}", dir.display()))?;
+    if !real.is_dir() {
+        return Err(format!("--web-dir {}: not a directory", dir.display()));
+    }
+    if real != absolute {
+        return Err(format!(
+            "--web-dir {}: the path goes through a symbolic link, and the page is never served through one; give its real path, {}",
+            dir.display(),
+            real.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_web_dir;
+
+    #[test]
+    fn a_web_dir_through_a_symbolic_link_is_refused_at_start_with_its_real_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let real = base.join("page");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, base.join("linked")).unwrap();
+        check_web_dir(&real).unwrap();
+        let err = check_web_dir(&base.join("linked")).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(err.contains(&real.display().to_string()), "{err}");
+        assert!(check_web_dir(&base.join("missing")).is_err());
+        std::fs::write(base.join("file"), "x").unwrap();
+        assert!(check_web_dir(&base.join("file"))
+            .unwrap_err()
+            .contains("not a directory"));
     }
 }

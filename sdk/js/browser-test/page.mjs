@@ -9,7 +9,7 @@
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrustRoot } from '../node.js';
@@ -26,7 +26,9 @@ mkdirSync(artifacts, { recursive: true });
 
 const help = execFileSync(`${bin}/dgsp-gateway`, ['serve', '--help'], { encoding: 'utf8' });
 const gatewayServes = help.includes('--web-dir');
-const s = startStack(gatewayServes ? ['--web-dir', pageDir] : []);
+// Its real path: the gateway serves the page through no symbolic link (a checkout may sit
+// below one).
+const s = startStack(gatewayServes ? ['--web-dir', realpathSync(pageDir)] : []);
 let server;
 let browser;
 const shots = [];
