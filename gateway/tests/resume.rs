@@ -304,6 +304,23 @@ async fn a_gateway_that_refused_checkpoints_keeps_the_fault_and_resumes_when_a_l
     assert_eq!(r["fault"]["kind"], "snapshot_mismatch", "{r}");
     assert!(!revoked(&gw, &lossy.alice[0]).await);
 
+    // A passing fault (the feed failing for a moment) makes the follower read on from its
+    // applied position and meet both refused checkpoints again: neither is counted again.
+    mock.feed_status(Some(500));
+    wait_for("the feed's passing fault", || async {
+        (faults(&gw, "http_status").await >= 1.0).then_some(())
+    })
+    .await;
+    mock.feed_status(None);
+    wait_for("the refusal in force again", || async {
+        let (_, r) = gw.get("/readyz").await;
+        (r["fault"]["kind"] == "snapshot_mismatch").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(faults(&gw, "bad_checkpoint").await, 1.0);
+    assert_eq!(faults(&gw, "snapshot_mismatch").await, 1.0);
+
     // The registry repairs the log (a corrected snapshot and a checkpoint naming it): the
     // gateway resumes, the refusals stay reported.
     let full = Log {

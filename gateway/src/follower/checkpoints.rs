@@ -183,12 +183,15 @@ impl Follower {
             "signed checkpoint refused; waiting for a later one that covers the log consistently"
         );
         let report = self.report(&fault);
-        self.refused = Some((checkpoint, report));
+        if self.refused.len() == super::MAX_REFUSED {
+            self.refused.pop_front();
+        }
+        self.refused.push_back((checkpoint, report));
     }
 
-    /// Whether `note` is the checkpoint refused last.
+    /// Whether `note` is a checkpoint refused and not yet resumed past.
     fn is_refused(&self, note: &str) -> bool {
-        self.refused.as_ref().is_some_and(|(r, _)| *r.note == *note)
+        self.refused.iter().any(|(r, _)| *r.note == *note)
     }
 
     /// The applied state now covers entry `seq`: a refused checkpoint no larger is history
@@ -199,20 +202,24 @@ impl Follower {
         for fault in superseded {
             let shown = self
                 .refused
-                .as_ref()
-                .is_some_and(|(_, f)| f.kind == fault.kind() && f.seq == fault.seq());
+                .iter()
+                .any(|(_, f)| f.kind == fault.kind() && f.seq == fault.seq());
             if !shown {
                 tracing::warn!(kind = fault.kind(), error = %fault, "a superseded snapshot does not match the log");
                 self.report(&fault);
             }
         }
-        if let Some((r, _)) = self.refused.take_if(|(r, _)| r.checkpoint.size <= seq) {
-            tracing::info!(
-                seq,
-                refused = r.checkpoint.size,
-                "resumed past a refused checkpoint"
-            );
-        }
-        lock(&self.status).fault = self.refused.as_ref().map(|(_, f)| f.clone());
+        self.refused.retain(|(r, _)| {
+            let past = r.checkpoint.size <= seq;
+            if past {
+                tracing::info!(
+                    seq,
+                    refused = r.checkpoint.size,
+                    "resumed past a refused checkpoint"
+                );
+            }
+            !past
+        });
+        lock(&self.status).fault = self.refused.back().map(|(_, f)| f.clone());
     }
 }

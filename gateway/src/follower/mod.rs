@@ -61,6 +61,11 @@ use crate::state::{
     current, lock, now_ms, replace, FaultReport, SharedStatus, SharedView, Verified, View,
 };
 
+/// Most refused checkpoints remembered at once (each holds its note, under 70 KB): a
+/// registry signing more bad checkpoints than this before a good one has some counted
+/// again when they are met again.
+pub const MAX_REFUSED: usize = 32;
+
 /// Most entries held pending before the registry must have checkpointed them: the registry
 /// checkpoints after every publishing step (a few hundred entries under heavy load), so a feed
 /// that goes this long without one is refused rather than buffered without bound.
@@ -139,9 +144,11 @@ pub struct Follower {
     latest: Option<Arc<Verified>>,
     /// The clock signed times are checked against (none may be beyond its tolerance ahead).
     clock: WallClock,
-    /// The newest checkpoint refused for what it covers, with its fault, in force until a
-    /// checkpoint at least as large is applied (its note is not tried again).
-    refused: Option<(Arc<Verified>, FaultReport)>,
+    /// The checkpoints refused for what they cover, oldest first, each with its fault, until
+    /// a checkpoint at least as large is applied (at most [`MAX_REFUSED`]; the newest is the
+    /// fault in force). Kept so that one met again (after any fault, the follower reads on
+    /// from its applied position) is neither checked nor counted again.
+    refused: std::collections::VecDeque<(Arc<Verified>, FaultReport)>,
 }
 
 impl Follower {
@@ -166,7 +173,7 @@ impl Follower {
             page_limit,
             latest: None,
             clock,
-            refused: None,
+            refused: Default::default(),
         })
     }
 
@@ -361,7 +368,7 @@ impl Follower {
         st.pending_substantive = substantive.len() as u64;
         st.oldest_pending_ms = substantive.first().map(|e| e.time_ms);
         st.pending_bytes = self.pending_bytes as u64;
-        st.fault = self.refused.as_ref().map(|(_, report)| report.clone());
+        st.fault = self.refused.back().map(|(_, report)| report.clone());
         let more = prev_seq < page.head_seq;
         if !more {
             st.last_sync_unix_ms = Some(now_ms());

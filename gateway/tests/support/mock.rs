@@ -131,6 +131,8 @@ struct State {
     checkpoint: Option<Note>,
     /// `limit` of every feed request, in order.
     limits: Vec<usize>,
+    /// While set, the feed answers with this status instead of a page.
+    feed_status: Option<u16>,
 }
 
 /// The mock registry.
@@ -157,6 +159,9 @@ impl Respond for FeedResponder {
         let limit = param("limit").unwrap_or(100) as usize;
         let mut st = self.0.lock().unwrap();
         st.limits.push(limit);
+        if let Some(status) = st.feed_status {
+            return ResponseTemplate::new(status);
+        }
         let page = Entries {
             entries: st
                 .entries
@@ -193,6 +198,7 @@ impl MockRegistry {
             entries,
             checkpoint: None,
             limits: Vec::new(),
+            feed_status: None,
         }));
         Mock::given(method("GET"))
             .and(path("/v1/log/entries"))
@@ -214,6 +220,11 @@ impl MockRegistry {
     /// Serves `entries` from now on.
     pub fn serve(&self, entries: Vec<Entry>) {
         self.state.lock().unwrap().entries = entries;
+    }
+
+    /// Answers feed requests with `status` from now on (`None`: pages again).
+    pub fn feed_status(&self, status: Option<u16>) {
+        self.state.lock().unwrap().feed_status = status;
     }
 
     /// Serves `info` at `/v1/checkpoint` from now on (`None`: 503).
