@@ -30,6 +30,10 @@ if ! "$PY" -c 'import pytest' 2>/dev/null; then
   say "installing pytest"
   pip_install 'pytest>=7'
 fi
+if ! "$PY" -m mypy --version >/dev/null 2>&1; then
+  say "installing mypy (the type check of the package and its tests)"
+  pip_install 'mypy>=1.10'
+fi
 
 if [ "${DGSP_PYTHON_LINT:-1}" != 0 ]; then
   say "python SDK: rustfmt --check, clippy -D warnings (sdk/python, its own workspace)"
@@ -59,11 +63,9 @@ if ! bins_found && [ "${DGSP_PYTHON_LIVE:-1}" != 0 ]; then
   (cd "$repo" && cargo build --locked -p dgsp-registry -p dgsp-gateway -p dgsp-manager)
 fi
 
-if "$PY" -m mypy --version >/dev/null 2>&1; then
-  say "python SDK: mypy --strict (the package and its tests)"
-  "$PY" -m mypy --strict --no-error-summary "$here/python/dgsp_verifier"
-  (cd "$here/tests" && "$PY" -m mypy --strict --ignore-missing-imports --no-error-summary .)
-fi
+say "python SDK: mypy --strict (the package and its tests)"
+"$PY" -m mypy --strict --no-error-summary "$here/python/dgsp_verifier"
+(cd "$here/tests" && "$PY" -m mypy --strict --ignore-missing-imports --no-error-summary .)
 
 say "python SDK: pytest (conformance vectors; live registry + gateway on loopback)"
 # Run from the tests' directory, not the source tree, so that the installed package is
