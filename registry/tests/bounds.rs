@@ -15,10 +15,10 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dgsp_core::MAX_N;
+use dgsp_http::clock::OffsetClock;
 use dgsp_registry::api::admin::{
     ISSUE_BODY_LIMIT, JOIN_BODY_LIMIT, OPEN_BODY_LIMIT, SMALL_BODY_LIMIT,
 };
-use dgsp_http::clock::OffsetClock;
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
 use dgsp_registry::writer::{Command, Outcome};
@@ -110,6 +110,10 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     let big_page = format!("/v1/log/entries?after={}&limit=1", seq - 1);
     let feed = &reg.running.state.feed;
     assert_eq!(feed.in_flight(), 0);
+    let get = |path: &str| {
+        let request = reg.client.get(format!("{}{path}", reg.url));
+        async move { request.send().await.unwrap() }
+    };
 
     // Two clients that never read hold their ~18 MB pages: 35 of the 40 MiB.
     let a = stalled_get(&reg.url, &big_page).await;
@@ -119,12 +123,7 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     assert!(held <= 40 * MIB, "{held}");
 
     // A third large page does not fit: 503 feed-busy with Retry-After, as problem+json.
-    let r = reg
-        .client
-        .get(format!("{}{big_page}", reg.url))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&big_page).await;
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(r.headers()["content-type"], "application/problem+json");
     assert_eq!(r.headers()["retry-after"], "1");
@@ -134,12 +133,7 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     assert_eq!(feed.in_flight(), held, "the refused page holds nothing");
 
     // A small page still fits in what is left, and gives it back once sent.
-    let r = reg
-        .client
-        .get(format!("{}/v1/log/entries?after=0&limit=3", reg.url))
-        .send()
-        .await
-        .unwrap();
+    let r = get("/v1/log/entries?after=0&limit=3").await;
     assert_eq!(r.status(), StatusCode::OK);
     let small: Value = r.json().await.unwrap();
     assert_eq!(small["entries"].as_array().unwrap().len(), 3);
@@ -148,12 +142,7 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     // The stalled clients go away: their pages are dropped and the budget is whole again.
     drop((a, b));
     wait_until("the budget to empty", || feed.in_flight() == 0).await;
-    let r = reg
-        .client
-        .get(format!("{}{big_page}", reg.url))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&big_page).await;
     assert_eq!(r.status(), StatusCode::OK);
     let page: Value = r.json().await.unwrap();
     assert_eq!(

@@ -311,6 +311,18 @@ fn write_lossy_log(store: &Arc<Store>, manager: &Arc<Manager>) -> Vec<Zeta> {
         .collect()
 }
 
+/// `dgsp-registry verify` on `data`: whether it passed, and what it printed.
+fn verify(data: &Path) -> (bool, String) {
+    let out = std::process::Command::new(support::BIN)
+        .args(["verify", "--data"])
+        .arg(data)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_holding_a_snapshot_that_lost_a_revocation_is_repaired_on_start() {
     let dir = tempfile::tempdir().unwrap();
@@ -324,14 +336,8 @@ async fn a_log_holding_a_snapshot_that_lost_a_revocation_is_repaired_on_start() 
     drop(store);
 
     // `verify` names the bad checkpoints and says the latest state does not yet hold.
-    let out = std::process::Command::new(support::BIN)
-        .args(["verify", "--data"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "verify passed a lossy log: {text}");
+    let (verified, text) = verify(dir.path());
+    assert!(!verified, "verify passed a lossy log: {text}");
     assert!(text.contains("not in the snapshot it names"), "{text}");
 
     let store = Arc::new(Store::open(&db).unwrap());
@@ -354,14 +360,8 @@ async fn a_log_holding_a_snapshot_that_lost_a_revocation_is_repaired_on_start() 
     assert!(cp["size"].as_u64().unwrap() >= head.seq - 1, "{cp}");
 
     // Repaired: `verify` still names the bad checkpoints, and passes.
-    let out = std::process::Command::new(support::BIN)
-        .args(["verify", "--data"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
+    let (verified, text) = verify(dir.path());
+    assert!(verified, "{text}");
     assert!(text.contains("not in the snapshot it names"), "{text}");
     assert!(text.contains("repaired"), "{text}");
 }
