@@ -29,6 +29,8 @@ if [ -z "${DGSP_BIN:-}" ]; then
 fi
 
 say "js SDK: rustfmt --check, clippy -D warnings (sdk/js, its own workspace, wasm32)"
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+  || rustup target add wasm32-unknown-unknown
 rustfmt --edition 2021 --check src/lib.rs
 cargo clippy --locked --target wasm32-unknown-unknown -- -D warnings
 
