@@ -12,6 +12,8 @@
 //! - [`anchor`]: a group trust anchor (key or fingerprint) from its text form.
 //! - [`follow`]: the rules a follower applies to a checkpointed range of the log.
 //! - [`limits`]: the body limit of a request that carries one signed message.
+//! - [`merkle`]: the log's RFC 6962 Merkle tree: roots, inclusion and consistency proofs.
+//! - [`tiles`]: the log as C2SP tlog-tiles: tile paths, entry bundles, the entry bytes.
 //!
 //! Builds for `wasm32-unknown-unknown`:
 //! `cargo check -p dgsp-wire --target wasm32-unknown-unknown`.
@@ -27,6 +29,8 @@ pub mod feed;
 pub mod follow;
 pub mod limits;
 pub mod log;
+pub mod merkle;
 pub mod problem;
 pub mod registry_api;
 pub mod snapshot;
+pub mod tiles;

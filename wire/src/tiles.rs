@@ -1,0 +1,444 @@
+//! The log as C2SP `tlog-tiles` (<https://c2sp.org/tlog-tiles>): what a tile holds, where it
+//! lives, and the exact bytes of an entry.
+//!
+//! - **Entry bytes**: the canonical JSON ([`crate::log::canonical`]) of the entry as the
+//!   public feed serves it (its private part dropped). The tree's leaf is
+//!   `SHA-256(0x00 || entry bytes)` ([`crate::merkle::leaf_hash`]). An entry is at most
+//!   [`MAX_ENTRY_BYTES`] (65535) bytes: the bundle's length prefix is a `uint16`.
+//! - **Hash tiles** `tile/<L>/<N>[.p/<W>]`: tile `N` of level `L` holds the hashes of the
+//!   tree's nodes at level `8 L`, indices `256 N .. 256 N + W` (32 bytes each, in order).
+//! - **Entry bundles** `tile/entries/<N>[.p/<W>]`: entries `256 N .. 256 N + W`, each as a
+//!   big-endian `uint16` length and the entry bytes.
+//! - A tile is full (`W` = 256, no `.p/` suffix) or partial; partial tiles are published only
+//!   at checkpointed sizes. Full tiles never change.
+//! - `N` is written as 3-digit groups, every group but the last with an `x` prefix:
+//!   1234067 is `x001/x234/067`.
+
+use crate::log::{canonical, Entry};
+use crate::merkle::{node_hash, Hash, Nodes, ProofError};
+
+/// Hashes (or entries) in a full tile.
+pub const TILE_WIDTH: u64 = 256;
+/// The tree levels one tile level spans.
+pub const TILE_HEIGHT: u8 = 8;
+/// The largest entry a bundle can carry (a `uint16` length).
+pub const MAX_ENTRY_BYTES: usize = u16::MAX as usize;
+
+/// The bytes of `entry` in the tree and in the bundles: the canonical JSON of its public form.
+pub fn entry_bytes(entry: &Entry) -> Vec<u8> {
+    let public = entry.redacted();
+    let v = serde_json::to_value(&public).expect("an entry serializes");
+    canonical(&v)
+}
+
+/// One tile's place: level (`None` for an entry bundle), index and width (1..=256).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tile {
+    /// Tile level (hash tiles), or `None` for an entry bundle.
+    pub level: Option<u8>,
+    /// Tile index at that level.
+    pub index: u64,
+    /// Number of hashes (or entries) it holds: 256 when full.
+    pub width: u16,
+}
+
+/// A tile path that is not one.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("not a tile path: {0}")]
+pub struct BadPath(pub String);
+
+impl Tile {
+    /// Whether it is full.
+    pub fn is_full(&self) -> bool {
+        u64::from(self.width) == TILE_WIDTH
+    }
+
+    /// Its path under the log's prefix, e.g. `tile/0/x001/234.p/5`, `tile/entries/000`.
+    pub fn path(&self) -> String {
+        let level = match self.level {
+            Some(l) => l.to_string(),
+            None => "entries".to_owned(),
+        };
+        let mut p = format!("tile/{level}/{}", encode_index(self.index));
+        if !self.is_full() {
+            p.push_str(&format!(".p/{}", self.width));
+        }
+        p
+    }
+
+    /// Parses a path made by [`Tile::path`] (exactly: no other spelling is accepted, so one
+    /// tile has one path).
+    pub fn parse(path: &str) -> Result<Tile, BadPath> {
+        let bad = || BadPath(path.chars().take(200).collect());
+        let rest = path.strip_prefix("tile/").ok_or_else(bad)?;
+        let (level, rest) = rest.split_once('/').ok_or_else(bad)?;
+        let level = if level == "entries" {
+            None
+        } else {
+            let l: u8 = level.parse().map_err(|_| bad())?;
+            if l.to_string() != level || l > 63 {
+                return Err(bad());
+            }
+            Some(l)
+        };
+        let (index_part, width) = match rest.split_once(".p/") {
+            Some((i, w)) => {
+                let width: u16 = w.parse().map_err(|_| bad())?;
+                if width == 0 || u64::from(width) >= TILE_WIDTH || width.to_string() != w {
+                    return Err(bad());
+                }
+                (i, width)
+            }
+            None => (rest, TILE_WIDTH as u16),
+        };
+        let index = decode_index(index_part).ok_or_else(bad)?;
+        let tile = Tile {
+            level,
+            index,
+            width,
+        };
+        if tile.path() != path {
+            return Err(bad());
+        }
+        Ok(tile)
+    }
+
+    /// The tree level of the hashes a hash tile holds (`8 L`).
+    pub fn tree_level(&self) -> Option<u8> {
+        self.level.map(|l| l * TILE_HEIGHT)
+    }
+}
+
+/// `N` as 3-digit groups, `x`-prefixed but the last.
+pub fn encode_index(mut n: u64) -> String {
+    let mut groups = vec![format!("{:03}", n % 1000)];
+    n /= 1000;
+    while n > 0 {
+        groups.push(format!("x{:03}", n % 1000));
+        n /= 1000;
+    }
+    groups.reverse();
+    groups.join("/")
+}
+
+fn decode_index(s: &str) -> Option<u64> {
+    let parts: Vec<&str> = s.split('/').collect();
+    let (last, groups) = parts.split_last()?;
+    let mut n: u64 = 0;
+    for g in groups {
+        let digits = g.strip_prefix('x')?;
+        n = n.checked_mul(1000)?.checked_add(three_digits(digits)?)?;
+    }
+    n.checked_mul(1000)?.checked_add(three_digits(last)?)
+}
+
+fn three_digits(s: &str) -> Option<u64> {
+    (s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+}
+
+/// Every tile of a tree of `size` entries (hash tiles of every level, and entry bundles):
+/// full tiles and, at each level, the one partial tile if any. `from_size` limits it to the
+/// tiles that are new or changed since a tree of `from_size` entries.
+pub fn tiles_for(from_size: u64, size: u64) -> Vec<Tile> {
+    let mut out = Vec::new();
+    let mut level = 0u8;
+    loop {
+        let shift = u32::from(level) * u32::from(TILE_HEIGHT);
+        let nodes = size.checked_shr(shift).unwrap_or(0);
+        if nodes == 0 {
+            break;
+        }
+        let old_nodes = from_size.checked_shr(shift).unwrap_or(0);
+        let first = old_nodes / TILE_WIDTH;
+        let full = nodes / TILE_WIDTH;
+        for index in first..full {
+            let tile = |level| Tile {
+                level,
+                index,
+                width: TILE_WIDTH as u16,
+            };
+            out.push(tile(Some(level)));
+            if level == 0 {
+                out.push(tile(None));
+            }
+        }
+        let rem = (nodes % TILE_WIDTH) as u16;
+        if rem > 0 && nodes > old_nodes {
+            let tile = |level| Tile {
+                level,
+                index: full,
+                width: rem,
+            };
+            out.push(tile(Some(level)));
+            if level == 0 {
+                out.push(tile(None));
+            }
+        }
+        level += 1;
+    }
+    out
+}
+
+/// An entry bundle from entry bytes (each at most [`MAX_ENTRY_BYTES`]).
+pub fn encode_bundle<'a>(
+    entries: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Vec<u8>, BundleError> {
+    let mut out = Vec::new();
+    for (i, e) in entries.into_iter().enumerate() {
+        let len = u16::try_from(e.len()).map_err(|_| BundleError::TooLong {
+            position: i,
+            len: e.len(),
+        })?;
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(e);
+    }
+    Ok(out)
+}
+
+/// Why a bundle is malformed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BundleError {
+    /// An entry is too long for a bundle.
+    #[error("entry {position} of the bundle is {len} bytes, over the 65535 a bundle can carry")]
+    TooLong {
+        /// position in the bundle
+        position: usize,
+        /// its length
+        len: usize,
+    },
+    /// The bundle ends inside an entry.
+    #[error("the bundle is truncated inside entry {0}")]
+    Truncated(usize),
+    /// It holds a different number of entries than its path says.
+    #[error("the bundle holds {found} entries where its path says {expected}")]
+    Count {
+        /// by the path
+        expected: usize,
+        /// found
+        found: usize,
+    },
+}
+
+/// The entries of a bundle that must hold exactly `width` of them.
+pub fn decode_bundle(bytes: &[u8], width: usize) -> Result<Vec<&[u8]>, BundleError> {
+    let mut out = Vec::with_capacity(width.min(256));
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        if out.len() == width {
+            return Err(BundleError::Count {
+                expected: width,
+                found: width + 1,
+            });
+        }
+        let [a, b, tail @ ..] = rest else {
+            return Err(BundleError::Truncated(out.len()));
+        };
+        let len = usize::from(u16::from_be_bytes([*a, *b]));
+        if tail.len() < len {
+            return Err(BundleError::Truncated(out.len()));
+        }
+        out.push(&tail[..len]);
+        rest = &tail[len..];
+    }
+    if out.len() != width {
+        return Err(BundleError::Count {
+            expected: width,
+            found: out.len(),
+        });
+    }
+    Ok(out)
+}
+
+/// The hashes of a hash tile, checked for length (`32 * width` bytes).
+pub fn decode_hash_tile(bytes: &[u8], width: usize) -> Option<Vec<Hash>> {
+    if bytes.len() != 32 * width {
+        return None;
+    }
+    Some(
+        bytes
+            .chunks_exact(32)
+            .map(|c| c.try_into().expect("32 bytes"))
+            .collect(),
+    )
+}
+
+/// A [`Nodes`] source over stored tile-level hashes: `get(L, i)` is the tree node at level
+/// `8 L`, index `i` (what hash tile `L` holds). Nodes between tile levels are computed from
+/// the (at most 128) tile hashes under them.
+pub struct TileNodes<F>(pub F);
+
+impl<F> Nodes for TileNodes<F>
+where
+    F: Fn(u8, u64) -> Result<Hash, ProofError>,
+{
+    fn node(&self, level: u8, index: u64) -> Result<Hash, ProofError> {
+        let tile_level = level / TILE_HEIGHT;
+        let below = level % TILE_HEIGHT;
+        if below == 0 {
+            return (self.0)(tile_level, index);
+        }
+        let count = 1u64 << below;
+        let first = index << below;
+        let mut row = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            row.push((self.0)(tile_level, first + i)?);
+        }
+        while row.len() > 1 {
+            row = row.chunks(2).map(|p| node_hash(&p[0], &p[1])).collect();
+        }
+        Ok(row[0])
+    }
+}
+
+/// The tile-level hashes completed by appending `new_leaves` to a tree of `old_size` leaves:
+/// `(tile level, index, hash)`, the leaves themselves first (level 0). `get` reads stored
+/// tile-level hashes of the old tree; the hashes made here are consulted first.
+pub fn append_hashes(
+    old_size: u64,
+    new_leaves: &[Hash],
+    get: impl Fn(u8, u64) -> Result<Hash, ProofError>,
+) -> Result<Vec<(u8, u64, Hash)>, ProofError> {
+    use std::collections::HashMap;
+    let mut made: HashMap<(u8, u64), Hash> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, leaf) in new_leaves.iter().enumerate() {
+        let idx = old_size + i as u64;
+        made.insert((0, idx), *leaf);
+        out.push((0u8, idx, *leaf));
+        let mut level = 0u8;
+        let mut n = idx + 1; // number of nodes at this tile level after the append
+        while n % TILE_WIDTH == 0 {
+            let parent = n / TILE_WIDTH - 1;
+            let mut row = Vec::with_capacity(TILE_WIDTH as usize);
+            for j in parent * TILE_WIDTH..n {
+                row.push(match made.get(&(level, j)) {
+                    Some(h) => *h,
+                    None => get(level, j)?,
+                });
+            }
+            while row.len() > 1 {
+                row = row.chunks(2).map(|p| node_hash(&p[0], &p[1])).collect();
+            }
+            level += 1;
+            made.insert((level, parent), row[0]);
+            out.push((level, parent, row[0]));
+            n = parent + 1;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merkle::{leaf_hash, root, root_at, Leaves};
+    use std::collections::HashMap;
+
+    #[test]
+    fn paths_round_trip_and_are_unique() {
+        let cases = [
+            (Some(0), 0, 256, "tile/0/000"),
+            (Some(1), 1234067, 256, "tile/1/x001/x234/067"),
+            (None, 5, 17, "tile/entries/005.p/17"),
+            (Some(2), 1000, 3, "tile/2/x001/000.p/3"),
+        ];
+        for (level, index, width, path) in cases {
+            let t = Tile {
+                level,
+                index,
+                width,
+            };
+            assert_eq!(t.path(), path);
+            assert_eq!(Tile::parse(path).unwrap(), t);
+        }
+        for bad in [
+            "tile/0/1",
+            "tile/0/x000",
+            "tile/00/000",
+            "tile/0/001.p/256",
+            "tile/0/001.p/0",
+            "tile/0/001.p/05",
+            "tile/0/x000/001",
+            "tile/0/../001",
+            "tile/entries/1234",
+            "tiles/0/000",
+        ] {
+            assert!(Tile::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tiles_for_sizes() {
+        let paths = |a, b| tiles_for(a, b).iter().map(Tile::path).collect::<Vec<_>>();
+        assert!(paths(0, 0).is_empty());
+        assert_eq!(paths(0, 5), ["tile/0/000.p/5", "tile/entries/000.p/5"]);
+        assert_eq!(
+            paths(0, 256),
+            ["tile/0/000", "tile/entries/000", "tile/1/000.p/1"]
+        );
+        assert_eq!(
+            paths(256, 513),
+            [
+                "tile/0/001",
+                "tile/entries/001",
+                "tile/0/002.p/1",
+                "tile/entries/002.p/1",
+                "tile/1/000.p/2"
+            ]
+        );
+        assert!(paths(513, 513).is_empty());
+    }
+
+    #[test]
+    fn bundles_round_trip_and_refuse_damage() {
+        let entries: Vec<Vec<u8>> = vec![b"a".to_vec(), vec![], vec![7; 300]];
+        let b = encode_bundle(entries.iter().map(Vec::as_slice)).unwrap();
+        let back = decode_bundle(&b, 3).unwrap();
+        assert_eq!(back, entries.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert_eq!(
+            decode_bundle(&b[..b.len() - 1], 3),
+            Err(BundleError::Truncated(2))
+        );
+        assert!(decode_bundle(&b, 2).is_err());
+        assert!(decode_bundle(&b, 4).is_err());
+        let big = vec![0u8; MAX_ENTRY_BYTES + 1];
+        assert!(encode_bundle([big.as_slice()]).is_err());
+    }
+
+    #[test]
+    fn stored_tile_hashes_give_the_same_tree() {
+        let leaves: Vec<Hash> = (0..70_000u32)
+            .map(|i| leaf_hash(&i.to_be_bytes()))
+            .collect();
+        let mut stored: HashMap<(u8, u64), Hash> = HashMap::new();
+        let mut size = 0u64;
+        for chunk in [1usize, 254, 1, 300, 65_000, 4_444] {
+            let new = &leaves[size as usize..size as usize + chunk];
+            let made = append_hashes(size, new, |l, i| {
+                stored.get(&(l, i)).copied().ok_or(ProofError::Missing {
+                    level: l,
+                    index: i,
+                    reason: "not stored".into(),
+                })
+            })
+            .unwrap();
+            for (l, i, h) in made {
+                assert!(stored.insert((l, i), h).is_none(), "written once");
+            }
+            size += chunk as u64;
+            let src = TileNodes(|l: u8, i: u64| {
+                stored.get(&(l, i)).copied().ok_or(ProofError::Missing {
+                    level: l,
+                    index: i,
+                    reason: "not stored".into(),
+                })
+            });
+            assert_eq!(root_at(&src, size).unwrap(), root(&leaves[..size as usize]));
+            assert_eq!(
+                root_at(&src, size.saturating_sub(3)).unwrap(),
+                root_at(&Leaves(&leaves), size.saturating_sub(3)).unwrap()
+            );
+        }
+        assert!(stored.contains_key(&(2, 0)), "a level-2 tile hash at 65536");
+    }
+}
