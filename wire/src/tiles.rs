@@ -307,7 +307,7 @@ pub fn append_hashes(
         out.push((0u8, idx, *leaf));
         let mut level = 0u8;
         let mut n = idx + 1; // number of nodes at this tile level after the append
-        while n % TILE_WIDTH == 0 {
+        while n.is_multiple_of(TILE_WIDTH) {
             let parent = n / TILE_WIDTH - 1;
             let mut row = Vec::with_capacity(TILE_WIDTH as usize);
             for j in parent * TILE_WIDTH..n {
