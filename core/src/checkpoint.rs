@@ -4,7 +4,7 @@
 //! ```text
 //! <origin>
 //! <size>
-//! <base64 head hash>
+//! <base64 root hash>                   (RFC 6962 Merkle tree root of the first `size` entries)
 //! time <unix ms>                          (extension line; absent only in legacy notes)
 //! snapshot <number> <hex record hash>     (extension line; absent before the first snapshot)
 //!
@@ -17,7 +17,7 @@
 //! `SHA3-256("DGSP-v1:checkpoint-key" || origin || 0x0A || public key encoding)[..4]`.
 //!
 //! The `time` line is the registry's signed statement "at this time my log had exactly
-//! `size` entries, ending in `head`"; the `snapshot` line names the latest revocation
+//! `size` entries, whose Merkle tree has root `root`"; the `snapshot` line names the latest revocation
 //! snapshot in those entries, and the registry signs it only when every revocation in them
 //! is in that snapshot. Together they let anyone judge, offline, how fresh a revocation
 //! answer is. Other keys (witnesses) may add signature lines over the same body; they are
@@ -62,16 +62,19 @@ impl SnapshotRef {
     }
 }
 
-/// A log position: the first `size` entries, whose last has hash `head`, as of a signed
-/// time, with the revocation snapshot in force.
+/// A log position: the first `size` entries, committed to by the root of their RFC 6962
+/// Merkle tree (`dgsp_wire::merkle`), as of a signed time, with the revocation snapshot in
+/// force.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checkpoint {
     /// Names the log (one per group), e.g. `dgsp/<fingerprint>`.
     pub origin: String,
     /// Number of entries covered.
     pub size: u64,
-    /// Hash of entry `size`.
-    pub head: [u8; 32],
+    /// The root line: the RFC 6962 Merkle tree root of the first `size` entries. (Notes
+    /// signed before the tree existed carry the hash-chain hash of entry `size` here; the
+    /// followers' rules say where that is still accepted.)
+    pub root: [u8; 32],
     /// When the registry signed it (Unix ms). `None` only in notes written before signed
     /// time existed: such a checkpoint covers entries but says nothing about freshness.
     pub time_unix_ms: Option<u64>,
@@ -150,7 +153,7 @@ impl Checkpoint {
             "{}\n{}\n{}\n",
             self.origin,
             self.size,
-            B64.encode(self.head)
+            B64.encode(self.root)
         );
         if let Some(t) = self.time_unix_ms {
             body.push_str(&format!("time {t}\n"));
@@ -187,11 +190,11 @@ impl Checkpoint {
             .next()
             .and_then(parse_decimal)
             .ok_or(CheckpointError::Malformed("size line"))?;
-        let head = lines
+        let root = lines
             .next()
             .and_then(|h| B64.decode(h).ok())
             .and_then(|h| <[u8; 32]>::try_from(h).ok())
-            .ok_or(CheckpointError::Malformed("head hash line"))?;
+            .ok_or(CheckpointError::Malformed("root hash line"))?;
         let mut line = lines.next();
         let mut time_unix_ms = None;
         if let Some(t) = line.and_then(|l| l.strip_prefix("time ")) {
@@ -216,7 +219,7 @@ impl Checkpoint {
         Ok(Checkpoint {
             origin: origin.to_owned(),
             size,
-            head,
+            root,
             time_unix_ms,
             snapshot,
         })
@@ -288,7 +291,7 @@ mod tests {
         let cp = Checkpoint {
             origin: origin_for(m.public_key()),
             size: 42,
-            head: [9; 32],
+            root: [9; 32],
             time_unix_ms: Some(1_700_000_000_123),
             snapshot: Some(SnapshotRef {
                 number: 3,

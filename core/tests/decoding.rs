@@ -207,7 +207,7 @@ fn fuzz_seeds() {
     let note = manager.sign_checkpoint(&Checkpoint {
         origin: "dgsp/fuzz".into(),
         size: 7,
-        head: [9; 32],
+        root: [9; 32],
         time_unix_ms: Some(1_795_000_000_000),
         snapshot: Some(SnapshotRef::of(&record)),
     });

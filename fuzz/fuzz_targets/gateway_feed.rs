@@ -161,7 +161,7 @@ fn registry_note(input: &[u8]) {
     let held = Checkpoint {
         origin: cp.origin.clone(),
         size: 1,
-        head: [0; 32],
+        root: [0; 32],
         time_unix_ms: Some(1),
         snapshot: None,
     };

@@ -85,7 +85,7 @@ mod tests {
         Checkpoint {
             origin: "dgsp/test".into(),
             size: 1,
-            head: [0; 32],
+            root: [0; 32],
             time_unix_ms: Some(t),
             snapshot: None,
         }

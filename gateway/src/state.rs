@@ -99,7 +99,7 @@ impl View {
                 let checkpoint = group
                     .verify_checkpoint(&note)
                     .map_err(|e| format!("the stored checkpoint note: {e}"))?;
-                if checkpoint.size != loaded.applied.seq || checkpoint.head != loaded.applied.hash {
+                if checkpoint.size != loaded.applied.seq || checkpoint.root != loaded.applied.hash {
                     return Err(format!(
                         "the stored checkpoint covers entry {}, the replica has applied {}",
                         checkpoint.size, loaded.applied.seq

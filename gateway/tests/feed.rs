@@ -145,7 +145,7 @@ fn rechain(entries: &mut [Entry], from: usize, signer: Option<&Manager>, origin:
             let note = m.sign_checkpoint(&Checkpoint {
                 origin: origin.to_owned(),
                 size,
-                head,
+                root: head,
                 time_unix_ms: Some(dgsp_wire::log::now_ms()),
                 snapshot,
             });

@@ -78,7 +78,7 @@ fn publish(
     let cp = Checkpoint {
         origin: origin_for(manager.public_key()),
         size: head.seq,
-        head: head.hash,
+        root: head.hash,
         time_unix_ms: Some(now_ms() - age_ms),
         snapshot: Some(SnapshotRef::of(&s.record)),
     };
@@ -249,7 +249,7 @@ fn served(log: &Log, e: &Entry) -> Note {
     let cp = log.manager.public_key().verify_checkpoint(&note).unwrap();
     Note {
         size: cp.size,
-        head: hex::encode(cp.head),
+        head: hex::encode(cp.root),
         time_unix_ms: cp.time_unix_ms.unwrap(),
         note,
     }

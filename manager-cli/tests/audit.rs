@@ -444,7 +444,7 @@ fn a_forged_checkpoint_signature_is_found() {
     let note = forger.sign_checkpoint(&Checkpoint {
         origin: origin_for(log.manager.public_key()),
         size,
-        head,
+        root: head,
         time_unix_ms: Some(dgsp_wire::log::now_ms()),
         snapshot: None,
     });
@@ -702,7 +702,7 @@ fn every_other_rule_fires_alone() {
                 note: m.sign_checkpoint(&Checkpoint {
                     origin: origin_for(m.public_key()),
                     size: log.entries.len() as u64 + 1,
-                    head: [0; 32],
+                    root: [0; 32],
                     time_unix_ms: Some(dgsp_wire::log::now_ms()),
                     snapshot: None,
                 }),

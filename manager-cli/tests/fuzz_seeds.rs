@@ -185,7 +185,7 @@ fn log(f: &Fixture) -> Vec<Entry> {
     let note = f.manager.sign_checkpoint(&Checkpoint {
         origin: origin_for(pk),
         size: 6,
-        head: prev,
+        root: prev,
         time_unix_ms: Some(TIME + 10),
         snapshot: Some(SnapshotRef::of(&record)),
     });
@@ -540,7 +540,7 @@ fn cli_file_seeds() {
     let note = f.manager.sign_checkpoint(&Checkpoint {
         origin: origin_for(pk),
         size: 1,
-        head: [1; 32],
+        root: [1; 32],
         time_unix_ms: Some(TIME + 1),
         snapshot: Some(SnapshotRef::of(&record)),
     });

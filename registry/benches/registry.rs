@@ -462,7 +462,7 @@ async fn checkpoint_sign_ms(params: ParamSet, n: usize) -> f64 {
             let cp = Checkpoint {
                 origin: origin_for(m.public_key()),
                 size: 1000 + i as u64,
-                head: [7; 32],
+                root: [7; 32],
                 time_unix_ms: Some(1_764_000_000_000 + i as u64),
                 snapshot: None,
             };

@@ -62,7 +62,7 @@ impl SignedCheckpoint {
     pub fn new(checkpoint: Checkpoint, note: String) -> Self {
         let stored = StoredNote {
             size: checkpoint.size,
-            head: hex::encode(checkpoint.head),
+            head: hex::encode(checkpoint.root),
             time_unix_ms: checkpoint.time_unix_ms.unwrap_or(0),
             note,
         };
@@ -546,7 +546,8 @@ impl Publisher {
     async fn publish_checkpoint(&mut self) -> Result<(), StepError> {
         // What was folded, never the store's head: a checkpoint covers only what the
         // snapshot it names was checked against.
-        let (size, head) = (self.processed, self.processed_hash);
+        let size = self.processed;
+        let root = self.store.tree_root(size)?;
         // A clock read behind past the tolerance is read again a moment later before the
         // registry halts: a clock stepped back stays back, a single bad read (seen under
         // libfaketime in the chaos suite) does not.
@@ -560,7 +561,7 @@ impl Publisher {
         let cp = Checkpoint {
             origin: origin_for(self.manager.public_key()),
             size,
-            head,
+            root,
             time_unix_ms: Some(time),
             snapshot: read(&self.published)
                 .snapshot
@@ -588,7 +589,7 @@ impl Publisher {
         if self.owes_checkpoint() {
             let event = Event::Checkpoint {
                 size,
-                head: hex::encode(head),
+                head: hex::encode(root),
                 note: signed.note,
             };
             self.writer.submit(Command::Append { event }, None).await?;

@@ -9,7 +9,8 @@
 //! | `names` | username | be64(id) | projection (PLM) |
 //! | `revoked` | zeta (16 bytes) | be64(seq of the revocation) | projection (revoked list) |
 //! | `snapshots` | be64(number) | signed snapshot JSON | projection |
-//! | `views` | name | value | projection counters, latest checkpoint entry, `position` |
+//! | `tree` | tile level, be64(index) | 32-byte hash | projection: the Merkle tree's tile-level hashes (`store/tree.rs`) |
+//! | `views` | name | value | projection counters, latest checkpoint entry, `position`, `tree_size` |
 //! | `idem` | idempotency key | first answer | not a projection (kept on rebuild) |
 //! | `meta` | name | value | not a projection: the newest signed checkpoint note, the rebuild marker |
 //!
@@ -35,16 +36,20 @@ use dgsp_core::{MemberId, Zeta};
 use dgsp_wire::events::{Event, EventError};
 use dgsp_wire::log::{canonical, unhex, ChainError, Entry, Hash, GENESIS_PREV};
 
+mod tree;
+pub use tree::leaf_of;
+
 /// Column families that are projections of the log (dropped and replayed by a rebuild).
 /// `views`, which holds the projections' position, comes first: once it is dropped, the
 /// position reads 0 until the replay has written one.
-pub const VIEW_CFS: [&str; 5] = ["views", "members", "names", "revoked", "snapshots"];
-const ALL_CFS: [&str; 8] = [
+pub const VIEW_CFS: [&str; 6] = ["views", "members", "names", "revoked", "snapshots", "tree"];
+const ALL_CFS: [&str; 9] = [
     "log",
     "members",
     "names",
     "revoked",
     "snapshots",
+    "tree",
     "views",
     "idem",
     "meta",
@@ -182,13 +187,24 @@ impl Store {
         let cfs = ALL_CFS
             .iter()
             .map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
-        Ok(Store {
+        let store = Store {
             db: DB::open_cf_descriptors(&opts, dir, cfs)?,
             #[cfg(feature = "fault-injection")]
             fail_after: Default::default(),
             #[cfg(feature = "fault-injection")]
             commits_held: Default::default(),
-        })
+        };
+        // A database written before the log was a tree gets its tree now (an unfinished
+        // rebuild recomputes it anyway).
+        let rebuilding = store.db.get_cf(store.cf("meta"), REBUILDING)?.is_some();
+        if !rebuilding && store.tree_size()? < store.position()? {
+            let from = store.tree_size()?;
+            let added = store.migrate_tree(|done, of| {
+                tracing::info!(done, of, "computing the log's Merkle tree");
+            })?;
+            tracing::info!(from, added, "the log's Merkle tree is up to date");
+        }
+        Ok(store)
     }
 
     /// Opens the database in `dir` read-only (a backup's checkpoint: nothing is written to
@@ -428,7 +444,7 @@ impl Store {
         for (name, n) in counts {
             batch.put_cf(self.cf("views"), name.as_bytes(), be(n));
         }
-        Ok(())
+        self.project_tree(entries, batch)
     }
 
     /// Adds the effects of `entry` to `batch`. `members` and `counts` carry the state

@@ -277,16 +277,17 @@ fn write_lossy_log(store: &Arc<Store>, manager: &Arc<Manager>) -> Vec<Zeta> {
     );
     let checkpoint = |store: &Store, snapshot: &SnapshotRecord, time: u64| {
         let head = store.head().unwrap();
+        let root = store.tree_root(head.seq).unwrap();
         let cp = Checkpoint {
             origin: origin_for(manager.public_key()),
             size: head.seq,
-            head: head.hash,
+            root,
             time_unix_ms: Some(time),
             snapshot: Some(SnapshotRef::of(snapshot)),
         };
         Event::Checkpoint {
             size: head.seq,
-            head: hex::encode(head.hash),
+            head: hex::encode(root),
             note: manager.sign_checkpoint(&cp),
         }
     };

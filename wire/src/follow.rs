@@ -26,7 +26,7 @@ use serde_json::Value;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
-use crate::log::{unhex, unhex32, Entry};
+use crate::log::{unhex, unhex32, Entry, Hash};
 use crate::snapshot::snapshot_from_json;
 
 /// A rule a range broke. Each names the entry at fault where there is one.
@@ -274,9 +274,9 @@ pub fn check_checkpoint_entry(e: &Entry, cp: &Checkpoint) -> Result<(), RuleErro
         .get("head")
         .and_then(Value::as_str)
         .and_then(unhex32);
-    if size != Some(cp.size) || head != Some(cp.head) {
+    if size != Some(cp.size) || head != Some(cp.root) {
         return Err(bad(
-            "the entry's size or head differs from its signed note".into()
+            "the entry's size or head differs from its signed note's size or root".into(),
         ));
     }
     if cp.size >= e.seq {
@@ -299,6 +299,38 @@ pub fn check_checkpoint<'e>(
         .map_err(|detail| RuleError::BadCheckpoint { seq: e.seq, detail })?;
     check_checkpoint_entry(e, &cp)?;
     Ok((cp, note))
+}
+
+/// What a checkpoint's root line commits to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootKind {
+    /// The RFC 6962 Merkle tree root of the first `size` entries: what the registry signs.
+    Tree,
+    /// The hash-chain hash of entry `size`: notes signed before the log was a tree
+    /// (`docs/format.md`, "The tree"). Both bind exactly the first `size` entries.
+    LegacyChain,
+}
+
+/// A checkpoint's root line must be the tree root of the first `size` entries (`tree_root`)
+/// or, in a note signed before the tree, the chain hash of entry `size` (`chain_hash`, when
+/// the follower holds it; `None` for size 0).
+pub fn check_root(
+    cp: &Checkpoint,
+    tree_root: &Hash,
+    chain_hash: Option<&Hash>,
+) -> Result<RootKind, String> {
+    if cp.root == *tree_root {
+        Ok(RootKind::Tree)
+    } else if chain_hash == Some(&cp.root) {
+        Ok(RootKind::LegacyChain)
+    } else {
+        Err(format!(
+            "its root {} is not the root of the first {} entries ({})",
+            hex::encode(cp.root),
+            cp.size,
+            hex::encode(tree_root)
+        ))
+    }
 }
 
 /// Two timed checkpoints of one log must agree: the later one (by signed time) covers at
@@ -333,7 +365,7 @@ mod tests {
         Checkpoint {
             origin: "dgsp/00".into(),
             size,
-            head: [size as u8; 32],
+            root: [size as u8; 32],
             time_unix_ms: time,
             snapshot: None,
         }

@@ -46,7 +46,7 @@ impl Follower {
             detail: format!("the registry's current checkpoint: {detail}"),
         };
         let cp = checked.map_err(bad)?;
-        if cp.size != info.size || unhex32(&info.head) != Some(cp.head) {
+        if cp.size != info.size || unhex32(&info.head) != Some(cp.root) {
             return Err(bad(
                 "the answer's size or head differs from its signed note".into(),
             ));

@@ -419,7 +419,7 @@ impl Follower {
                     .hash_at(n)
                     .map_err(|e| Fault::Storage(e.to_string()))?,
             };
-            if ours.is_some_and(|h| h != cp.head) {
+            if ours.is_some_and(|h| h != cp.root) {
                 return Err(Fault::Fork {
                     seq: cp.size,
                     detail: "a signed checkpoint names a different entry than the one applied here"
@@ -440,7 +440,7 @@ impl Follower {
         let covered = (cp.size - view.applied.seq) as usize;
         match self.pending.get(covered - 1) {
             Some(last) if last.entry.seq == cp.size => {
-                if last.entry.hash_bytes().ok() != Some(cp.head) {
+                if last.entry.hash_bytes().ok() != Some(cp.root) {
                     return Err(Fault::Fork {
                         seq: cp.size,
                         detail: "the signed checkpoint's head differs from the feed's entry".into(),

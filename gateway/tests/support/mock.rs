@@ -55,11 +55,15 @@ impl Log {
 
     /// A note of the first `size` entries signed at `time` (Unix ms), naming `snapshot`.
     pub fn note_naming(&self, size: u64, time: u64, snapshot: Option<SnapshotRef>) -> Note {
-        let head = unhex32(&self.at(size).hash).unwrap();
+        let leaves: Vec<_> = self.entries[..size as usize]
+            .iter()
+            .map(|e| dgsp_wire::merkle::leaf_hash(&dgsp_wire::tiles::entry_bytes(e)))
+            .collect();
+        let head = dgsp_wire::merkle::root(&leaves);
         let note = self.manager.sign_checkpoint(&Checkpoint {
             origin: origin_for(self.manager.public_key()),
             size,
-            head,
+            root: head,
             time_unix_ms: Some(time),
             snapshot,
         });

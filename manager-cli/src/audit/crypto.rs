@@ -73,14 +73,14 @@ impl Job {
                     ViolationKind::CheckpointSignature,
                     format!("the note is for origin {:?}, not this group's", cp.origin),
                 ),
-                Ok(cp) if cp.size != *size || cp.head != *head => found(
+                Ok(cp) if cp.size != *size || cp.root != *head => found(
                     *seq,
                     ViolationKind::CheckpointMismatch,
                     format!(
                         "the entry states size {size} and head {}, its signed note size {} and head {}",
                         hex::encode(head),
                         cp.size,
-                        hex::encode(cp.head)
+                        hex::encode(cp.root)
                     ),
                 ),
                 Ok(cp) => covered.as_ref().and_then(|(named, uncovered)| {

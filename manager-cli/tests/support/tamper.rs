@@ -122,7 +122,7 @@ pub fn reseal(entries: &mut [Entry], from: u64, manager: &Manager, resign: Resig
             let note = manager.sign_checkpoint(&Checkpoint {
                 origin: origin_for(manager.public_key()),
                 size,
-                head,
+                root: head,
                 time_unix_ms: Some(dgsp_wire::log::now_ms()),
                 snapshot,
             });
@@ -177,7 +177,7 @@ pub fn append_checkpoint_naming(
     let note = manager.sign_checkpoint(&Checkpoint {
         origin: origin_for(manager.public_key()),
         size,
-        head,
+        root: head,
         time_unix_ms: Some(dgsp_wire::log::now_ms()),
         snapshot,
     });

@@ -33,7 +33,9 @@ pub struct CheckpointInfo {
     pub origin: String,
     /// Log entries it covers.
     pub size: u64,
-    /// The log head hash (hex).
+    /// The note's root line (hex): the RFC 6962 Merkle tree root of the first `size`
+    /// entries (`docs/format.md`, "The tree"). Named `head` as in earlier versions, which
+    /// carried the chain hash of entry `size` here.
     pub head: String,
     /// The registry's signed time (Unix ms), when the note carries one.
     pub time_unix_ms: Option<u64>,
@@ -167,7 +169,7 @@ impl TrustRoot {
         Ok(CheckpointInfo {
             origin: cp.origin.clone(),
             size: cp.size,
-            head: hex::encode(cp.head),
+            head: hex::encode(cp.root),
             time_unix_ms: cp.time_unix_ms,
             snapshot_number: cp.snapshot.map(|s| s.number),
         })

@@ -81,7 +81,7 @@ impl Group {
         self.manager.sign_checkpoint(&Checkpoint {
             origin: origin_for(self.manager.public_key()),
             size: 10,
-            head: [7; 32],
+            root: [7; 32],
             time_unix_ms: Some(time),
             snapshot: Some(NamedSnapshot::of(&named.record)),
         })
