@@ -64,6 +64,19 @@ fn the_honest_log_reports_nothing() {
     assert_eq!((s.members, s.certificates, s.revocations), (4, 12, 3));
     assert_eq!((s.openings, s.judged, s.revoked_zetas), (3, 3, 7));
     assert!(s.snapshots >= 4 && s.checkpoints >= 4, "{s:?}");
+    // The registry signs Merkle roots: every checkpoint's root is the tree's.
+    assert_eq!((s.tree_roots, s.legacy_roots), (s.checkpoints, 0));
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["stats"]["tree_roots"], Value::from(s.checkpoints));
+    assert_eq!(json["stats"]["legacy_roots"], Value::from(0));
+    assert!(
+        report.render().contains(&format!(
+            "{} Merkle tree roots, 0 legacy chain hashes",
+            s.checkpoints
+        )),
+        "{}",
+        report.render()
+    );
     assert_eq!(report.entries, log.entries.len() as u64);
     let group = report.group.unwrap();
     assert_eq!(
@@ -272,17 +285,54 @@ fn a_rewritten_entry_is_found_once() {
 
     // Rewritten and not re-sealed: its hash no longer matches; the next entry still links
     // to the stated hash, so there is exactly one violation, at the rewritten entry.
+    // Its public bytes are leaves of the tree, so every checkpoint covering it differs
+    // from the log's tree: a consequence, counted as skipped, not found again.
     let mut entries = log.entries.clone();
     let k = tamper::nth(&entries, "signature_opened", 1, |_| true);
     tamper::at(&mut entries, k).public["id"] = Value::from(bob);
-    assert_eq!(found(&entries), vec![("chain", k)]);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![("chain", k)], "{}", report.render());
+    let covering = entries
+        .iter()
+        .filter(|e| e.kind == "checkpoint" && e.public["size"].as_u64().unwrap() >= k)
+        .count() as u64;
+    assert!(covering > 0);
+    assert_eq!(
+        report.skipped.get(&Skipped::CheckpointRoot),
+        Some(&covering)
+    );
+    assert_eq!(
+        report.stats.tree_roots + covering,
+        report.stats.checkpoints,
+        "{:?}",
+        report.stats
+    );
 
-    // A private payload rewritten under the same commitment.
+    // Rewritten and re-hashed alone: the next entry's link breaks, one `chain` violation
+    // there; the checkpoints covering the rewritten entry follow from it.
+    let mut entries = log.entries.clone();
+    let k = tamper::nth(&entries, "signature_opened", 0, |_| true);
+    let e = tamper::at(&mut entries, k);
+    e.time_ms += 1;
+    e.hash = hex::encode(e.compute_hash(&dgsp_wire::log::unhex32(&e.prev_hash).unwrap()));
+    let report = audit(&entries);
+    assert_eq!(
+        report.kinds(),
+        vec![("chain", k + 1)],
+        "{}",
+        report.render()
+    );
+    assert!(report.skipped[&Skipped::CheckpointRoot] > 0);
+
+    // A private payload rewritten under the same commitment: the public bytes, and so the
+    // tree, are unchanged.
     let mut entries = log.entries.clone();
     let k = tamper::nth(&entries, "member_joined", 0, |_| true);
     let private = tamper::at(&mut entries, k).private.as_mut().unwrap();
     private.payload["username"] = Value::from("mallory");
-    assert_eq!(found(&entries), vec![("commitment", k)]);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![("commitment", k)]);
+    assert_eq!(report.stats.tree_roots, report.stats.checkpoints);
 }
 
 #[test]
@@ -307,9 +357,160 @@ fn a_rewritten_and_resealed_entry_is_found_at_the_checkpoint_covering_it() {
     let c = tamper::nth(&entries, "checkpoint", 0, |e| {
         e.public["size"].as_u64().unwrap() >= k
     });
-    let later = entries.iter().filter(|e| e.kind == "checkpoint").count();
+    let later = entries
+        .iter()
+        .filter(|e| e.kind == "checkpoint" && e.seq > c)
+        .count();
     assert!(later > 2, "several checkpoints follow, all differing");
-    assert_eq!(found(&entries), vec![("checkpoint_mismatch", c)]);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![("checkpoint_mismatch", c)]);
+    // The finding names the checkpoint, its size, the root it signs and the log's.
+    let cp = tamper::at(&mut entries, c).clone();
+    let size = cp.public["size"].as_u64().unwrap();
+    let signed = cp.public["head"].as_str().unwrap();
+    let actual = hex::encode(tamper::tree_root(&entries, size));
+    let previous = entries
+        .iter()
+        .filter(|e| e.kind == "checkpoint" && e.seq < c)
+        .filter_map(|e| e.public["size"].as_u64())
+        .max()
+        .unwrap_or(0);
+    assert!(previous < k && k <= size);
+    assert_ne!(signed, actual);
+    let detail = &report.violations[0].detail;
+    for part in [
+        format!("checkpoint entry {c} signs root {signed} for the first {size} entries"),
+        format!("the log's tree has root {actual}"),
+        format!(
+            "an entry among {}..={size} was changed after it was checkpointed",
+            previous + 1
+        ),
+        format!("({later} later checkpoints differ from the log as a consequence)"),
+    ] {
+        assert!(detail.contains(&part), "{part:?} not in {detail:?}");
+    }
+}
+
+#[test]
+fn a_changed_entry_is_found_at_the_first_checkpoint_even_when_later_ones_are_re_signed() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    // The checkpoint covering the last issuance, and the one before it.
+    let k = tamper::nth(&entries, "certificates_issued", 3, |_| true);
+    let c = tamper::nth(&entries, "checkpoint", 0, |e| {
+        e.public["size"].as_u64().unwrap() >= k
+    });
+    let before = entries
+        .iter()
+        .filter(|e| e.kind == "checkpoint" && e.seq < c)
+        .filter_map(|e| e.public["size"].as_u64())
+        .max()
+        .unwrap();
+    assert!(before < k);
+    let Ok(Event::CertificatesIssued {
+        id,
+        first,
+        count,
+        wots_pk_digests,
+    }) = tamper::at(&mut entries, k).event()
+    else {
+        panic!("an issuance")
+    };
+    // One key digest swapped: the chain re-sealed, checkpoint c left as signed, every
+    // checkpoint after it re-signed over the new tree (so they match again).
+    let mut digests = wots_pk_digests;
+    digests[0] = logs::random_hex(32);
+    let event = Event::CertificatesIssued {
+        id,
+        first,
+        count,
+        wots_pk_digests: digests,
+    };
+    tamper::set_event(&mut entries, k, &event);
+    tamper::reseal(&mut entries, k, &log.manager, NOTHING);
+    tamper::reseal(&mut entries, c, &log.manager, ALL);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![("checkpoint_mismatch", c)]);
+    let detail = &report.violations[0].detail;
+    // Localised after the last checkpoint that matched; no later one differs.
+    assert!(
+        detail.contains(&format!("among {}..=", before + 1)),
+        "{detail}"
+    );
+    assert!(!detail.contains("later checkpoints"), "{detail}");
+}
+
+#[test]
+fn a_note_with_the_root_of_another_size_is_refused() {
+    let log = small();
+    let mut entries = log.entries.clone();
+    let c = tamper::nth(&entries, "checkpoint", 2, |_| true);
+    let size = tamper::at(&mut entries, c).public["size"].as_u64().unwrap();
+    assert!(size > 1);
+    // Correctly signed, the entry stating what the note states, but its root is the tree's
+    // of one entry fewer, or of the first entry only.
+    for other in [size - 1, 1] {
+        let mut entries = entries.clone();
+        let root = tamper::tree_root(&entries, other);
+        let note = log.manager.sign_checkpoint(&Checkpoint {
+            origin: origin_for(log.manager.public_key()),
+            size,
+            root,
+            time_unix_ms: Some(dgsp_wire::log::now_ms()),
+            snapshot: tamper::newest_snapshot(&entries, size),
+        });
+        let e = tamper::at(&mut entries, c);
+        e.public["head"] = Value::from(hex::encode(root));
+        e.public["note"] = Value::from(note);
+        tamper::reseal(&mut entries, c, &log.manager, ALL);
+        let report = audit(&entries);
+        assert_eq!(report.kinds(), vec![("checkpoint_mismatch", c)], "{other}");
+        assert!(report.violations[0].detail.contains(&format!(
+            "signs root {} for the first {size} entries",
+            hex::encode(root)
+        )));
+    }
+    // Appended at the head, with the root of an earlier size.
+    let size = entries.last().unwrap().seq;
+    let root = tamper::tree_root(&entries, size - 2);
+    let k = tamper::append_checkpoint_of(&mut entries, &log.manager, size, root, None);
+    assert_eq!(found(&entries), vec![("checkpoint_mismatch", k)]);
+}
+
+#[test]
+fn notes_signed_before_the_tree_with_chain_roots_are_accepted() {
+    let log = small();
+    let legacy = tamper::Resign {
+        snapshots: false,
+        checkpoints: true,
+        roots: tamper::Roots::LegacyChain,
+    };
+    // Every checkpoint re-signed over the chain hash of entry `size`, as registries did
+    // before the tree.
+    let mut entries = log.entries.clone();
+    tamper::reseal(&mut entries, 0, &log.manager, legacy);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![], "{}", report.render());
+    let s = &report.stats;
+    assert_eq!((s.tree_roots, s.legacy_roots), (0, s.checkpoints));
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+
+    // A registry migrated mid-log: chain roots up to a checkpoint, tree roots after it.
+    let c = tamper::nth(&entries, "checkpoint", 1, |_| true);
+    tamper::reseal(&mut entries, c, &log.manager, ALL);
+    let report = audit(&entries);
+    assert_eq!(report.kinds(), vec![], "{}", report.render());
+    let s = &report.stats;
+    assert_eq!(s.legacy_roots, 2, "{s:?}");
+    assert_eq!(s.tree_roots, s.checkpoints - 2, "{s:?}");
+
+    // A legacy root is still compared: the chain hash of another entry is refused.
+    let mut entries = log.entries.clone();
+    tamper::reseal(&mut entries, 0, &log.manager, legacy);
+    let size = entries.last().unwrap().seq;
+    let wrong = tamper::root_of(&entries, size - 1, tamper::Roots::LegacyChain);
+    let k = tamper::append_checkpoint_of(&mut entries, &log.manager, size, wrong, None);
+    assert_eq!(found(&entries), vec![("checkpoint_mismatch", k)]);
 }
 
 #[test]
@@ -457,8 +658,9 @@ fn a_forged_checkpoint_signature_is_found() {
 fn a_dropped_entry_is_one_sequence_violation() {
     let log = small();
     let mut entries = log.entries.clone();
-    // An entry no checkpoint names as its head (dropping one that is would also make
-    // that checkpoint's head missing from the log: a second finding).
+    // An entry no checkpoint names as its head. (Every checkpoint covering the gap has a
+    // root that the tree, whose positions are unknown from the gap on, cannot give: they
+    // are counted as skipped, as checked below.)
     let heads: Vec<u64> = entries
         .iter()
         .filter_map(|e| e.public.get("size").and_then(Value::as_u64))
@@ -471,6 +673,26 @@ fn a_dropped_entry_is_one_sequence_violation() {
         })
         .unwrap()
         .seq;
+    entries.remove((k - 1) as usize);
+    let report = audit(&entries);
+    assert_eq!(
+        report.kinds(),
+        vec![("sequence", k + 1)],
+        "{}",
+        report.render()
+    );
+    assert!(report.skipped[&Skipped::CheckpointRoot] > 0);
+
+    // Dropping the entry a checkpoint is the head of is the same one finding.
+    let mut entries = log.entries.clone();
+    let k = heads
+        .iter()
+        .copied()
+        .find(|&h| {
+            let kind = &entries[(h - 1) as usize].kind;
+            kind == "signature_opened" || kind == "checkpoint"
+        })
+        .unwrap();
     entries.remove((k - 1) as usize);
     assert_eq!(found(&entries), vec![("sequence", k + 1)]);
 }
@@ -515,6 +737,7 @@ fn the_public_feed_skips_what_needs_private_parts() {
         tamper::Resign {
             snapshots: false,
             checkpoints: true,
+            roots: tamper::Roots::Tree,
         },
     );
     let public: Vec<Entry> = entries.iter().map(Entry::redacted).collect();

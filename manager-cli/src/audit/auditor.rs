@@ -73,6 +73,7 @@ impl Auditor {
             hash: e.hash.clone(),
         });
         let intact = self.chain.check(e, &mut self.findings);
+        self.checkpoints.entry(e);
         self.group.check_position(e, &mut self.findings);
         if e.private.is_none() && e.commitment.is_some() {
             self.findings.skip(Skipped::Commitment);
@@ -154,6 +155,8 @@ impl Auditor {
             );
         }
         self.stats.checkpointed = self.checkpoints.last_size;
+        self.stats.tree_roots = self.checkpoints.roots.tree;
+        self.stats.legacy_roots = self.checkpoints.roots.legacy;
         let mut violations = std::mem::take(&mut out.violations);
         violations.sort_by_key(|v| v.seq);
         let mut warnings = std::mem::take(&mut out.warnings);
@@ -244,7 +247,7 @@ impl Auditor {
                             seq: e.seq,
                             note: cp.note,
                             size: cp.size,
-                            head: cp.head,
+                            root: cp.root,
                             covered: matches.then(|| self.covers.at(cp.size)),
                         });
                     }

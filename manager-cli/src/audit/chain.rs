@@ -18,6 +18,9 @@ pub(crate) struct Chain {
     hashes: Vec<Hash>,
     /// ...and the entries read out of sequence, by seq.
     odd: HashMap<u64, Hash>,
+    /// The first position whose public bytes may not be what the log held when later
+    /// checkpoints were signed (see [`Chain::suspect_from`]).
+    suspect: Option<u64>,
 }
 
 impl Default for Chain {
@@ -27,6 +30,7 @@ impl Default for Chain {
             last_hash: GENESIS_PREV,
             hashes: Vec::new(),
             odd: HashMap::new(),
+            suspect: None,
         }
     }
 }
@@ -53,6 +57,7 @@ impl Chain {
                 format!("entry {} where entry {expected} was expected", e.seq),
             );
             reported = true;
+            self.suspect_at(e.seq.min(expected));
         }
         let Some(prev_seq) = e.seq.checked_sub(1) else {
             // seq 0: already reported as out of sequence; nothing else can be said.
@@ -69,6 +74,7 @@ impl Chain {
                         "prev_hash is not 64 hex characters",
                     );
                 }
+                self.suspect_at(e.seq);
                 intact = false;
             }
             Some(link) => {
@@ -84,6 +90,8 @@ impl Chain {
                         ),
                     );
                     reported = true;
+                    // The previous entry, or this link, is not what was chained.
+                    self.suspect_at(prev_seq.max(1));
                 }
                 // Position and link are settled above; this checks the entry's own hash
                 // and its commitment against its own prev_hash.
@@ -101,6 +109,7 @@ impl Chain {
                         if !reported {
                             out.violation(e.seq, ViolationKind::Chain, err.to_string());
                         }
+                        self.suspect_at(e.seq);
                         intact = false;
                     }
                 }
@@ -119,6 +128,19 @@ impl Chain {
             self.odd.entry(e.seq).or_insert(stated);
         }
         intact
+    }
+
+    /// The first position (seq) whose public bytes may differ from what the log held when
+    /// it was chained, as far as the violations reported so far show: an entry whose own
+    /// hash does not match, the entry before a broken link, a position out of sequence.
+    /// (A private payload that fails its commitment does not count: the public bytes, which
+    /// the checkpoints' tree commits to, are unaffected.) `None` while everything chained.
+    pub(crate) fn suspect_from(&self) -> Option<u64> {
+        self.suspect
+    }
+
+    fn suspect_at(&mut self, seq: u64) {
+        self.suspect = Some(self.suspect.map_or(seq, |s| s.min(seq)));
     }
 
     /// The hash entry `seq` states, if it was read.

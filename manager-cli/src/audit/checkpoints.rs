@@ -1,25 +1,43 @@
-//! Checkpoints against the log: the head a checkpoint states must be the hash of the entry
-//! at its size (its signature is checked elsewhere).
+//! Checkpoints against the log: the root a checkpoint states must be the RFC 6962 Merkle
+//! root of the first `size` entries as replayed ([`Tree`]) or, in a note signed before the
+//! log was a tree, the chain hash of entry `size` (the followers' rule,
+//! `dgsp_wire::follow::check_root`). Its signature is checked elsewhere (`crypto.rs`, which
+//! also checks that the note states the entry's size and root).
 //!
-//! A head that differs means the log was changed after the manager signed the checkpoint,
-//! somewhere between the last checkpoint that matched and this one's size. When the chain
-//! was re-sealed after the change, every later checkpoint differs too: each such mismatch
-//! follows from the first one (the chain links them), so they are folded into the first
-//! violation (its detail counts them) rather than reported again. A checkpoint that
-//! matches ends the divergence; a mismatch after that is reported anew.
+//! A root that differs means an entry among the first `size` was changed after the manager
+//! signed the checkpoint, somewhere between the last checkpoint that matched and this one's
+//! size (the earlier root binds every entry up to its size), or the root was never this
+//! log's. Every later checkpoint then differs too (its tree holds the changed leaf): each
+//! such mismatch follows from the first one, so they are folded into the first violation
+//! (its detail counts them) rather than reported again. A checkpoint that matches ends the
+//! divergence; a mismatch after that is reported anew.
+//!
+//! A mismatch at or past an entry the chain already reported altered or out of sequence
+//! ([`Chain::suspect_from`]) is no new finding: the leaf there is not the one that was
+//! checkpointed, so every root covering it differs. It is counted as skipped
+//! ([`Skipped::CheckpointRoot`]). (A change hidden behind it is then not localised; the
+//! audit already fails.)
+//!
+//! Consecutive checkpoints must be consistent (the later tree extends the earlier one).
+//! With the whole tree in memory that follows from each root matching the tree at its
+//! size, so no consistency proof is computed.
 
+use dgsp_core::checkpoint::Checkpoint;
+use dgsp_wire::follow::{check_root, RootKind};
 use serde_json::Value;
 
 use dgsp_wire::log::{unhex32, Entry};
 
 use super::chain::Chain;
 use super::findings::Findings;
-use super::violation::ViolationKind;
+use super::tree::Tree;
+use super::violation::{Skipped, ViolationKind};
 
 /// The parts of a checkpoint entry.
 pub(crate) struct Stated {
     pub(crate) size: u64,
-    pub(crate) head: [u8; 32],
+    /// The entry's `head` field: the note's root line (the name is kept for compatibility).
+    pub(crate) root: [u8; 32],
     pub(crate) note: String,
 }
 
@@ -30,26 +48,39 @@ pub(crate) fn parse(e: &Entry) -> Result<Stated, String> {
         .get("size")
         .and_then(Value::as_u64)
         .ok_or("checkpoint without a numeric size")?;
-    let head = e
+    let root = e
         .public
         .get("head")
         .and_then(Value::as_str)
         .and_then(unhex32)
-        .ok_or("checkpoint without a 64-hex head")?;
+        .ok_or("checkpoint without a 64-hex head (its root)")?;
     let note = e
         .public
         .get("note")
         .and_then(Value::as_str)
         .ok_or("checkpoint without a note")?
         .to_owned();
-    Ok(Stated { size, head, note })
+    Ok(Stated { size, root, note })
+}
+
+/// How many checkpoints matched the log, by what their root commits to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RootCounts {
+    /// Roots that are the Merkle root of their size.
+    pub(crate) tree: u64,
+    /// Roots that are the chain hash of entry `size` (notes signed before the tree).
+    pub(crate) legacy: u64,
 }
 
 /// What the checkpoints have shown so far.
 #[derive(Default)]
 pub(crate) struct Checkpoints {
+    /// The entries' Merkle tree.
+    tree: Tree,
     /// The largest size checkpointed.
     pub(crate) last_size: u64,
+    /// Checkpoints whose root matched, by kind.
+    pub(crate) roots: RootCounts,
     /// The size of the last checkpoint that matched the log.
     last_good: u64,
     /// The open divergence: index of its violation and how many later mismatches it
@@ -60,8 +91,13 @@ pub(crate) struct Checkpoints {
 }
 
 impl Checkpoints {
-    /// Checks checkpoint entry `seq` against the chain; returns whether it matches (then
-    /// what it names can be checked against the entries it covers).
+    /// Adds entry `e` to the tree (every entry, in order, before its own checks).
+    pub(crate) fn entry(&mut self, e: &Entry) {
+        self.tree.push(e);
+    }
+
+    /// Checks checkpoint entry `seq` against the tree and the chain; returns whether it
+    /// matches (then what it names can be checked against the entries it covers).
     pub(crate) fn check(
         &mut self,
         seq: u64,
@@ -89,35 +125,50 @@ impl Checkpoints {
             return false;
         }
         self.last_size = cp.size;
-        if chain.hash_of(cp.size) == Some(&cp.head) {
-            self.last_good = cp.size;
-            if let Some(d) = self.divergence.take() {
-                self.folded.push(d);
+        let explained = chain.suspect_from().is_some_and(|s| s <= cp.size);
+        let Some(tree_root) = self.tree.root_at(cp.size) else {
+            // Past a gap in the sequence (already a violation): nothing to compare with.
+            out.skip(Skipped::CheckpointRoot);
+            return false;
+        };
+        match judge(cp, &tree_root, chain) {
+            Ok(kind) => {
+                match kind {
+                    RootKind::Tree => self.roots.tree += 1,
+                    RootKind::LegacyChain => self.roots.legacy += 1,
+                }
+                self.last_good = cp.size;
+                if let Some(d) = self.divergence.take() {
+                    self.folded.push(d);
+                }
+                true
             }
-            return true;
-        }
-        match &mut self.divergence {
-            Some((_, later)) => *later += 1,
-            None => {
-                let actual = chain
-                    .hash_of(cp.size)
-                    .map_or_else(|| "missing".to_owned(), hex::encode);
-                let i = out.violation(
-                    seq,
-                    ViolationKind::CheckpointMismatch,
-                    format!(
-                        "it signs head {} for entry {}, the log's entry {} has hash {actual}: an entry among {} to {} was changed after it was checkpointed",
-                        hex::encode(cp.head),
-                        cp.size,
-                        cp.size,
-                        self.last_good + 1,
-                        cp.size
-                    ),
-                );
-                self.divergence = Some((i, 0));
+            Err(_) if explained => {
+                out.skip(Skipped::CheckpointRoot);
+                false
+            }
+            Err(_) => {
+                match &mut self.divergence {
+                    Some((_, later)) => *later += 1,
+                    None => {
+                        let i = out.violation(
+                            seq,
+                            ViolationKind::CheckpointMismatch,
+                            format!(
+                                "checkpoint entry {seq} signs root {} for the first {} entries, the log's tree has root {}: an entry among {}..={} was changed after it was checkpointed, or the root was never this log's",
+                                hex::encode(cp.root),
+                                cp.size,
+                                hex::encode(tree_root),
+                                self.last_good + 1,
+                                cp.size
+                            ),
+                        );
+                        self.divergence = Some((i, 0));
+                    }
+                }
+                false
             }
         }
-        false
     }
 
     /// Adds to each divergence's detail how many later checkpoints it explains.
@@ -133,4 +184,17 @@ impl Checkpoints {
             }
         }
     }
+}
+
+/// The followers' rule on the stated root (the note states the same, or `crypto.rs`
+/// reports it): the tree root of `size`, or the legacy chain hash of entry `size`.
+fn judge(cp: &Stated, tree_root: &[u8; 32], chain: &Chain) -> Result<RootKind, String> {
+    let stated = Checkpoint {
+        origin: String::new(),
+        size: cp.size,
+        root: cp.root,
+        time_unix_ms: None,
+        snapshot: None,
+    };
+    check_root(&stated, tree_root, chain.hash_of(cp.size))
 }

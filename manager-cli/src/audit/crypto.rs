@@ -21,7 +21,7 @@ pub(crate) const BATCH: usize = 512;
 /// One expensive check.
 pub(crate) enum Job {
     /// The note of a checkpoint entry must verify under the group key, with the group's
-    /// origin, and state the entry's `size` and `head`; then, if it matches the log, it
+    /// origin, and state the entry's `size` and `head` (its root); then, if it matches the log, it
     /// must name the newest snapshot among the entries it covers, holding every
     /// revocation among them (`covered`, by `dgsp_wire::coverage::Covers`). A later
     /// snapshot holding the revocation repairs the log for verifiers, not the checkpoint:
@@ -30,7 +30,7 @@ pub(crate) enum Job {
         seq: u64,
         note: String,
         size: u64,
-        head: [u8; 32],
+        root: [u8; 32],
         covered: Option<Covered>,
     },
     /// A snapshot's signature must verify under the group key and name the group.
@@ -64,7 +64,7 @@ impl Job {
                 seq,
                 note,
                 size,
-                head,
+                root,
                 covered,
             } => match group.verify_checkpoint(note) {
                 Err(e) => found(*seq, ViolationKind::CheckpointSignature, e.to_string()),
@@ -73,12 +73,12 @@ impl Job {
                     ViolationKind::CheckpointSignature,
                     format!("the note is for origin {:?}, not this group's", cp.origin),
                 ),
-                Ok(cp) if cp.size != *size || cp.root != *head => found(
+                Ok(cp) if cp.size != *size || cp.root != *root => found(
                     *seq,
                     ViolationKind::CheckpointMismatch,
                     format!(
-                        "the entry states size {size} and head {}, its signed note size {} and head {}",
-                        hex::encode(head),
+                        "the entry states size {size} and root {}, its signed note size {} and root {}",
+                        hex::encode(root),
                         cp.size,
                         hex::encode(cp.root)
                     ),

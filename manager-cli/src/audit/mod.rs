@@ -16,7 +16,7 @@
 //! | `malformed` | an entry cannot be read (unknown kind, bad field, undecodable snapshot or opening) |
 //! | `group` | entry 1 is not `group_created`, its key does not decode or does not match its fingerprint/params fields, it is not the pinned group; or a later `group_created` |
 //! | `checkpoint_signature` | a checkpoint note does not verify under the group key, or names another origin |
-//! | `checkpoint_mismatch` | a checkpoint's head is not the hash of the entry at its size; its fields differ from its signed note; it covers entries after itself; its size goes back |
+//! | `checkpoint_mismatch` | a checkpoint's root is not the RFC 6962 Merkle root of the first `size` entries (nor, in a note signed before the tree, the chain hash of entry `size`: `dgsp_wire::follow::check_root`); its fields differ from its signed note; it covers entries after itself; its size goes back |
 //! | `checkpoint_uncovered` | a timed checkpoint (whose note verifies) does not name the newest snapshot among the entries it covers, or covers a revocation that snapshot does not hold (the followers' rule, `dgsp_wire::follow::check_covers`): it vouches for a state in which the revoked member's signatures verify |
 //! | `snapshot_signature` | a snapshot's signature does not verify under the group key, or it names another group |
 //! | `snapshot_succession` | a snapshot is not number previous + 1 (1 for the first) with `prev_hash` = the previous record's hash, or its `log_seq` is not before its own entry |
@@ -58,10 +58,15 @@
 //!   covering it: one `checkpoint_mismatch` at that checkpoint's seq, naming the range of
 //!   entries the change lies in. Later checkpoints that differ as a consequence are folded
 //!   into it (its detail counts them) until a checkpoint matches again.
+//! - Checkpoint roots are RFC 6962 Merkle roots over the entries' public bytes, so an
+//!   entry rewritten without re-sealing (or dropped, or repeated) also changes every root
+//!   covering it: those mismatches follow from the `chain` or `sequence` violation already
+//!   reported and are counted as skipped (`checkpoint_root`), not reported again. A
+//!   private payload changed under its commitment does not touch the tree.
 //! - A snapshot that shrinks is one `snapshot_shrink`; its root is not compared. Every
 //!   snapshot is the predecessor of the next, good or bad.
 //! - `snapshot_root` is reported at every snapshot that disagrees with the log (a zeta
-//!   missing from the log shows at each later snapshot): unlike checkpoint heads, one
+//!   missing from the log shows at each later snapshot): unlike checkpoint roots, one
 //!   wrong root does not imply the next, and each is a separately signed statement that
 //!   a verifier may rely on.
 //! - `checkpoint_uncovered` compares what a checkpoint names with the log's snapshot
@@ -88,8 +93,9 @@
 //!
 //! Hashes and the member ledger are checked as entries arrive; SPHINCS+ verification of
 //! checkpoints, snapshots and opened signatures, and judge, are queued and run in parallel
-//! batches. Memory: the set of revoked zetas (about 80 bytes each), one hash per entry, one
-//! record per member.
+//! batches. Memory: the set of revoked zetas (about 80 bytes each), three hashes per entry
+//! (its chain hash, and the Merkle tree's nodes: about two per entry), one record per
+//! member.
 
 mod auditor;
 mod chain;
@@ -101,6 +107,7 @@ mod members;
 mod report;
 mod snapshots;
 pub mod source;
+mod tree;
 mod violation;
 
 use tokio::sync::mpsc;

@@ -50,6 +50,12 @@ pub struct Stats {
     pub checkpoints: u64,
     /// Size of the last checkpoint.
     pub checkpointed: u64,
+    /// Checkpoints whose root is the RFC 6962 Merkle root of the first `size` entries (what
+    /// the registry signs).
+    pub tree_roots: u64,
+    /// Checkpoints whose root is the chain hash of entry `size`: notes signed before the log
+    /// was a tree, still accepted (`docs/checkpoints.md`).
+    pub legacy_roots: u64,
 }
 
 /// The result of an audit.
@@ -104,9 +110,9 @@ impl Report {
         let s = &self.stats;
         let _ = writeln!(
             out,
-            "{} members, {} certificates, {} revocations ({} zetas), {} openings ({} judged), {} snapshots, {} checkpoints (last covers {})",
+            "{} members, {} certificates, {} revocations ({} zetas), {} openings ({} judged), {} snapshots, {} checkpoints (last covers {}; roots matching the log: {} Merkle tree roots, {} legacy chain hashes)",
             s.members, s.certificates, s.revocations, s.revoked_zetas, s.openings, s.judged,
-            s.snapshots, s.checkpoints, s.checkpointed
+            s.snapshots, s.checkpoints, s.checkpointed, s.tree_roots, s.legacy_roots
         );
         for (check, n) in &self.skipped {
             let what = match check {
@@ -118,6 +124,9 @@ impl Report {
                 }
                 Skipped::Signatures => "signatures not checked (no group key)",
                 Skipped::AlteredEntry => "altered entries whose own checks were skipped",
+                Skipped::CheckpointRoot => {
+                    "checkpoint roots not compared (they cover an entry already reported altered or out of sequence)"
+                }
             };
             let _ = writeln!(out, "skipped: {n} {what}");
         }

@@ -23,9 +23,10 @@ pub enum ViolationKind {
     Group,
     /// A checkpoint note does not verify under the group key (or names another origin).
     CheckpointSignature,
-    /// A checkpoint does not match the log: its head is not the hash of the entry at its
-    /// size, its fields differ from its signed note, it covers entries after itself, or
-    /// it goes back.
+    /// A checkpoint does not match the log: its root is neither the Merkle root of the
+    /// first `size` entries nor (a note signed before the tree) the hash of entry `size`,
+    /// its fields differ from its signed note, it covers entries after itself, or it goes
+    /// back.
     CheckpointMismatch,
     /// A timed checkpoint does not name the newest snapshot among the entries it covers, or
     /// covers a revocation that snapshot does not hold (`dgsp_wire::follow::check_covers`):
@@ -183,4 +184,8 @@ pub enum Skipped {
     /// Checks of an entry that failed its chain or commitment check: its content is not
     /// what the chain commits to, so the one violation says all there is about it.
     AlteredEntry,
+    /// Checkpoint roots that cover an entry already reported altered or out of sequence
+    /// (`chain`, `sequence`): that leaf is not the one checkpointed, so the root cannot
+    /// match, and the one violation says so.
+    CheckpointRoot,
 }

@@ -9,6 +9,8 @@ use dgsp_gateway::follower::apply::revoked_zetas;
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use dgsp_wire::events::Event;
 use dgsp_wire::log::{unhex32, Entry, GENESIS_PREV};
+use dgsp_wire::merkle::{self, leaf_hash};
+use dgsp_wire::tiles::entry_bytes;
 use serde_json::{json, Value};
 
 /// What to re-sign after the changed entry.
@@ -16,20 +18,50 @@ use serde_json::{json, Value};
 pub struct Resign {
     /// recompute every later snapshot from the log's revocations and re-sign the chain
     pub snapshots: bool,
-    /// re-sign every later checkpoint over the new hashes
+    /// re-sign every later checkpoint over the new entries
     pub checkpoints: bool,
+    /// what the re-signed checkpoints' root line holds
+    pub roots: Roots,
+}
+
+/// What a checkpoint's root line commits to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Roots {
+    /// The RFC 6962 Merkle root of the first `size` entries (what the registry signs).
+    Tree,
+    /// The chain hash of entry `size` (notes signed before the log was a tree).
+    LegacyChain,
 }
 
 /// Re-sign everything after the change.
 pub const ALL: Resign = Resign {
     snapshots: true,
     checkpoints: true,
+    roots: Roots::Tree,
 };
 /// Re-sign nothing: the checkpoints already published stay as they were.
 pub const NOTHING: Resign = Resign {
     snapshots: false,
     checkpoints: false,
+    roots: Roots::Tree,
 };
+
+/// The Merkle root of the first `size` entries (leaves: their public bytes).
+pub fn tree_root(entries: &[Entry], size: u64) -> [u8; 32] {
+    let leaves: Vec<[u8; 32]> = entries[..size as usize]
+        .iter()
+        .map(|e| leaf_hash(&entry_bytes(e)))
+        .collect();
+    merkle::root(&leaves)
+}
+
+/// The root line of a checkpoint of the first `size` entries, of kind `roots`.
+pub fn root_of(entries: &[Entry], size: u64, roots: Roots) -> [u8; 32] {
+    match roots {
+        Roots::Tree => tree_root(entries, size),
+        Roots::LegacyChain => unhex32(&entries[(size - 1) as usize].hash).unwrap(),
+    }
+}
 
 /// The seq of the `n`-th (from 0) entry of `kind` that satisfies `pred`.
 pub fn nth(entries: &[Entry], kind: &str, n: usize, pred: impl Fn(&Entry) -> bool) -> u64 {
@@ -89,6 +121,14 @@ pub fn set_up_to(entries: &[Entry], log_seq: u64) -> RevocationSet {
     )
 }
 
+/// The newest snapshot among the first `size` entries, as a checkpoint names it.
+pub fn newest_snapshot(entries: &[Entry], size: u64) -> Option<SnapshotRef> {
+    entries[..size as usize]
+        .iter()
+        .rfind(|e| e.kind == "snapshot_published")
+        .map(|e| SnapshotRef::of(&snapshot_of(e).record))
+}
+
 /// Re-seals the chain from entry `from` on (every entry `>= from` re-linked and
 /// re-hashed), re-signing what `resign` says among the entries after `from`.
 pub fn reseal(entries: &mut [Entry], from: u64, manager: &Manager, resign: Resign) {
@@ -113,21 +153,19 @@ pub fn reseal(entries: &mut [Entry], from: u64, manager: &Manager, resign: Resig
         }
         if seq > from && entries[i].kind == "checkpoint" && resign.checkpoints {
             let size = entries[i].public["size"].as_u64().unwrap();
-            let head = unhex32(&entries[(size - 1) as usize].hash).unwrap();
+            // Entries before this one are re-sealed already (size < seq).
+            let root = root_of(entries, size, resign.roots);
             // Naming the newest snapshot it covers (already re-signed), as the registry does.
-            let snapshot = entries[..size as usize]
-                .iter()
-                .rfind(|e| e.kind == "snapshot_published")
-                .map(|e| SnapshotRef::of(&snapshot_of(e).record));
+            let snapshot = newest_snapshot(entries, size);
             let note = manager.sign_checkpoint(&Checkpoint {
                 origin: origin_for(manager.public_key()),
                 size,
-                root: head,
+                root,
                 time_unix_ms: Some(dgsp_wire::log::now_ms()),
                 snapshot,
             });
             let e = &mut entries[i];
-            e.public["head"] = Value::from(hex::encode(head));
+            e.public["head"] = Value::from(hex::encode(root));
             e.public["note"] = Value::from(note);
         }
         if entries[i].kind == "snapshot_published" {
@@ -166,18 +204,30 @@ pub fn append_checkpoint(entries: &mut Vec<Entry>, manager: &Manager) -> u64 {
     append_checkpoint_naming(entries, manager, newest)
 }
 
-/// Appends a checkpoint of the current head, signed by `manager`, naming `snapshot`.
+/// Appends a checkpoint of the current head (its Merkle root), signed by `manager`, naming
+/// `snapshot`.
 pub fn append_checkpoint_naming(
     entries: &mut Vec<Entry>,
     manager: &Manager,
     snapshot: Option<SnapshotRef>,
 ) -> u64 {
-    let last = entries.last().unwrap();
-    let (size, head) = (last.seq, unhex32(&last.hash).unwrap());
+    let size = entries.last().unwrap().seq;
+    append_checkpoint_of(entries, manager, size, tree_root(entries, size), snapshot)
+}
+
+/// Appends a checkpoint of the first `size` entries with the root line `root`, signed by
+/// `manager`, naming `snapshot` (the entry states the same size and root as the note).
+pub fn append_checkpoint_of(
+    entries: &mut Vec<Entry>,
+    manager: &Manager,
+    size: u64,
+    root: [u8; 32],
+    snapshot: Option<SnapshotRef>,
+) -> u64 {
     let note = manager.sign_checkpoint(&Checkpoint {
         origin: origin_for(manager.public_key()),
         size,
-        root: head,
+        root,
         time_unix_ms: Some(dgsp_wire::log::now_ms()),
         snapshot,
     });
@@ -185,7 +235,7 @@ pub fn append_checkpoint_naming(
         entries,
         &Event::Checkpoint {
             size,
-            head: hex::encode(head),
+            head: hex::encode(root),
             note,
         },
     )
