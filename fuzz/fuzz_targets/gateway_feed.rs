@@ -2,6 +2,7 @@
 //! (`fetch::parse_page`), then every entry through the follower's checks in its order
 //! (chain link and hash, entry 1 against the pinned group, checkpoint entries verified and
 //! checked against their fields, the covered range applied whole by `apply::apply_range`:
+//! the Merkle roots of the covering checkpoint and of the checkpoint entries in the range,
 //! revoked zetas, snapshot JSON, signatures, succession, roots, the covering checkpoint);
 //! `/v1/checkpoint` answers (`fetch::parse_checkpoint`, then what `on_registry_note` checks);
 //! snapshot JSON (`snapshot_from_json`, as the follower, the replica and the CLI read it);
@@ -10,7 +11,7 @@
 //! - 0: a feed page, checked as fetched (a mutation breaks the hash chain there);
 //! - 1: a feed page whose `prev_hash`/`hash` are recomputed first, so the checks after the
 //!   chain see the mutated contents, and what remains uncovered is applied under an
-//!   unsigned checkpoint of its last entry (only a signature stops it);
+//!   unsigned checkpoint of its tree (only a signature stops it);
 //! - 2: a `/v1/checkpoint` answer;
 //! - 3: a signed snapshot's JSON;
 //! - 4: one entry.
@@ -30,12 +31,13 @@ use std::sync::{Arc, OnceLock};
 
 use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
-use dgsp_gateway::follower::{apply, fetch};
+use dgsp_gateway::follower::{apply, fetch, roots};
 use dgsp_gateway::replica::Applied;
 use dgsp_gateway::state::{Verified, View};
 use dgsp_registry::api::public::Entries;
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use dgsp_wire::log::{unhex32, Entry, GENESIS_PREV};
+use dgsp_wire::merkle::Frontier;
 use libfuzzer_sys::fuzz_target;
 
 fn genesis() -> &'static View {
@@ -51,15 +53,19 @@ fn genesis() -> &'static View {
         snapshot: None,
         set: Arc::new(RevocationSet::from_zetas(std::iter::empty())),
         unsnapshotted: Arc::new(HashMap::new()),
+        tree: Frontier::new(),
     })
 }
 
-/// An unsigned, untimed checkpoint of `e` (what a signed note would say about it).
-fn covering(e: &Entry) -> Option<Arc<Verified>> {
+/// An unsigned, untimed checkpoint of `range` applied on `view` (what a signed note would
+/// say about it: the Merkle root of the view's tree and the range).
+fn covering(view: &View, range: &[Entry]) -> Option<Arc<Verified>> {
+    let mut tree = view.tree.clone();
+    range.iter().for_each(|e| tree.push(roots::leaf_of(e)));
     let checkpoint = Checkpoint {
         origin: origin_for(&genesis().group),
-        size: e.seq,
-        head: e.hash_bytes().ok()?,
+        size: range.last()?.seq,
+        root: tree.root(),
         time_unix_ms: None,
         snapshot: None,
     };
@@ -119,7 +125,7 @@ fn follow(page: Entries, apply_rest: bool) {
         }
         let covered = (size - view.applied.seq) as usize;
         match held.get(covered - 1) {
-            Some(l) if l.seq == size && l.hash_bytes().ok() == Some(checked.checkpoint.head) => {}
+            Some(l) if l.seq == size => {}
             _ => return,
         }
         let range: Vec<Entry> = held.drain(..covered).collect();
@@ -135,7 +141,7 @@ fn follow(page: Entries, apply_rest: bool) {
         }
     }
     if apply_rest {
-        if let Some(cp) = held.last().and_then(covering) {
+        if let Some(cp) = covering(&view, &held) {
             let at = cp.checkpoint.size;
             let _ = apply::apply_range(&view, &held, cp, at);
         }
@@ -154,7 +160,7 @@ fn registry_note(input: &[u8]) {
     let Ok(cp) = apply::check_note(view, &info.note) else {
         return;
     };
-    if cp.size != info.size || unhex32(&info.head) != Some(cp.head) {
+    if cp.size != info.size || unhex32(&info.head) != Some(cp.root) {
         return;
     }
     let _ = apply::check_covers(&cp, None, None);
@@ -197,11 +203,11 @@ fn entry(input: &[u8]) {
     let _ = apply::revoked_zetas(&e);
     if let Ok(note) = apply::checkpoint_note(&e) {
         let _ = note.lines().count();
-        if let Some(cp) = covering(&e) {
+        if let Some(cp) = covering(view, std::slice::from_ref(&e)) {
             let _ = apply::check_checkpoint_entry(&e, &cp.checkpoint);
         }
     }
-    if let Some(cp) = covering(&e) {
+    if let Some(cp) = covering(view, std::slice::from_ref(&e)) {
         let at = e.seq;
         let _ = apply::apply_range(view, std::slice::from_ref(&e), cp, at);
     }

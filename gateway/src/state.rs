@@ -16,6 +16,8 @@ use std::time::Instant;
 use dgsp_core::checkpoint::Checkpoint;
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Zeta};
+use dgsp_wire::follow::check_root;
+use dgsp_wire::merkle::Frontier;
 
 use crate::api::model::Note;
 use crate::clock::WallClock;
@@ -59,8 +61,8 @@ pub struct View {
     pub group: Arc<ManagerPublicKey>,
     /// Last applied entry.
     pub applied: Applied,
-    /// The newest verified checkpoint that covers `applied` exactly (its size and head are
-    /// `applied.seq` and `applied.hash`). When it carries a signed time, the view is fresh
+    /// The newest verified checkpoint that covers `applied` exactly (its size is
+    /// `applied.seq`, its root `tree`'s root, or in a legacy note `applied.hash`). When it carries a signed time, the view is fresh
     /// as of that time; the follower never replaces it with an older one.
     pub checkpoint: Option<Arc<Verified>>,
     /// The latest verified snapshot.
@@ -70,13 +72,26 @@ pub struct View {
     /// Revocations applied after `snapshot.log_seq` (zeta -> seq): revoked, with an
     /// inclusion proof only once the next snapshot covers them.
     pub unsnapshotted: Arc<HashMap<Zeta, u64>>,
+    /// The right edge of the Merkle tree of the applied entries (its size is
+    /// `applied.seq`): the roots of the next checkpoints are computed from it without
+    /// reading the replica.
+    pub tree: Frontier,
 }
 
 impl View {
     /// The view a replica resumes with: the set is rebuilt from the stored zetas up to the
     /// latest snapshot's `log_seq` and must match that snapshot's root and count; the stored
-    /// checkpoint note must verify under the group key and cover the applied position.
+    /// checkpoint note must verify under the group key and cover the applied position: its
+    /// size is the applied seq and its root the replica's tree root there (or, in a legacy
+    /// note, the applied entry's hash).
     pub fn resume(group: ManagerPublicKey, loaded: Loaded) -> Result<View, String> {
+        if loaded.tree.size() != loaded.applied.seq {
+            return Err(format!(
+                "the replica's tree holds {} entries, {} are applied",
+                loaded.tree.size(),
+                loaded.applied.seq
+            ));
+        }
         let cut = loaded.snapshot.as_ref().map_or(0, |s| s.record.log_seq);
         let (covered, later): (Vec<_>, Vec<_>) = loaded
             .zetas
@@ -99,12 +114,20 @@ impl View {
                 let checkpoint = group
                     .verify_checkpoint(&note)
                     .map_err(|e| format!("the stored checkpoint note: {e}"))?;
-                if checkpoint.size != loaded.applied.seq || checkpoint.root != loaded.applied.hash {
+                if checkpoint.size != loaded.applied.seq {
                     return Err(format!(
                         "the stored checkpoint covers entry {}, the replica has applied {}",
                         checkpoint.size, loaded.applied.seq
                     ));
                 }
+                let chain = (loaded.applied.seq > 0).then_some(&loaded.applied.hash);
+                check_root(&checkpoint, &loaded.tree.root(), chain).map_err(|why| {
+                    format!(
+                        "the stored checkpoint note is not of the applied entries: {why}; entry {}'s hash is {}",
+                        loaded.applied.seq,
+                        hex::encode(loaded.applied.hash)
+                    )
+                })?;
                 Some(Arc::new(Verified::new(checkpoint, note)))
             }
         };
@@ -115,6 +138,7 @@ impl View {
             snapshot: loaded.snapshot.map(Arc::new),
             set: Arc::new(set),
             unsnapshotted: Arc::new(later.into_iter().collect()),
+            tree: loaded.tree,
         })
     }
 

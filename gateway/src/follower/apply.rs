@@ -14,6 +14,12 @@
 //!   working set is always the log's revocations, never a snapshot's claim. Such snapshots
 //!   are returned with the range, for the follower to report.
 //!
+//! The range's Merkle tree is computed first ([`roots::range_tree`]): the covering
+//! checkpoint's root, and that of every `checkpoint` entry of the range naming a size from
+//! the applied one on, must be the tree root of its size (or, in a legacy note, the chain
+//! hash there); otherwise the fault is `fork`. (`checkpoint` entries naming a size before
+//! the range are checked against the replica's tree by the follower, [`roots::earlier`].)
+//!
 //! And for the checkpoint that covers the range ([`check_covers`]): a timed checkpoint must
 //! name the latest snapshot among its entries, and that snapshot must hold every revocation
 //! among them (the registry's guarantee, docs/checkpoints.md), so an answer checked against
@@ -27,12 +33,13 @@ use dgsp_core::Zeta;
 use dgsp_wire::follow::{self, RuleError};
 use dgsp_wire::log::Entry;
 
-use super::Fault;
+use super::{roots, Fault};
 use crate::replica::{Applied, Update};
 use crate::state::{Verified, View};
 
 /// Applies `entries` (chain-checked, starting right after `view.applied`, ending at the size
-/// of `checkpoint`, which covers them) on top of `view`. Faults about the checkpoint itself
+/// of `checkpoint`, which covers them) on top of `view`: the checkpoint's root must be the
+/// root of the tree of `view` and `entries` ([`roots::range_tree`]). Faults about the checkpoint itself
 /// are reported at `at` (its log entry, or the entry it covers for a note from
 /// `/v1/checkpoint`). Also returns the `snapshot_mismatch` faults of older snapshots of the
 /// range that the newest one supersedes.
@@ -43,6 +50,12 @@ pub fn apply_range(
     at: u64,
 ) -> Result<(Update, View, Vec<Fault>), Fault> {
     let group = &view.group;
+    let (leaves, tree) = roots::range_tree(
+        &view.tree,
+        &view.applied.hash,
+        entries,
+        &checkpoint.checkpoint,
+    )?;
     let mut set = None;
     // The newest snapshot's mismatch, if it has one, and those of older ones.
     let mut mismatch: Option<Fault> = None;
@@ -50,7 +63,11 @@ pub fn apply_range(
     let mut unsnapshotted: Vec<(Zeta, u64)> =
         view.unsnapshotted.iter().map(|(z, s)| (*z, *s)).collect();
     let mut latest = view.snapshot.clone();
-    let mut update = Update::default();
+    let mut update = Update {
+        leaves,
+        tree: tree.clone(),
+        ..Update::default()
+    };
     for e in entries {
         let hash = e.hash_bytes().map_err(|err| Fault::Chain {
             seq: e.seq,
@@ -110,6 +127,7 @@ pub fn apply_range(
         snapshot: latest,
         set: set.map_or_else(|| view.set.clone(), Arc::new),
         unsnapshotted: Arc::new(unsnapshotted.into_iter().collect::<HashMap<_, _>>()),
+        tree,
     };
     Ok((update, next, superseded))
 }

@@ -43,6 +43,7 @@ pub mod apply;
 mod checkpoints;
 mod fault;
 pub mod fetch;
+pub mod roots;
 pub mod size;
 
 use std::sync::Arc;
@@ -399,9 +400,10 @@ impl Follower {
         Ok(())
     }
 
-    /// Applies what a verified checkpoint covers. One of the size already applied must name
-    /// the entry applied there (and, when newer, becomes the view's note); a larger one
-    /// applies the pending entries up to its size as one range. Faults about the checkpoint
+    /// Applies what a verified checkpoint covers. One of the size already applied must have
+    /// the root of the applied tree at its size (and, when newer, becomes the view's note);
+    /// a larger one applies the pending entries up to its size as one range, its root that
+    /// of the applied tree and those entries ([`apply::apply_range`]). Faults about the checkpoint
     /// are reported at `at`. `Ok(Some(fault))`: the checkpoint is refused for what it covers
     /// (`bad_checkpoint` by [`apply::check_covers`], or `snapshot_mismatch` of the snapshot
     /// it names); nothing was applied and the pending entries are kept, for a later
@@ -410,21 +412,18 @@ impl Follower {
         let view = current(&self.view);
         let cp = &checkpoint.checkpoint;
         if cp.size <= view.applied.seq {
-            // Old news, or a newer note of the same state: it must name the entry applied.
-            let ours = match cp.size {
-                0 => None,
-                n if n == view.applied.seq => Some(view.applied.hash),
-                n => self
-                    .replica
-                    .hash_at(n)
-                    .map_err(|e| Fault::Storage(e.to_string()))?,
-            };
-            if ours.is_some_and(|h| h != cp.root) {
-                return Err(Fault::Fork {
-                    seq: cp.size,
-                    detail: "a signed checkpoint names a different entry than the one applied here"
-                        .into(),
-                });
+            // Old news, or a newer note of the same state: it must be of the entries applied.
+            if cp.size == view.applied.seq {
+                let chain = (cp.size > 0).then_some(&view.applied.hash);
+                roots::check("a signed checkpoint", cp, &view.tree.root(), chain)?;
+            } else {
+                let replica = self.replica.clone();
+                let cp = cp.clone();
+                tokio::task::spawn_blocking(move || {
+                    check_earlier(&replica, "a signed checkpoint", &cp)
+                })
+                .await
+                .map_err(|e| Fault::Storage(format!("root task: {e}")))??;
             }
             let newer = cp.time_unix_ms
                 > view
@@ -439,14 +438,8 @@ impl Follower {
         // The pending entries start right after `applied`, so the covered ones are a prefix.
         let covered = (cp.size - view.applied.seq) as usize;
         match self.pending.get(covered - 1) {
-            Some(last) if last.entry.seq == cp.size => {
-                if last.entry.hash_bytes().ok() != Some(cp.root) {
-                    return Err(Fault::Fork {
-                        seq: cp.size,
-                        detail: "the signed checkpoint's head differs from the feed's entry".into(),
-                    });
-                }
-            }
+            // Its root is checked with the range (`apply_range`).
+            Some(last) if last.entry.seq == cp.size => {}
             _ => {
                 return Err(Fault::BadCheckpoint {
                     seq: at,
@@ -463,6 +456,10 @@ impl Follower {
             .unzip();
         let replica = self.replica.clone();
         let applied = tokio::task::spawn_blocking(move || {
+            // Checkpoint entries of the range naming a size before it: against the replica.
+            for (seq, cp) in roots::earlier(&entries, view.applied.seq)? {
+                check_earlier(&replica, &format!("the checkpoint at entry {seq}"), &cp)?;
+            }
             let (update, next, superseded) =
                 match apply::apply_range(&view, &entries, checkpoint, at) {
                     Ok(applied) => applied,
@@ -543,4 +540,20 @@ impl Follower {
         }
         report
     }
+}
+
+/// `cp`, of a size already applied, against the replica's tree (and, for a legacy note, the
+/// chain hash of entry `size`). Reads the replica: run off the async runtime.
+fn check_earlier(
+    replica: &Replica,
+    what: &str,
+    cp: &dgsp_core::checkpoint::Checkpoint,
+) -> Result<(), Fault> {
+    let storage = |e: crate::replica::ReplicaError| Fault::Storage(e.to_string());
+    let tree_root = replica.root_at(cp.size).map_err(storage)?;
+    let chain = match cp.size {
+        0 => None,
+        n => replica.hash_at(n).map_err(storage)?,
+    };
+    roots::check(what, cp, &tree_root, chain.as_ref()).map(|_| ())
 }

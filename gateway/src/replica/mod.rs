@@ -6,28 +6,33 @@
 //! |-------------|---------------------|-----------------------------------------------|
 //! | `meta`      | `group`             | the pinned group public key encoding          |
 //! | `meta`      | `applied`           | `be64 seq ‖ hash (32) ‖ be64 time_ms`         |
-//! | `meta`      | `checkpoint`        | the newest signed note that covers `applied` exactly (its size and head are `applied`); its signed time is the gateway's freshness |
+//! | `meta`      | `checkpoint`        | the newest signed note that covers `applied` exactly (its size is `applied`, its root the tree's root there, or in a legacy note `applied`'s hash); its signed time is the gateway's freshness |
+//! | `meta`      | `tree_size`         | be64 entries in the tree (always `applied`'s seq) |
 //! | `hashes`    | `be64 seq`          | the entry's hash (fork detection)             |
+//! | `tree`      | `[tile level] ‖ be64 index` | the Merkle tree's tile-level hashes ([`tree`]) |
 //! | `zetas`     | zeta (16 bytes)     | `be64 seq` of the revocation entry            |
 //! | `snapshots` | `be64 number`       | the signed snapshot, in the registry's JSON form |
 //!
 //! Everything one checkpoint makes applicable is written in one synced `WriteBatch`
-//! ([`Replica::commit`]), the checkpoint note included, so after a crash the replica is
+//! ([`Replica::commit`]), the tree's new hashes and the checkpoint note included, so after a crash the replica is
 //! exactly some verified prefix of the log, as fresh as the note that covers it, and the
 //! follower resumes from it. A newer note covering the same position replaces the stored one
 //! on its own ([`Replica::confirm`]).
 
-use std::path::Path;
+mod tree;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::{ManagerPublicKey, Zeta};
 use dgsp_wire::log::Hash;
+use dgsp_wire::merkle::Frontier;
 use dgsp_wire::snapshot::{snapshot_from_json, snapshot_json};
 use rocksdb::{ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOptions, DB};
 use serde_json::Value;
 
-const CFS: [&str; 4] = ["meta", "hashes", "zetas", "snapshots"];
+const CFS: [&str; 5] = ["meta", "hashes", "zetas", "snapshots", "tree"];
 
 /// A replica failure (the disk, or data this build cannot read).
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +43,21 @@ pub enum ReplicaError {
     /// Stored bytes are not what this build wrote.
     #[error("replica data is corrupt: {0}")]
     Corrupt(String),
+    /// What is about to be written does not continue what is stored (nothing was written).
+    #[error("replica update refused: {0}")]
+    Inconsistent(String),
+    /// A replica written by a gateway from before the log's Merkle tree: it holds the
+    /// applied entries' hashes but not the entries, so the tree cannot be rebuilt from it.
+    #[error(
+        "the replica in {} was written by a gateway from before checkpoints signed the log's Merkle tree: it has applied {applied} entries but holds only their hashes, not the entries the tree is built from, so it cannot be migrated. Stop the gateway, move that directory away (or start with another, empty --data directory), and start again: the gateway replays the registry's feed from entry 1",
+        path.display()
+    )]
+    BeforeTree {
+        /// The replica directory.
+        path: PathBuf,
+        /// Entries it had applied.
+        applied: u64,
+    },
 }
 
 /// The last applied entry.
@@ -56,14 +76,19 @@ pub struct Applied {
 pub struct Update {
     /// `(seq, hash)` of every entry in the range.
     pub hashes: Vec<(u64, Hash)>,
+    /// The Merkle tree leaf of every entry in the range, in order.
+    pub leaves: Vec<Hash>,
+    /// The right edge of the tree of every entry applied, the range included (its size is
+    /// `applied.seq`): what the checkpoint was checked against.
+    pub tree: Frontier,
     /// The new last applied entry.
     pub applied: Applied,
     /// Revoked zetas with the seq of their revocation entry.
     pub revocations: Vec<(Zeta, u64)>,
     /// New signed snapshots, in order.
     pub snapshots: Vec<Arc<SignedSnapshot>>,
-    /// The signed note of the checkpoint that covers the range (its size and head are
-    /// `applied`).
+    /// The signed note of the checkpoint that covers the range (its size is `applied`'s
+    /// seq, its root `tree`'s).
     pub checkpoint: String,
 }
 
@@ -79,11 +104,14 @@ pub struct Loaded {
     pub zetas: Vec<(Zeta, u64)>,
     /// The latest verified snapshot.
     pub snapshot: Option<SignedSnapshot>,
+    /// The right edge of the Merkle tree of the applied entries (its size is `applied`'s seq).
+    pub tree: Frontier,
 }
 
 /// The replica database.
 pub struct Replica {
     db: DB,
+    path: PathBuf,
 }
 
 impl Replica {
@@ -97,6 +125,7 @@ impl Replica {
             .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
         Ok(Replica {
             db: DB::open_cf_descriptors(&opts, path, cfs)?,
+            path: path.to_path_buf(),
         })
     }
 
@@ -115,7 +144,8 @@ impl Replica {
         Ok(())
     }
 
-    /// Loads the state to resume from.
+    /// Loads the state to resume from. The tree must hold exactly the applied entries; a
+    /// replica from before the tree is refused ([`ReplicaError::BeforeTree`]).
     pub fn load(&self) -> Result<Loaded, ReplicaError> {
         let meta = self.cf("meta");
         let group = self
@@ -162,12 +192,28 @@ impl Replica {
                 Some(decode_snapshot(&v)?)
             }
         };
+        let tree = match self.stored_tree_size()? {
+            None if applied.seq > 0 => {
+                return Err(ReplicaError::BeforeTree {
+                    path: self.path.clone(),
+                    applied: applied.seq,
+                })
+            }
+            Some(size) if size != applied.seq => {
+                return Err(ReplicaError::Corrupt(format!(
+                    "the tree holds {size} entries, {} are applied",
+                    applied.seq
+                )))
+            }
+            _ => self.frontier(applied.seq)?,
+        };
         Ok(Loaded {
             group,
             applied,
             checkpoint,
             zetas,
             snapshot,
+            tree,
         })
     }
 
@@ -194,9 +240,27 @@ impl Replica {
             .transpose()
     }
 
-    /// Writes a verified range in one synced batch.
+    /// Writes a verified range in one synced batch: its entries' hashes, the tree's new
+    /// hashes, zetas, snapshots, the applied position and the note. Refused whole (nothing
+    /// written) when the range does not continue the stored tree or does not give the
+    /// tree the update was verified against.
     pub fn commit(&self, u: &Update) -> Result<(), ReplicaError> {
         let mut b = WriteBatch::default();
+        let first = u.applied.seq.checked_sub(u.leaves.len() as u64);
+        let continues = u.hashes.len() == u.leaves.len()
+            && u.hashes
+                .iter()
+                .zip(first.unwrap_or(0) + 1..)
+                .all(|((s, _), n)| *s == n);
+        let Some(old_size) = first.filter(|_| continues) else {
+            return Err(ReplicaError::Inconsistent(format!(
+                "a range of {} hashes and {} leaves does not end at entry {}",
+                u.hashes.len(),
+                u.leaves.len(),
+                u.applied.seq
+            )));
+        };
+        self.append_tree(&mut b, old_size, &u.leaves, &u.tree)?;
         for (seq, hash) in &u.hashes {
             b.put_cf(self.cf("hashes"), seq.to_be_bytes(), hash);
         }
