@@ -9,6 +9,7 @@
 //! - every zeta of every `member_revoked` entry is proved revoked against the latest signed
 //!   snapshot by the registry (`GET /v1/revocations/{zeta}/proof`, proof and snapshot
 //!   signature checked here) and answered revoked by every gateway;
+//! - every checkpoint logged or served has the Merkle root of its size (`crate::roots`);
 //! - every acknowledged write is in the log as it was answered;
 //! - `dgsp-manager audit` passes.
 
@@ -104,6 +105,17 @@ impl Log {
         }
         log.entries = entries;
         log
+    }
+
+    /// The entries, in order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The logged checkpoints: (entry seq, the note verified under the group key, or why
+    /// not).
+    pub fn checkpoints(&self) -> &[(u64, Result<Checkpoint, String>)] {
+        &self.checkpoints
     }
 
     /// Every revoked zeta with the seq of its revocation.

@@ -17,6 +17,7 @@ mod processes;
 mod quiesce;
 mod report;
 mod rng;
+mod roots;
 mod stack;
 mod workload;
 
@@ -244,10 +245,15 @@ async fn check(
         gateways.push((g.name.clone(), g.url.clone()));
     }
     let http = &stack.http;
+    if serving.is_ok() {
+        // The newest served note too (recorded in `served` by the read).
+        let _ = stack.registry_checkpoint().await;
+    }
     let mut rows = vec![
         stack.log_copy.row(),
         invariants::snapshots_exact(&log, &group_key),
         invariants::checkpoints_cover(&log),
+        roots::checkpoint_roots(&log, &stack.served, &group_key),
         invariants::registry_answers_revoked(http, &registry_url, &serving, &log, &group_key).await,
         invariants::gateways_answer_revoked(http, &gateways, &log).await,
         invariants::acked_in_log(&log, &work.ledger, serving.is_ok()),

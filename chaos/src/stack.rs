@@ -18,6 +18,7 @@ use crate::http;
 use crate::log_copy::LogCopy;
 use crate::monitor::{self, Observations};
 use crate::processes::{self, Binaries, Service, Settings, Stop};
+use crate::roots::ServedNotes;
 
 /// How long a start may take to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -49,6 +50,8 @@ pub struct Stack {
     pub faults: Arc<Mutex<FaultLog>>,
     /// What the monitor saw.
     pub observations: Arc<Mutex<Observations>>,
+    /// Every distinct checkpoint the registry served to the suite.
+    pub served: Arc<ServedNotes>,
 }
 
 impl Stack {
@@ -87,6 +90,7 @@ impl Stack {
             admin_token: group.admin_token.clone(),
             faults: Arc::default(),
             observations: Arc::default(),
+            served: Arc::default(),
         })
     }
 
@@ -172,11 +176,15 @@ impl Stack {
         }
     }
 
-    /// The registry's newest signed checkpoint, if it answers.
+    /// The registry's newest signed checkpoint, if it answers (recorded in `served`, for
+    /// the check of its root).
     pub async fn registry_checkpoint(&self) -> Option<CheckpointInfo> {
         let url = format!("{}/v1/checkpoint", self.registry_url().await);
         match http::json(&self.http, &url).await? {
-            (200..=299, checkpoint) => Some(checkpoint),
+            (200..=299, checkpoint) => {
+                self.served.record(&checkpoint);
+                Some(checkpoint)
+            }
             _ => None,
         }
     }
