@@ -212,6 +212,7 @@ fn a_dropped_revocation_zeta_is_found() {
     let Ok(Event::MemberRevoked {
         id,
         counter,
+        first: 0,
         mut zetas,
     }) = tamper::at(&mut entries, k).event()
     else {
@@ -223,6 +224,7 @@ fn a_dropped_revocation_zeta_is_found() {
     let event = Event::MemberRevoked {
         id,
         counter: counter - 1,
+        first: 0,
         zetas,
     };
     tamper::set_event(&mut entries, k, &event);
@@ -569,6 +571,7 @@ fn a_checkpoint_naming_a_snapshot_without_a_revocation_it_covers_is_found() {
         &Event::MemberRevoked {
             id: alice,
             counter: 5,
+            first: 0,
             zetas: (0..5).map(|_| logs::random_hex(16)).collect(),
         },
     );
@@ -626,6 +629,7 @@ fn a_revocation_of_no_certificate_needs_no_snapshot() {
         &Event::MemberRevoked {
             id,
             counter: 0,
+            first: 0,
             zetas: vec![],
         },
     );
@@ -903,6 +907,7 @@ fn every_other_rule_fires_alone() {
             Event::MemberRevoked {
                 id: bob,
                 counter: 2,
+                first: 0,
                 zetas: vec![],
             },
         ),
@@ -911,6 +916,7 @@ fn every_other_rule_fires_alone() {
             Event::MemberRevoked {
                 id: alice,
                 counter: 5,
+                first: 0,
                 zetas: std::iter::once(bob_zeta)
                     .chain((0..4).map(|_| logs::random_hex(16)))
                     .collect(),

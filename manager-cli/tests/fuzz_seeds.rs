@@ -46,9 +46,11 @@ use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use dgsp_registry::store::StoredNote;
 use dgsp_wire::events::Event;
 use dgsp_wire::log::{Entry, GENESIS_PREV};
+use dgsp_wire::merkle::{self, leaf_hash, Frontier};
 use dgsp_wire::registry_api::{
     BackupRequest, BulkJoinRequest, IssueRequest, JoinRequest, OpenRequest,
 };
+use dgsp_wire::tiles::entry_bytes;
 use indicatif::ProgressBar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -162,6 +164,7 @@ fn log(f: &Fixture) -> Vec<Entry> {
         Event::MemberRevoked {
             id: MEMBER,
             counter: 2,
+            first: 0,
             zetas: zetas.iter().map(|z| hex::encode(z.as_bytes())).collect(),
         },
         Event::SignatureOpened {
@@ -182,16 +185,19 @@ fn log(f: &Fixture) -> Vec<Entry> {
         prev = e.hash_bytes().unwrap();
         entries.push(e);
     }
+    // The registry's note: the Merkle root of the six entries.
+    let leaves: Vec<_> = entries.iter().map(|e| leaf_hash(&entry_bytes(e))).collect();
+    let root = merkle::root(&leaves);
     let note = f.manager.sign_checkpoint(&Checkpoint {
         origin: origin_for(pk),
         size: 6,
-        root: prev,
+        root,
         time_unix_ms: Some(TIME + 10),
         snapshot: Some(SnapshotRef::of(&record)),
     });
     let checkpoint = Event::Checkpoint {
         size: 6,
-        head: hex::encode(prev),
+        head: hex::encode(root),
         note,
     };
     entries.push(Entry::seal(7, TIME + 10, &checkpoint, &prev));
@@ -210,6 +216,7 @@ fn genesis(f: &Fixture) -> View {
         snapshot: None,
         set: Arc::new(RevocationSet::from_zetas(std::iter::empty())),
         unsnapshotted: Arc::new(HashMap::new()),
+        tree: Frontier::new(),
     }
 }
 
@@ -225,7 +232,7 @@ fn gateway_feed_seeds() {
     let cp = &entries[6];
     let answer = StoredNote {
         size: 6,
-        head: entries[5].hash.clone(),
+        head: entries[6].public["head"].as_str().unwrap().to_owned(),
         time_unix_ms: TIME + 10,
         note: apply::checkpoint_note(cp).unwrap().to_owned(),
     };

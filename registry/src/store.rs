@@ -499,10 +499,15 @@ impl Store {
                 v.counter = v.counter.max(first + count);
                 members.insert(id, v);
             }
-            Event::MemberRevoked { id, zetas, .. } => {
+            Event::MemberRevoked {
+                id, first, zetas, ..
+            } => {
                 let mut v = view_of(id, members)?;
                 v.active = false;
-                v.revoked_at = Some(entry.seq);
+                // A revocation written in parts is dated by its first part.
+                if first == 0 || v.revoked_at.is_none() {
+                    v.revoked_at = Some(entry.seq);
+                }
                 members.insert(id, v);
                 for z in &zetas {
                     let zeta: [u8; 16] = unhex(z).ok_or_else(|| {

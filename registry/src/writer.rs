@@ -555,12 +555,14 @@ impl State {
                         already: true,
                     });
                 }
-                let event = Event::MemberRevoked {
-                    id: *id,
-                    counter: m.counter,
-                    zetas: zetas.clone(),
-                };
-                let seq = self.seal(&event, entries);
+                // One entry, or consecutive parts of at most `MAX_ZETAS_PER_ENTRY` zetas in
+                // this same batch: every entry fits an entry bundle.
+                let mut parts = Event::revocation(*id, &zetas).into_iter();
+                let first = parts.next().expect("a revocation has a first part");
+                let seq = self.seal(&first, entries);
+                for part in parts {
+                    self.seal(&part, entries);
+                }
                 m.active = false;
                 m.revoked_at = Some(seq);
                 pending.members.insert(*id, m);

@@ -77,8 +77,8 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// Certificates of the revoked member: its `member_revoked` entry is ~18 MB, larger than a
-/// page and than any socket buffer on loopback.
+/// Certificates of the revoked member: its `member_revoked` entries are ~18 MB in all, more
+/// than a page and than any socket buffer on loopback.
 const CERTS: u64 = 520_000;
 const MIB: usize = 1 << 20;
 
@@ -107,7 +107,9 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     let (status, revoked) = reg.post("/admin/v1/members/0/revoke", "{}".into()).await;
     assert_eq!(status, StatusCode::OK);
     let seq = revoked["seq"].as_u64().unwrap();
-    let big_page = format!("/v1/log/entries?after={}&limit=1", seq - 1);
+    // The revocation is written in parts of at most MAX_ZETAS_PER_ENTRY zetas (each entry
+    // fits an entry bundle): a page of them reaches the 16 MiB page bound.
+    let big_page = format!("/v1/log/entries?after={}&limit=1000", seq - 1);
     let feed = &reg.running.state.feed;
     assert_eq!(feed.in_flight(), 0);
     let get = |path: &str| {
@@ -115,14 +117,27 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
         async move { request.send().await.unwrap() }
     };
 
-    // Two clients that never read hold their ~18 MB pages: 35 of the 40 MiB.
+    // Two clients that never read hold their ~16 MiB pages: 32 of the 40 MiB. The rest is
+    // taken here, reservation by reservation, until not even the smallest is left (a page
+    // smaller than the socket buffers would be sent whole and give its share back at once,
+    // so stalled clients cannot hold it).
     let a = stalled_get(&reg.url, &big_page).await;
     let b = stalled_get(&reg.url, &big_page).await;
-    wait_until("two large pages in flight", || feed.in_flight() > 34 * MIB).await;
+    wait_until("two large pages in flight", || feed.in_flight() > 30 * MIB).await;
+    let mut last = 0;
+    wait_until("the two pages built", || {
+        let now = feed.in_flight();
+        std::mem::replace(&mut last, now) == now
+    })
+    .await;
+    let mut taken = Vec::new();
+    while let Ok(r) = feed.reserve(40 * MIB) {
+        taken.push(r);
+    }
     let held = feed.in_flight();
     assert!(held <= 40 * MIB, "{held}");
 
-    // A third large page does not fit: 503 feed-busy with Retry-After, as problem+json.
+    // A large page does not fit: 503 feed-busy with Retry-After, as problem+json.
     let r = get(&big_page).await;
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(r.headers()["content-type"], "application/problem+json");
@@ -132,7 +147,11 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     assert!(p["detail"].as_str().unwrap().contains("41943040"), "{p}");
     assert_eq!(feed.in_flight(), held, "the refused page holds nothing");
 
-    // A small page still fits in what is left, and gives it back once sent.
+    // What was taken here goes back, and a small page fits in what is left and gives it
+    // back once sent.
+    drop(taken);
+    wait_until("the taken shares back", || feed.in_flight() < 33 * MIB).await;
+    let held = feed.in_flight();
     let r = get("/v1/log/entries?after=0&limit=3").await;
     assert_eq!(r.status(), StatusCode::OK);
     let small: Value = r.json().await.unwrap();
@@ -145,12 +164,19 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     let r = get(&big_page).await;
     assert_eq!(r.status(), StatusCode::OK);
     let page: Value = r.json().await.unwrap();
+    let parts = page["entries"].as_array().unwrap();
     assert_eq!(
-        page["entries"][0]["public"]["zetas"]
-            .as_array()
-            .unwrap()
-            .len() as u64,
-        CERTS
+        parts[0]["public"]["zetas"].as_array().unwrap().len(),
+        dgsp_wire::events::MAX_ZETAS_PER_ENTRY
+    );
+    let served: usize = parts
+        .iter()
+        .map(|e| e["public"]["zetas"].as_array().unwrap().len())
+        .sum();
+    assert!(
+        served < CERTS as usize && served > 15 * MIB / 35,
+        "a page of {} parts ({served} zetas) ends at the page bound",
+        parts.len()
     );
     wait_until("the budget to empty", || feed.in_flight() == 0).await;
     reg.shutdown().await;

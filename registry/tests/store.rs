@@ -61,6 +61,7 @@ fn history(store: &Store) -> Head {
             batch.push(Event::MemberRevoked {
                 id,
                 counter: 3,
+                first: 0,
                 zetas: (0..3).map(|c| zeta_hex(id * 10 + c)).collect(),
             });
         }

@@ -14,6 +14,12 @@ use dgsp_core::{MemberId, ParamSet};
 /// `signature_opened`; the other kinds are the same as in version 1.
 pub const SCHEMA_VERSION: u32 = 2;
 
+/// The most zetas one `member_revoked` entry carries: its public form stays under the
+/// 65535 bytes of an entry bundle (`docs/format.md`, "Entries that would not fit"): a zeta
+/// is 35 bytes of JSON (32 hex characters, quotes, comma), 1800 of them 63000 bytes, with
+/// the rest of the entry (about 400 bytes) well inside the limit.
+pub const MAX_ZETAS_PER_ENTRY: usize = 1800;
+
 /// A group event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -45,12 +51,20 @@ pub enum Event {
         wots_pk_digests: Vec<String>,
     },
     /// Member `id` was revoked; `zetas` (hex) are its certificates' serial numbers.
+    ///
+    /// A revocation of more than [`MAX_ZETAS_PER_ENTRY`] certificates is written as several
+    /// consecutive `member_revoked` entries in one batch ([`Event::revocation`]), each with
+    /// the next zetas in counter order and `first`, the counter of its first zeta, so that
+    /// every entry fits an entry bundle (65535 bytes; `docs/format.md`).
     MemberRevoked {
         /// member
         id: MemberId,
-        /// its counter at revocation (= `zetas.len()`)
+        /// its counter at revocation: the number of zetas over all of its parts
         counter: u64,
-        /// the revoked zetas, hex, in counter order
+        /// the counter of this entry's first zeta (0 for the first or only part; written
+        /// to the private payload only when not 0)
+        first: u64,
+        /// the revoked zetas of this entry, hex, in counter order
         zetas: Vec<String>,
     },
     /// The manager opened a signature.
@@ -112,6 +126,32 @@ pub enum EventError {
 }
 
 impl Event {
+    /// The `member_revoked` events of revoking member `id` whose certificates have `zetas`
+    /// (hex, in counter order): one event, or one per [`MAX_ZETAS_PER_ENTRY`] zetas, each
+    /// naming the counter of its first zeta. Always at least one (a member without
+    /// certificates is revoked by an event with no zetas).
+    pub fn revocation(id: MemberId, zetas: &[String]) -> Vec<Event> {
+        let counter = zetas.len() as u64;
+        if zetas.is_empty() {
+            return vec![Event::MemberRevoked {
+                id,
+                counter,
+                first: 0,
+                zetas: Vec::new(),
+            }];
+        }
+        zetas
+            .chunks(MAX_ZETAS_PER_ENTRY)
+            .enumerate()
+            .map(|(i, chunk)| Event::MemberRevoked {
+                id,
+                counter,
+                first: (i * MAX_ZETAS_PER_ENTRY) as u64,
+                zetas: chunk.to_vec(),
+            })
+            .collect()
+    }
+
     /// The first event of `group`'s log.
     pub fn group_created(group: &dgsp_core::ManagerPublicKey) -> Event {
         use base64::Engine;
@@ -160,9 +200,18 @@ impl Event {
                     json!({"id": id, "first": first, "count": count, "wots_pk_digests": wots_pk_digests}),
                 ),
             ),
-            Event::MemberRevoked { id, counter, zetas } => (
+            Event::MemberRevoked {
+                id,
+                counter,
+                first,
+                zetas,
+            } => (
                 json!({"zetas": zetas}),
-                Some(json!({"id": id, "counter": counter})),
+                Some(if *first == 0 {
+                    json!({"id": id, "counter": counter})
+                } else {
+                    json!({"id": id, "counter": counter, "first": first})
+                }),
             ),
             Event::SignatureOpened {
                 signature,
@@ -229,6 +278,10 @@ impl Event {
             "member_revoked" => Event::MemberRevoked {
                 id: f.private_u64("id")?,
                 counter: f.private_u64("counter")?,
+                first: match f.private()?.get("first") {
+                    None => 0,
+                    Some(_) => f.private_u64("first")?,
+                },
                 zetas: f.strings(public, "zetas")?,
             },
             "signature_opened" => Event::SignatureOpened {
@@ -372,6 +425,13 @@ mod tests {
             Event::MemberRevoked {
                 id: 3,
                 counter: 2,
+                first: 0,
+                zetas: vec!["00".repeat(16)],
+            },
+            Event::MemberRevoked {
+                id: 3,
+                counter: 1900,
+                first: 1800,
                 zetas: vec!["00".repeat(16)],
             },
             Event::SignatureOpened {
@@ -421,6 +481,7 @@ mod tests {
             Event::MemberRevoked {
                 id: 7,
                 counter: 4,
+                first: 0,
                 zetas: vec![]
             }
         );

@@ -293,6 +293,7 @@ mod tests {
             &Event::MemberRevoked {
                 id: 1,
                 counter: 1,
+                first: 0,
                 zetas: vec!["ab".repeat(16)],
             },
             &[9u8; 32],

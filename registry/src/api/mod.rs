@@ -6,6 +6,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod problem;
 pub mod public;
+pub mod tiles;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -249,6 +250,8 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/v1/group", get(public::group))
         .route("/v1/log/entries", get(public::entries))
         .route("/v1/checkpoint", get(public::checkpoint))
+        .route("/v1/log/checkpoint", get(tiles::checkpoint))
+        .route("/v1/log/tile/{*path}", get(tiles::tile))
         .route("/v1/revocations/snapshot", get(public::latest_snapshot))
         .route("/v1/revocations/snapshots/{n}", get(public::snapshot))
         .route("/v1/revocations/{zeta}/proof", get(public::proof))

@@ -6,26 +6,27 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, public};
+use super::{admin, public, tiles};
 
 /// The document.
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "DGSP registry",
-        description = "The group manager's registry: admin API (bearer admin token) for joins, certificate issuance, revocation and opening; public API for the group, the hash-chained log feed, signed checkpoints, signed revocation snapshots and revocation proofs. Errors are application/problem+json (RFC 9457).",
+        description = "The group manager's registry: admin API (bearer admin token) for joins, certificate issuance, revocation and opening; public API for the group, the hash-chained log feed, signed checkpoints, the log as C2SP tlog-tiles (RFC 6962 Merkle tree), signed revocation snapshots and revocation proofs. Errors are application/problem+json (RFC 9457).",
         license(name = "MIT OR Apache-2.0")
     ),
     paths(
         admin::join, admin::join_bulk, admin::members, admin::member, admin::issue, admin::revoke, admin::open,
         admin::backup,
         public::group, public::entries, public::checkpoint, public::latest_snapshot,
-        public::snapshot, public::proof
+        public::snapshot, public::proof, tiles::checkpoint, tiles::tile
     ),
     components(schemas(dgsp_http::problem::Problem)),
     modifiers(&Security, &ProblemResponses),
     tags((name = "admin", description = "operator API, bearer admin token"),
-         (name = "public", description = "anyone"))
+         (name = "public", description = "anyone"),
+         (name = "tiles", description = "the log as C2SP tlog-tiles: the checkpoint note and immutable tiles, cacheable by any CDN"))
 )]
 pub struct RegistryApi;
 

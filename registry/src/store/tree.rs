@@ -11,7 +11,7 @@ use rocksdb::WriteBatch;
 
 use dgsp_wire::log::{Entry, Hash};
 use dgsp_wire::merkle::{self, leaf_hash, ProofError};
-use dgsp_wire::tiles::{self, entry_bytes, TileNodes, MAX_ENTRY_BYTES, TILE_WIDTH};
+use dgsp_wire::tiles::{self, entry_bytes, TileNodes, TILE_WIDTH};
 
 use super::{be, corrupt, unbe, Error, Store};
 
@@ -27,19 +27,11 @@ fn tree_key(tile_level: u8, index: u64) -> [u8; 9] {
     k
 }
 
-/// The tree's leaf for `entry`, refused when the entry cannot fit an entry bundle.
-pub fn leaf_of(entry: &Entry) -> Result<Hash, Error> {
-    let bytes = entry_bytes(entry);
-    if bytes.len() > MAX_ENTRY_BYTES {
-        return Err(corrupt(
-            format!("entry {}", entry.seq),
-            format!(
-                "its public form is {} bytes, over the {MAX_ENTRY_BYTES} an entry bundle carries",
-                bytes.len()
-            ),
-        ));
-    }
-    Ok(leaf_hash(&bytes))
+/// The tree's leaf for `entry`. Any entry has one; the writer keeps new entries small enough
+/// for an entry bundle (revocations in parts, oversized openings refused), and a bundle
+/// holding an older, larger entry cannot be served (`docs/format.md`).
+pub fn leaf_of(entry: &Entry) -> Hash {
+    leaf_hash(&entry_bytes(entry))
 }
 
 impl Store {
@@ -155,7 +147,7 @@ impl Store {
                 format!("it holds {old} entries; entry {} cannot follow", first.seq),
             ));
         }
-        let leaves = entries.iter().map(leaf_of).collect::<Result<Vec<_>, _>>()?;
+        let leaves: Vec<Hash> = entries.iter().map(leaf_of).collect();
         let made = tiles::append_hashes(old, &leaves, |l, i| self.tree_hash(l, i))
             .map_err(|e| corrupt("tree", e))?;
         for (l, i, h) in made {

@@ -1,0 +1,174 @@
+//! The log as C2SP tlog-tiles, served by a running registry: the checkpoint's root is the
+//! RFC 6962 root of the entries the feed serves, every tile holds exactly what the tree and
+//! the feed say, caches are told the right lifetimes, uncovered tiles are refused, and an
+//! independent client (Go, filippo.io/torchwood, `interop/tlogclient`) reads and verifies
+//! the whole log against the checkpoint's root.
+
+mod support;
+
+use std::process::Command;
+
+use dgsp_wire::log::Entry;
+use dgsp_wire::merkle::{self, leaf_hash};
+use dgsp_wire::tiles::{self, entry_bytes, Tile};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::Registry;
+
+const ADMIN: &str = "admin-token-for-tiles";
+
+async fn all_entries(reg: &Registry) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    loop {
+        let after = out.last().map_or(0, |e| e.seq);
+        let url = format!("{}/v1/log/entries?after={after}&limit=1000", reg.url);
+        let (status, page) = support::get_json(&reg.client, url, None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let entries: Vec<Entry> = serde_json::from_value(page["entries"].clone()).unwrap();
+        if entries.is_empty() {
+            return out;
+        }
+        out.extend(entries);
+    }
+}
+
+async fn get_bytes(
+    reg: &Registry,
+    path: &str,
+) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
+    let r = reg
+        .client
+        .get(format!("{}/v1/log/{path}", reg.url))
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (r.status(), r.headers().clone());
+    (status, headers, r.bytes().await.unwrap().to_vec())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifies() {
+    let reg = Registry::start(27, support::config(ADMIN)).await;
+    // 300 joins and a revocation: past one full tile, so that level 1 exists.
+    let names: Vec<String> = (0..300).map(|i| format!("member-{i:03}")).collect();
+    let r = reg
+        .client
+        .post(format!("{}/admin/v1/members/bulk", reg.url))
+        .bearer_auth(ADMIN)
+        .json(&json!({ "usernames": names }))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let r = reg
+        .client
+        .post(format!("{}/admin/v1/members/5/revoke", reg.url))
+        .bearer_auth(ADMIN)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let head = reg.store.head().unwrap().seq;
+    support::wait_covering(&reg.client, &reg.url, head, support::polls(600, 50)).await;
+
+    // The checkpoint, as text, with a short cache lifetime; its root is the feed's tree.
+    let (status, headers, note) = get_bytes(&reg, "checkpoint").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["cache-control"], "public, max-age=2");
+    let note = String::from_utf8(note).unwrap();
+    let cp = reg.manager.public_key().verify_checkpoint(&note).unwrap();
+    assert!(cp.size >= head, "covers {} of {head}", cp.size);
+    let entries = all_entries(&reg).await;
+    let covered = &entries[..cp.size as usize];
+    let leaves: Vec<_> = covered.iter().map(|e| leaf_hash(&entry_bytes(e))).collect();
+    assert_eq!(
+        cp.root,
+        merkle::root(&leaves),
+        "the note's root is the feed's tree"
+    );
+    assert_eq!(reg.store.tree_root(cp.size).unwrap(), cp.root);
+
+    // Every tile of that size holds exactly the tree's hashes and the feed's entries.
+    let mut levels = 0;
+    for tile in tiles::tiles_for(0, cp.size) {
+        let (status, headers, bytes) = get_bytes(&reg, &tile.path()).await;
+        assert_eq!(status, StatusCode::OK, "{}", tile.path());
+        assert_eq!(
+            headers["cache-control"],
+            "public, max-age=31536000, immutable"
+        );
+        let first = (tile.index * 256) as usize;
+        let width = usize::from(tile.width);
+        match tile.level {
+            None => {
+                let got = tiles::decode_bundle(&bytes, width).unwrap();
+                for (i, e) in got.iter().enumerate() {
+                    assert_eq!(*e, entry_bytes(&covered[first + i]).as_slice());
+                }
+            }
+            Some(level) => {
+                levels = levels.max(level);
+                let got = tiles::decode_hash_tile(&bytes, width).unwrap();
+                let tree = merkle::Leaves(&leaves);
+                for (i, h) in got.iter().enumerate() {
+                    let want = merkle::Nodes::node(&tree, level * 8, (first + i) as u64).unwrap();
+                    assert_eq!(*h, want, "{} hash {i}", tile.path());
+                }
+            }
+        }
+    }
+    assert_eq!(levels, 1, "a level-1 tile exists at {} entries", cp.size);
+
+    // Tiles the newest checkpoint does not cover, and paths that are not tiles, are refused.
+    let beyond = Tile {
+        level: None,
+        index: cp.size / 256,
+        width: (cp.size % 256 + 1) as u16,
+    };
+    for path in [beyond.path(), "tile/0/1".into(), "tile/entries/../x".into()] {
+        let (status, headers, _) = get_bytes(&reg, &path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(
+            headers["content-type"], "application/problem+json",
+            "{path}"
+        );
+    }
+
+    // The independent client: every entry through torchwood's verified iterator, and
+    // inclusion proofs of the first and last entries, against the checkpoint's root.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/go-interop.sh");
+    let built = Command::new("bash")
+        .arg(script)
+        .arg("build")
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "building the Go tiles client failed (it needs go and the Go module proxy): {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let client = String::from_utf8(built.stdout)
+        .unwrap()
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let last = (cp.size - 1).to_string();
+    let out = Command::new(&client)
+        .args(["client", "--url", &format!("{}/v1/log", reg.url), "--all"])
+        .args(["--index", "0", "--index", &last])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Go client refused our tiles: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["size"], cp.size);
+    assert_eq!(report["entries_read"], cp.size);
+    assert_eq!(report["verified"].as_array().unwrap().len(), 2);
+    reg.shutdown().await;
+}
