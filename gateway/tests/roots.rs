@@ -5,7 +5,8 @@
 //! naming the root, the size and both hashes the gateway computed; a legacy note whose root
 //! is the chain hash of its size is accepted; a checkpoint entry naming a size already
 //! applied is checked against the replica's tree; a restart checks the stored note's root;
-//! and a replica from before the tree is refused at start with what to do.
+//! and a replica from before the tree is refused at start with what to do. And the tree a
+//! gateway keeps of a real registry's log is the registry's, and the RFC's, at every size.
 
 mod support;
 
@@ -13,13 +14,14 @@ use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::replica::Replica;
 use dgsp_gateway::server as gw;
+use dgsp_registry::writer::Command;
 use dgsp_wire::log::{unhex32, Entry, Hash};
 use dgsp_wire::merkle::{leaf_hash, root};
 use dgsp_wire::tiles::entry_bytes;
 use serde_json::json;
 use support::mock::{padded, relink, Log, MockRegistry, Note};
 use support::signed_time::{fault, fresh_time, group, honest_log, later};
-use support::{gateway, gateway_config, wait_for, Gateway};
+use support::{gateway, gateway_config, registry, wait_for, Gateway};
 
 /// The Merkle root of the first `size` entries.
 fn tree_root(entries: &[Entry], size: u64) -> Hash {
@@ -184,31 +186,36 @@ async fn checkpoint_roots_are_the_merkle_roots_of_the_entries_served() {
     assert_eq!((gw.applied().await, fresh_time(&gw).await), (size, t_grown));
     gw.shutdown().await;
 
-    // h. A stored note of the applied size with another size's chain hash as its root (a
-    //    replica written wrong, or tampered with): the gateway does not start.
+    // h. A stored note of the applied size with another size's chain hash as its root: the
+    //    replica refuses to store it, and one written anyway (a replica tampered with) stops
+    //    the gateway from starting.
     let wrong = chain(&good.entries, size - 1);
-    let stored = |note: &Note| {
+    let bad = note_with_root(&good, size, wrong, Some(later(&log, t_grown)));
+    let signed = group(&log).verify_checkpoint(&bad.note).unwrap();
+    {
         let replica = Replica::open(&dir.path().join("replica")).unwrap();
-        replica.confirm(&note.note).unwrap();
+        let err = replica.confirm(&bad.note, &signed).unwrap_err();
+        assert!(err.to_string().contains(&hex::encode(wrong)), "{err}");
+    }
+    let meta = |f: &dyn Fn(&rocksdb::DB, &rocksdb::ColumnFamily)| {
+        let cfs = ["meta", "hashes", "zetas", "snapshots", "tree"];
+        let path = dir.path().join("replica");
+        let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), path, cfs).unwrap();
+        f(&db, db.cf_handle("meta").unwrap());
     };
-    stored(&note_with_root(
-        &good,
-        size,
-        wrong,
-        Some(later(&log, t_grown)),
-    ));
+    meta(&|db, cf| db.put_cf(cf, b"checkpoint", bad.note.as_bytes()).unwrap());
     let err = start(&config).await.unwrap_err();
     assert!(err.contains("not of the applied entries"), "{err}");
     assert!(err.contains(&hex::encode(wrong)), "{err}");
 
-    // i. A stored legacy note (the chain hash of the applied entry): resumed from.
+    // i. A stored legacy note (the chain hash of the applied entry): stored, resumed from.
     let t_stored = later(&log, t_grown);
-    stored(&note_with_root(
-        &good,
-        size,
-        chain(&good.entries, size),
-        Some(t_stored),
-    ));
+    let legacy = note_with_root(&good, size, chain(&good.entries, size), Some(t_stored));
+    {
+        let replica = Replica::open(&dir.path().join("replica")).unwrap();
+        let signed = group(&log).verify_checkpoint(&legacy.note).unwrap();
+        replica.confirm(&legacy.note, &signed).unwrap();
+    }
     mock.note(None);
     let gw = gateway(config.clone()).await;
     assert_eq!(
@@ -218,13 +225,7 @@ async fn checkpoint_roots_are_the_merkle_roots_of_the_entries_served() {
     gw.shutdown().await;
 
     // j. A replica from before the tree (its tree size gone): refused, saying what to do.
-    {
-        let path = dir.path().join("replica");
-        let cfs = ["meta", "hashes", "zetas", "snapshots", "tree"];
-        let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), &path, cfs).unwrap();
-        db.delete_cf(db.cf_handle("meta").unwrap(), b"tree_size")
-            .unwrap();
-    }
+    meta(&|db, cf| db.delete_cf(cf, b"tree_size").unwrap());
     let err = start(&config).await.unwrap_err();
     assert!(err.contains("cannot be migrated"), "{err}");
     assert!(err.contains(&dir.path().display().to_string()), "{err}");
@@ -240,4 +241,35 @@ async fn start(config: &gw::Config) -> Result<(), String> {
         }
         Err(e) => Err(e.to_string()),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tree_a_gateway_keeps_is_the_registrys_at_every_size() {
+    let reg = registry().await;
+    // Joins in batches: over three hash tiles of entries, applied in several ranges.
+    for batch in 0..8 {
+        let usernames = (0..100).map(|i| format!("m{batch}-{i}")).collect();
+        reg.writer()
+            .submit(Command::Join { usernames }, None)
+            .await
+            .unwrap();
+    }
+    let gw = reg.follower(|_| {}).await;
+    let applied = gw.applied().await;
+    assert!(applied > 3 * 256, "{applied}");
+    let leaves: Vec<Hash> = reg
+        .public_log()
+        .iter()
+        .map(|e| leaf_hash(&entry_bytes(e)))
+        .collect();
+    let replica = &gw.state().replica;
+    assert_eq!(replica.tree_size().unwrap(), applied);
+    for size in 0..=applied {
+        let want = root(&leaves[..size as usize]);
+        assert_eq!(replica.root_at(size).unwrap(), want, "size {size}");
+        assert_eq!(reg.store.tree_root(size).unwrap(), want, "size {size}");
+    }
+    assert!(replica.root_at(applied + 1).is_err());
+    gw.shutdown().await;
+    reg.shutdown().await;
 }

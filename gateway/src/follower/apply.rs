@@ -39,10 +39,10 @@ use crate::state::{Verified, View};
 
 /// Applies `entries` (chain-checked, starting right after `view.applied`, ending at the size
 /// of `checkpoint`, which covers them) on top of `view`: the checkpoint's root must be the
-/// root of the tree of `view` and `entries` ([`roots::range_tree`]). Faults about the checkpoint itself
-/// are reported at `at` (its log entry, or the entry it covers for a note from
-/// `/v1/checkpoint`). Also returns the `snapshot_mismatch` faults of older snapshots of the
-/// range that the newest one supersedes.
+/// root of the tree of `view` and `entries` ([`roots::range_tree`]). Faults about the
+/// checkpoint itself are reported at `at` (its log entry, or the entry it covers for a note
+/// from `/v1/checkpoint`). Also returns the `snapshot_mismatch` faults of older snapshots of
+/// the range that the newest one supersedes.
 pub fn apply_range(
     view: &View,
     entries: &[Entry],

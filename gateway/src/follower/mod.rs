@@ -403,8 +403,8 @@ impl Follower {
     /// Applies what a verified checkpoint covers. One of the size already applied must have
     /// the root of the applied tree at its size (and, when newer, becomes the view's note);
     /// a larger one applies the pending entries up to its size as one range, its root that
-    /// of the applied tree and those entries ([`apply::apply_range`]). Faults about the checkpoint
-    /// are reported at `at`. `Ok(Some(fault))`: the checkpoint is refused for what it covers
+    /// of the applied tree and those entries ([`apply::apply_range`]). Faults about the
+    /// checkpoint are reported at `at`. `Ok(Some(fault))`: the checkpoint is refused for what it covers
     /// (`bad_checkpoint` by [`apply::check_covers`], or `snapshot_mismatch` of the snapshot
     /// it names); nothing was applied and the pending entries are kept, for a later
     /// checkpoint to cover.
@@ -515,8 +515,8 @@ impl Follower {
             return Ok(Some(Fault::BadCheckpoint { seq: at, detail }));
         }
         let replica = self.replica.clone();
-        let note = checkpoint.note.clone();
-        tokio::task::spawn_blocking(move || replica.confirm(note.as_str()))
+        let signed = checkpoint.clone();
+        tokio::task::spawn_blocking(move || replica.confirm(&signed.note, &signed.checkpoint))
             .await
             .map_err(|e| Fault::Storage(format!("confirm task: {e}")))?
             .map_err(|e| Fault::Storage(e.to_string()))?;

@@ -14,18 +14,20 @@
 //! | `snapshots` | `be64 number`       | the signed snapshot, in the registry's JSON form |
 //!
 //! Everything one checkpoint makes applicable is written in one synced `WriteBatch`
-//! ([`Replica::commit`]), the tree's new hashes and the checkpoint note included, so after a crash the replica is
-//! exactly some verified prefix of the log, as fresh as the note that covers it, and the
-//! follower resumes from it. A newer note covering the same position replaces the stored one
-//! on its own ([`Replica::confirm`]).
+//! ([`Replica::commit`]), the tree's new hashes and the checkpoint note included, so after a
+//! crash the replica is exactly some verified prefix of the log (and its tree), as fresh as
+//! the note that covers it, and the follower resumes from it. A newer note covering the same
+//! position replaces the stored one on its own ([`Replica::confirm`]).
 
 mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use dgsp_core::checkpoint::Checkpoint;
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::{ManagerPublicKey, Zeta};
+use dgsp_wire::follow::check_root;
 use dgsp_wire::log::Hash;
 use dgsp_wire::merkle::Frontier;
 use dgsp_wire::snapshot::{snapshot_from_json, snapshot_json};
@@ -156,15 +158,7 @@ impl Replica {
                     .map_err(|e| ReplicaError::Corrupt(format!("pinned group key: {e}")))
             })
             .transpose()?;
-        let applied = match self.db.get_cf(meta, b"applied")? {
-            None => Applied::default(),
-            Some(b) if b.len() == 48 => Applied {
-                seq: u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
-                hash: b[8..40].try_into().expect("32 bytes"),
-                time_ms: u64::from_be_bytes(b[40..].try_into().expect("8 bytes")),
-            },
-            Some(_) => return Err(ReplicaError::Corrupt("applied position".into())),
-        };
+        let applied = self.applied()?;
         let checkpoint = self
             .db
             .get_cf(meta, b"checkpoint")?
@@ -215,6 +209,19 @@ impl Replica {
             snapshot,
             tree,
         })
+    }
+
+    /// The applied position.
+    fn applied(&self) -> Result<Applied, ReplicaError> {
+        match self.db.get_cf(self.cf("meta"), b"applied")? {
+            None => Ok(Applied::default()),
+            Some(b) if b.len() == 48 => Ok(Applied {
+                seq: u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+                hash: b[8..40].try_into().expect("32 bytes"),
+                time_ms: u64::from_be_bytes(b[40..].try_into().expect("8 bytes")),
+            }),
+            Some(_) => Err(ReplicaError::Corrupt("applied position".into())),
+        }
     }
 
     /// The hash of applied entry `seq`, if it is applied.
@@ -284,8 +291,20 @@ impl Replica {
     }
 
     /// Stores a newer signed note covering the position already applied (nothing else
-    /// changes), synced.
-    pub fn confirm(&self, note: &str) -> Result<(), ReplicaError> {
+    /// changes), synced. `checkpoint` is what the note signs (verified by the caller): it
+    /// must be of exactly the applied entries, its root the tree's there (or, in a legacy
+    /// note, the applied entry's hash), or nothing is written.
+    pub fn confirm(&self, note: &str, checkpoint: &Checkpoint) -> Result<(), ReplicaError> {
+        let applied = self.applied()?;
+        if checkpoint.size != applied.seq {
+            return Err(ReplicaError::Inconsistent(format!(
+                "a note of {} entries does not cover the {} applied",
+                checkpoint.size, applied.seq
+            )));
+        }
+        let chain = (applied.seq > 0).then_some(&applied.hash);
+        check_root(checkpoint, &self.root_at(applied.seq)?, chain)
+            .map_err(|why| ReplicaError::Inconsistent(format!("the note to store: {why}")))?;
         let mut w = WriteOptions::default();
         w.set_sync(true);
         self.db

@@ -207,7 +207,22 @@ mod tests {
         }
         let loaded = r.load().unwrap();
         assert_eq!((loaded.applied.seq, loaded.tree.size()), (10, 10));
-        assert_eq!(loaded.checkpoint.as_deref(), Some("note 10"));
+        // A note to store must be of the applied entries: the tree root there, or (legacy)
+        // the applied entry's hash; nothing else is written.
+        let cp = |size: u64, root: Hash| dgsp_core::checkpoint::Checkpoint {
+            origin: "o".into(),
+            size,
+            root,
+            time_unix_ms: Some(2),
+            snapshot: None,
+        };
+        r.confirm("merkle", &cp(10, root(&all[..10]))).unwrap();
+        r.confirm("legacy", &cp(10, all[9])).unwrap();
+        for (size, root) in [(10, root(&all[..9])), (10, all[8]), (9, root(&all[..9]))] {
+            let err = r.confirm("wrong", &cp(size, root)).unwrap_err();
+            assert!(matches!(err, ReplicaError::Inconsistent(_)), "{err}");
+        }
+        assert_eq!(r.load().unwrap().checkpoint.as_deref(), Some("legacy"));
         assert!(r.hash_at(11).unwrap().is_none());
         r.commit(&update(&all, 10, 40)).unwrap();
         assert_eq!(r.root_at(40).unwrap(), root(&all));
