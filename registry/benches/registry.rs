@@ -96,6 +96,7 @@ async fn serve(publisher: PublisherConfig) -> Server {
         publisher,
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
         backups: None,
+        tiles: None,
     };
     let running = server::start(store, manager, listener, config)
         .await

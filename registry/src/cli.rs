@@ -26,6 +26,8 @@ pub struct Cli {
 }
 
 /// Subcommands.
+// Parsed once per process: the size of `Serve`, the largest variant, costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create a new group: manager keys (encrypted at rest) and the genesis log entry.
@@ -97,6 +99,44 @@ pub enum Command {
         /// directory's file system, a backup hard-links the database files and takes seconds.
         #[arg(long, env = "DGSP_BACKUP_DIR", value_name = "DIR")]
         backup_dir: Option<PathBuf>,
+        /// Also publish the log's tiles (C2SP tlog-tiles: `checkpoint`, `tile/...`) into this
+        /// directory after each checkpoint, for any static server or CDN to serve
+        /// (docs/format.md, "Tiles"). The registry serves the same layout at /v1/log/.
+        #[arg(
+            long,
+            env = "DGSP_TILES_DIR",
+            value_name = "DIR",
+            conflicts_with = "tiles_s3_bucket"
+        )]
+        tiles_dir: Option<PathBuf>,
+        /// Also publish the log's tiles into this S3-compatible bucket (credentials from
+        /// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; docs/tilestore.md).
+        #[arg(long, env = "DGSP_TILES_S3_BUCKET", value_name = "BUCKET")]
+        tiles_s3_bucket: Option<String>,
+        /// The S3 endpoint (default: AWS); path-style requests.
+        #[arg(
+            long,
+            env = "DGSP_TILES_S3_ENDPOINT",
+            value_name = "URL",
+            requires = "tiles_s3_bucket"
+        )]
+        tiles_s3_endpoint: Option<String>,
+        /// The S3 region.
+        #[arg(
+            long,
+            env = "DGSP_TILES_S3_REGION",
+            default_value = "us-east-1",
+            value_name = "REGION"
+        )]
+        tiles_s3_region: String,
+        /// A key prefix inside the bucket (e.g. `logs/group-a`).
+        #[arg(
+            long,
+            env = "DGSP_TILES_S3_PREFIX",
+            default_value = "",
+            value_name = "PREFIX"
+        )]
+        tiles_s3_prefix: String,
     },
     /// Back the group up into a new directory, online or with the registry stopped.
     ///

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("views", 3),
     ("backup", 3),
     ("api", 4),
+    ("mirror", 4),
     ("server", 5),
     ("cli", 6),
 ];

@@ -15,7 +15,7 @@
 //! | 1 | [`store`] |
 //! | 2 | [`writer`] |
 //! | 3 | [`publisher`], [`issuance`], [`feed`], [`views`], [`backup`] |
-//! | 4 | [`api`] |
+//! | 4 | [`api`], [`mirror`] |
 //! | 5 | [`server`] |
 //! | 6 | [`cli`] (and the `dgsp-registry` binary, `main.rs`, above everything) |
 
@@ -29,6 +29,7 @@ pub mod feed;
 pub mod health;
 pub mod issuance;
 pub mod keyfile;
+pub mod mirror;
 pub mod publisher;
 pub mod server;
 pub mod store;

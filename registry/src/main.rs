@@ -36,7 +36,23 @@ fn main() -> ExitCode {
             checkpoint_interval_secs,
             clock_tolerance_ms,
             backup_dir,
+            tiles_dir,
+            tiles_s3_bucket,
+            tiles_s3_endpoint,
+            tiles_s3_region,
+            tiles_s3_prefix,
         } => token(admin_token, admin_token_file).and_then(|admin| {
+            let tiles = match (tiles_dir, tiles_s3_bucket) {
+                (Some(dir), _) => Some(dgsp_tilestore::StoreConfig::Local(dir)),
+                (None, Some(bucket)) => {
+                    let mut cfg = dgsp_tilestore::S3Config::new(bucket);
+                    cfg.endpoint = tiles_s3_endpoint;
+                    cfg.region = tiles_s3_region;
+                    cfg.prefix = tiles_s3_prefix;
+                    Some(dgsp_tilestore::StoreConfig::S3(Box::new(cfg)))
+                }
+                (None, None) => None,
+            };
             let auditor = auditor_token_of(auditor_token, auditor_token_file)?;
             let backups = backup::Settings {
                 dir: backup_dir.unwrap_or_else(|| data.join("backups")),
@@ -55,6 +71,7 @@ fn main() -> ExitCode {
                     ..PublisherConfig::default()
                 },
                 backups,
+                tiles,
             )
         }),
         Command::Backup(args) => make_backup(args),
@@ -179,7 +196,11 @@ fn serve(
     (body_limit, feed_bytes_in_flight): (usize, usize),
     publisher: PublisherConfig,
     backups: backup::Settings,
+    tiles: Option<dgsp_tilestore::StoreConfig>,
 ) -> Fallible {
+    let tiles = tiles
+        .map(|t| t.open().map_err(|e| format!("the tile store: {e}")))
+        .transpose()?;
     let mut store = open_store(data)?;
     let state = store.projections().map_err(|e| e.to_string())?;
     if state != ProjectionState::Current {
@@ -203,6 +224,7 @@ fn serve(
             publisher,
             feed_bytes_in_flight,
             backups: Some(backups),
+            tiles,
         };
         let running = server::start(store, manager, listener, config)
             .await

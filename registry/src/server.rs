@@ -31,6 +31,9 @@ pub struct Config {
     /// where online backups go and the key file they copy (`POST /admin/v1/backup`);
     /// `None` refuses them (`backups-disabled`)
     pub backups: Option<crate::backup::Settings>,
+    /// where the log's tiles are published after each checkpoint (`crate::mirror`); `None`:
+    /// only served by the registry itself
+    pub tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>,
 }
 
 /// A started registry.
@@ -42,6 +45,7 @@ pub struct Running {
     stop: oneshot::Sender<()>,
     server: JoinHandle<std::io::Result<()>>,
     signer: (tokio::task::AbortHandle, JoinHandle<()>),
+    mirror: Option<JoinHandle<()>>,
     writer_thread: std::thread::JoinHandle<()>,
 }
 
@@ -80,6 +84,10 @@ pub async fn start(
         }
     });
     let signer = (publisher_abort, supervisor);
+    let mirror = config
+        .tiles
+        .clone()
+        .map(|tiles| tokio::spawn(crate::mirror::run(store.clone(), published.clone(), tiles)));
     let state = Arc::new(AppState {
         store,
         writer,
@@ -115,6 +123,7 @@ pub async fn start(
         stop,
         server,
         signer,
+        mirror,
         writer_thread,
     })
 }
@@ -141,6 +150,7 @@ impl Running {
             stop,
             server,
             signer,
+            mirror,
             writer_thread,
             ..
         } = self;
@@ -148,6 +158,12 @@ impl Running {
         let served = server.await.map_err(std::io::Error::other)?;
         signer.0.abort();
         let _ = signer.1.await;
+        // The mirror holds the store: stopped before the database closes. What it had not
+        // published yet, it publishes after the next start.
+        if let Some(m) = mirror {
+            m.abort();
+            let _ = m.await;
+        }
         drop(state);
         tokio::task::spawn_blocking(move || writer_thread.join())
             .await

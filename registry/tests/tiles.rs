@@ -172,3 +172,88 @@ async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifie
     assert_eq!(report["verified"].as_array().unwrap().len(), 2);
     reg.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tiles_are_published_to_a_directory_an_independent_client_verifies() {
+    let out = tempfile::tempdir().unwrap();
+    let tiles = dgsp_tilestore::LocalDir::open(out.path()).unwrap();
+    let config = dgsp_registry::server::Config {
+        tiles: Some(std::sync::Arc::new(tiles)),
+        ..support::config(ADMIN)
+    };
+    let reg = Registry::start(28, config).await;
+    let names: Vec<String> = (0..260).map(|i| format!("m-{i:03}")).collect();
+    let r = reg
+        .client
+        .post(format!("{}/admin/v1/members/bulk", reg.url))
+        .bearer_auth(ADMIN)
+        .json(&json!({ "usernames": names }))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let head = reg.store.head().unwrap().seq;
+    support::wait_covering(&reg.client, &reg.url, head, support::polls(600, 50)).await;
+    // The mirror follows the publisher: wait for the directory's checkpoint to cover it.
+    let mut published = None;
+    for _ in 0..600 {
+        if let Ok(note) = std::fs::read_to_string(out.path().join("checkpoint")) {
+            let cp = reg.manager.public_key().verify_checkpoint(&note).unwrap();
+            if cp.size >= head {
+                published = Some(cp);
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let cp = published.expect("the mirror published a checkpoint covering the log");
+    for tile in tiles::tiles_for(0, cp.size) {
+        let (status, _, served) = get_bytes(&reg, &tile.path()).await;
+        assert_eq!(status, StatusCode::OK);
+        let written = std::fs::read(out.path().join(tile.path())).unwrap();
+        assert_eq!(written, served, "{} as written and as served", tile.path());
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/go-interop.sh");
+    let built = Command::new("bash")
+        .arg(script)
+        .arg("build")
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let client = String::from_utf8(built.stdout)
+        .unwrap()
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let dir = out.path().to_str().unwrap();
+    let run = Command::new(&client)
+        .args(["client", "--dir", dir, "--all", "--index", "7"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // One changed byte in a published bundle is refused by the same client.
+    let bundle = out.path().join("tile/entries/000");
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    bytes[10] ^= 1;
+    std::fs::write(&bundle, bytes).unwrap();
+    let run = Command::new(&client)
+        .args(["client", "--dir", dir, "--all"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "a changed bundle byte is a failed check"
+    );
+    reg.shutdown().await;
+}

@@ -92,6 +92,7 @@ pub async fn registry_on_log<T: Send + 'static>(
             .unwrap_or_default(),
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
         backups: None,
+        tiles: None,
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await

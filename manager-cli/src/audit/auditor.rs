@@ -278,9 +278,11 @@ impl Auditor {
         self.stats.revoked_zetas += self.snapshots.revoke(e.seq, &zetas, out);
         self.covers.revoked(e.seq, &zetas);
         match event {
-            Some(Event::MemberRevoked { id, counter, .. }) => {
-                self.members.revoked(e.seq, id, counter, zetas.len(), out)
-            }
+            Some(Event::MemberRevoked {
+                id, counter, first, ..
+            }) => self
+                .members
+                .revoked(e.seq, id, (counter, first), zetas.len(), out),
             _ => self.members.redacted(out),
         }
     }

@@ -15,8 +15,10 @@ use super::violation::{Skipped, ViolationKind};
 struct Member {
     /// One past the highest counter value issued (counters are contiguous from 0).
     next: u64,
-    /// The entry that revoked the member.
+    /// The entry that revoked the member (its first part).
     revoked_at: Option<u64>,
+    /// Zetas listed so far by the parts of its revocation.
+    revoked_zetas: u64,
 }
 
 /// The ledger.
@@ -143,7 +145,7 @@ impl Members {
         &mut self,
         seq: u64,
         id: MemberId,
-        counter: u64,
+        (counter, first): (u64, u64),
         zetas: usize,
         out: &mut Findings,
     ) {
@@ -158,6 +160,31 @@ impl Members {
             );
             return;
         };
+        let zetas = zetas as u64;
+        if first > 0 {
+            // A later part of a revocation written in parts (`Event::revocation`): it must
+            // continue the zetas listed so far, for the same count.
+            if m.revoked_at.is_none() || first != m.revoked_zetas || counter != m.next {
+                out.violation(
+                    seq,
+                    ViolationKind::RevocationCount,
+                    format!(
+                        "member {id}: a revocation part from counter {first} (counter {counter}) does not continue the {} zetas listed so far of the {} certificates issued",
+                        m.revoked_zetas, m.next
+                    ),
+                );
+                return;
+            }
+            m.revoked_zetas += zetas;
+            if m.revoked_zetas > counter {
+                out.violation(
+                    seq,
+                    ViolationKind::RevocationCount,
+                    format!("member {id}: the revocation's parts list {} zetas, over its counter {counter}", m.revoked_zetas),
+                );
+            }
+            return;
+        }
         if let Some(at) = m.revoked_at {
             out.violation(
                 seq,
@@ -167,7 +194,14 @@ impl Members {
             return;
         }
         m.revoked_at = Some(seq);
-        if zetas as u64 != m.next || counter != m.next {
+        m.revoked_zetas = zetas;
+        // A first part lists fewer zetas than its counter; the other parts follow it.
+        let listed_ok = if zetas < counter {
+            zetas > 0
+        } else {
+            zetas == m.next
+        };
+        if !listed_ok || counter != m.next {
             out.violation(
                 seq,
                 ViolationKind::RevocationCount,

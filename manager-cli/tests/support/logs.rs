@@ -67,6 +67,7 @@ impl Registry {
             publisher: Default::default(),
             feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
             backups: None,
+            tiles: None,
         };
         let running = server::start(store.clone(), manager.clone(), listener, config)
             .await

@@ -17,6 +17,8 @@ use super::{be, corrupt, unbe, Error, Store};
 
 /// `views` key: be64 number of entries the tree holds.
 pub(super) const TREE_SIZE: &[u8] = b"tree_size";
+/// `meta` key: how far the tile mirror got: be64 size, then the note it published.
+const TILES_PUBLISHED: &[u8] = b"tiles_published";
 /// Entries hashed per synced batch by [`Store::migrate_tree`].
 const MIGRATE_CHUNK: usize = 16_384;
 
@@ -128,6 +130,27 @@ impl Store {
                     .map_err(|e| corrupt("tile", e))
             }
         }
+    }
+
+    /// How far the tile mirror got: the size and note of the last checkpoint whose tiles
+    /// and note it published (`crate::mirror`).
+    pub fn tiles_published(&self) -> Result<Option<(u64, String)>, Error> {
+        let Some(v) = self.db.get_cf(self.cf("meta"), TILES_PUBLISHED)? else {
+            return Ok(None);
+        };
+        let bad = || corrupt("tiles_published", "not a size and a note");
+        let size = v.get(..8).and_then(unbe).ok_or_else(bad)?;
+        let note = String::from_utf8(v[8..].to_vec()).map_err(|_| bad())?;
+        Ok(Some((size, note)))
+    }
+
+    /// Records how far the tile mirror got (synced).
+    pub fn put_tiles_published(&self, size: u64, note: &str) -> Result<(), Error> {
+        let mut v = be(size).to_vec();
+        v.extend_from_slice(note.as_bytes());
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf("meta"), TILES_PUBLISHED, v);
+        self.write_synced(batch)
     }
 
     /// Adds the tree's new hashes for `entries` (which continue the tree) to `batch`, with

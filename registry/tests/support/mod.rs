@@ -33,6 +33,7 @@ pub fn config(admin_token: &str) -> server::Config {
         publisher: PublisherConfig::default(),
         feed_bytes_in_flight: feed::DEFAULT_BYTES_IN_FLIGHT,
         backups: None,
+        tiles: None,
     }
 }
 
