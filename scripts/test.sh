@@ -30,7 +30,10 @@ cargo clippy -p dgsp-core --no-default-features --target wasm32-unknown-unknown 
 # `dgsp` 0.1.2, which does not build without one; it does not touch the library.)
 tally cargo test -p dgsp-core --no-default-features --features baseline-shake-256f --lib --locked
 
-say "tests (all 24 parameter sets)"
+say "the Go interop client (interop/tlogclient: torchwood, transparency-dev/merkle; go vet, gofmt, go test)"
+./scripts/go-interop.sh check
+
+say "tests (all 24 parameter sets; the tile store against a real S3 server, SeaweedFS, built once into ~/.cache/dgsp/tools: docs/tilestore.md; the log's tiles checked by the Go client)"
 tally cargo test --workspace --locked
 
 say "chaos suite: the real services under disconnects, timeouts, retries, SIGKILLs, restarts and clock jumps, then every invariant (DGSP_CHAOS_SECONDS, default 120; longer on demand; docs/chaos.md)"
