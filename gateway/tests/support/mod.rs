@@ -486,7 +486,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(v) = check().await {
             return v;
@@ -495,6 +495,6 @@ where
             tokio::time::Instant::now() < deadline,
             "timed out waiting for {what}"
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
