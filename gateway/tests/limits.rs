@@ -1,6 +1,6 @@
 //! The largest revocation the registry writes: a member at the certificate limit
-//! (`MAX_CERTIFICATES_PER_MEMBER`, 2^20) is revoked in one `member_revoked` entry that a
-//! gateway reads in one feed page and applies; one certificate more is refused at issuance
+//! (`MAX_CERTIFICATES_PER_MEMBER`, 2^20) is revoked in `member_revoked` parts of at most
+//! 1800 zetas (each fits a tile bundle) that a gateway reads and applies; one certificate more is refused at issuance
 //! with a typed problem, so no revocation can outgrow what followers read. The entry is
 //! larger than the registry's 16 MiB page bound, so the registry serves it alone and the
 //! gateway, whose pages start with the entry it already holds, must read it without that

@@ -480,7 +480,8 @@ pub fn metric(text: &str, name: &str) -> Option<f64> {
         })
 }
 
-/// Polls `check` every 20 ms until it yields a value (panics after 30 s, naming `what`).
+/// Polls `check` every 100 ms until it yields a value (panics after 120 s, naming `what`:
+/// a guard against a hang, not a timing assertion).
 pub async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
