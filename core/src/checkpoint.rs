@@ -231,16 +231,27 @@ impl Checkpoint {
 impl crate::Manager {
     /// Signs a checkpoint; returns the whole note. Requires the `sign` feature.
     pub fn sign_checkpoint(&self, cp: &Checkpoint) -> String {
-        let body = cp.body();
         let sig = crate::spx::sign(
             self.params(),
             &self.secret_key().spx_sk,
-            &signed_message(&body),
+            &signed_message(&cp.body()),
         );
-        let mut blob = key_id(&cp.origin, self.public_key()).to_vec();
-        blob.extend_from_slice(&sig);
-        format!("{body}\n\u{2014} {} {}\n", cp.origin, B64.encode(blob))
+        note(cp, &key_id(&cp.origin, self.public_key()), &sig)
     }
+}
+
+/// The whole note: `cp`'s body, the blank line, and the signature line of the key with id
+/// `key_id` carrying `signature` (the bytes [`crate::Manager::sign_checkpoint`] writes; also
+/// what sizes a note of a parameter set without signing one).
+pub fn note(cp: &Checkpoint, key_id: &[u8; 4], signature: &[u8]) -> String {
+    let mut blob = key_id.to_vec();
+    blob.extend_from_slice(signature);
+    format!(
+        "{}\n\u{2014} {} {}\n",
+        cp.body(),
+        cp.origin,
+        B64.encode(blob)
+    )
 }
 
 impl ManagerPublicKey {

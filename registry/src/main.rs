@@ -210,6 +210,11 @@ fn serve(
     }
     let store = Arc::new(store);
     let manager = Arc::new(load_manager(data, key, &store)?);
+    if tiles.is_some() {
+        dgsp_wire::tiles::check_params(manager.params()).map_err(|e| {
+            format!("--tiles-dir / --tiles-s3-bucket: {e}; this group's log cannot be published as tiles (docs/format.md, \"Entries that would not fit\")")
+        })?;
+    }
     let head = store.head().map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     rt.block_on(async move {

@@ -234,9 +234,9 @@ struct Publisher {
     /// Every revoked zeta folded so far (a copy-on-write clone of the served set plus what
     /// came since). Nothing read from the log is ever dropped from it.
     working: RevocationSet,
-    /// Last entry folded, and its hash: the only state a checkpoint may cover.
+    /// Last entry folded: the only state a checkpoint may cover (its root is the tree's at
+    /// this size).
     processed: u64,
-    processed_hash: [u8; 32],
     /// The newest `member_revoked` entry folded that revokes at least one zeta.
     last_revocation: u64,
     /// The newest snapshot among the entries folded, parsed from the log, and its entry:
@@ -326,13 +326,6 @@ impl Publisher {
             let cut = p.snapshot.as_ref().map_or(0, |s| s.record.log_seq);
             (p.set.clone(), time, cut)
         };
-        let processed_hash = match store.entry(processed)? {
-            Some(e) => e.hash_bytes().map_err(|e| store::Error::Corrupt {
-                what: format!("entry {processed}"),
-                reason: e.to_string(),
-            })?,
-            None => [0; 32],
-        };
         let last_logged_checkpoint = match store.latest_checkpoint()?.map(|e| e.event()) {
             Some(Ok(Event::Checkpoint { size, .. })) => size,
             _ => 0,
@@ -347,7 +340,6 @@ impl Publisher {
             tolerance_ms: config.clock_tolerance.as_millis() as u64,
             working,
             processed,
-            processed_hash,
             // Revocations up to the cut are in the latest snapshot ([`load`] checked it,
             // or marked it for repair); later ones are folded again.
             last_revocation: 0,
@@ -454,7 +446,6 @@ impl Publisher {
                     _ => self.last_substantive = e.seq,
                 }
                 self.processed = e.seq;
-                self.processed_hash = e.hash_bytes().map_err(|r| corrupt(e.seq, r.to_string()))?;
             }
         }
         Ok(added)
@@ -517,7 +508,7 @@ impl Publisher {
             .map_err(|e| StepError::Failed(format!("snapshot signing: {e}")))?;
         let sign_ms = started.elapsed().as_secs_f64() * 1e3;
         let event = Event::SnapshotPublished {
-            snapshot: snapshot_json(&signed),
+            snapshot: dgsp_wire::snapshot::snapshot_entry_json(&signed),
         };
         self.writer.submit(Command::Append { event }, None).await?;
         tracing::info!(

@@ -84,11 +84,24 @@ pub async fn start(
         }
     });
     let signer = (publisher_abort, supervisor);
-    let mirror = config
-        .tiles
-        .clone()
-        .map(|tiles| tokio::spawn(crate::mirror::run(store.clone(), published.clone(), tiles)));
+    // Whether this group's log can be served as tiles at all (every entry fits a bundle).
+    let tiles_unavailable = dgsp_wire::tiles::check_params(manager.params())
+        .err()
+        .map(|e| e.to_string());
+    let mirror = match (config.tiles.clone(), &tiles_unavailable) {
+        (Some(tiles), None) => Some(tokio::spawn(crate::mirror::run(
+            store.clone(),
+            published.clone(),
+            tiles,
+        ))),
+        (Some(_), Some(why)) => {
+            tracing::error!(%why, "the log's tiles are not published");
+            None
+        }
+        (None, _) => None,
+    };
     let state = Arc::new(AppState {
+        tiles_unavailable,
         store,
         writer,
         issuer: crate::issuance::Issuer::new(manager.clone(), Default::default()),

@@ -37,7 +37,6 @@ use dgsp_wire::events::{Event, EventError};
 use dgsp_wire::log::{canonical, unhex, ChainError, Entry, Hash, GENESIS_PREV};
 
 mod tree;
-pub use tree::leaf_of;
 
 /// Column families that are projections of the log (dropped and replayed by a rebuild).
 /// `views`, which holds the projections' position, comes first: once it is dropped, the
@@ -197,8 +196,8 @@ impl Store {
         // A database written before the log was a tree gets its tree now (an unfinished
         // rebuild recomputes it anyway).
         let rebuilding = store.db.get_cf(store.cf("meta"), REBUILDING)?.is_some();
-        if !rebuilding && store.tree_size()? < store.position()? {
-            let from = store.tree_size()?;
+        let from = store.tree_size()?;
+        if !rebuilding && from < store.position()? {
             let added = store.migrate_tree(|done, of| {
                 tracing::info!(done, of, "computing the log's Merkle tree");
             })?;
@@ -518,12 +517,18 @@ impl Store {
                 bump("revoked", zetas.len() as u64)?;
             }
             Event::SnapshotPublished { snapshot } => {
-                let number = snapshot
-                    .get("record")
-                    .and_then(|r| r.get("number"))
-                    .and_then(|n| n.as_u64())
-                    .unwrap_or(0);
-                batch.put_cf(self.cf("snapshots"), be(number), canonical(&snapshot));
+                // Served in full (`snapshot_json`, with the detached signature), whichever
+                // form the entry carries (`snapshot_entry_json` leaves the signature out).
+                let signed =
+                    dgsp_wire::snapshot::snapshot_from_json(&snapshot).ok_or_else(|| {
+                        corrupt(format!("entry {}", entry.seq), "not a signed snapshot")
+                    })?;
+                let served = dgsp_wire::snapshot::snapshot_json(&signed);
+                batch.put_cf(
+                    self.cf("snapshots"),
+                    be(signed.record.number),
+                    canonical(&served),
+                );
             }
             Event::Checkpoint { .. } => {
                 batch.put_cf(self.cf("views"), b"checkpoint", be(entry.seq));

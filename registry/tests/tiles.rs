@@ -9,8 +9,8 @@ mod support;
 use std::process::Command;
 
 use dgsp_wire::log::Entry;
-use dgsp_wire::merkle::{self, leaf_hash};
-use dgsp_wire::tiles::{self, entry_bytes, Tile};
+use dgsp_wire::merkle;
+use dgsp_wire::tiles::{self, entry_bytes, leaf_of, Tile};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use support::Registry;
@@ -46,11 +46,9 @@ async fn get_bytes(
     (status, headers, r.bytes().await.unwrap().to_vec())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifies() {
-    let reg = Registry::start(27, support::config(ADMIN)).await;
-    // 300 joins and a revocation: past one full tile, so that level 1 exists.
-    let names: Vec<String> = (0..300).map(|i| format!("member-{i:03}")).collect();
+/// Joins `n` members named `{prefix}-NNN` in one bulk request.
+async fn bulk_join(reg: &Registry, prefix: &str, n: usize) {
+    let names: Vec<String> = (0..n).map(|i| format!("{prefix}-{i:03}")).collect();
     let r = reg
         .client
         .post(format!("{}/admin/v1/members/bulk", reg.url))
@@ -60,6 +58,31 @@ async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifie
         .await
         .unwrap();
     assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+}
+
+/// The independent tiles client (`interop/tlogclient`), built by its script; the test fails
+/// (never skips) when it cannot be built.
+fn go_client() -> Command {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/go-interop.sh");
+    let built = Command::new("bash")
+        .arg(script)
+        .arg("build")
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "building the Go tiles client failed (it needs go and the Go module proxy): {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let path = String::from_utf8(built.stdout).unwrap();
+    Command::new(path.trim().lines().last().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifies() {
+    let reg = Registry::start(27, support::config(ADMIN)).await;
+    // 300 joins and a revocation: past one full tile, so that level 1 exists.
+    bulk_join(&reg, "member", 300).await;
     let r = reg
         .client
         .post(format!("{}/admin/v1/members/5/revoke", reg.url))
@@ -81,7 +104,7 @@ async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifie
     assert!(cp.size >= head, "covers {} of {head}", cp.size);
     let entries = all_entries(&reg).await;
     let covered = &entries[..cp.size as usize];
-    let leaves: Vec<_> = covered.iter().map(|e| leaf_hash(&entry_bytes(e))).collect();
+    let leaves: Vec<_> = covered.iter().map(leaf_of).collect();
     assert_eq!(
         cp.root,
         merkle::root(&leaves),
@@ -137,26 +160,8 @@ async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifie
 
     // The independent client: every entry through torchwood's verified iterator, and
     // inclusion proofs of the first and last entries, against the checkpoint's root.
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/go-interop.sh");
-    let built = Command::new("bash")
-        .arg(script)
-        .arg("build")
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "building the Go tiles client failed (it needs go and the Go module proxy): {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let client = String::from_utf8(built.stdout)
-        .unwrap()
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
     let last = (cp.size - 1).to_string();
-    let out = Command::new(&client)
+    let out = go_client()
         .args(["client", "--url", &format!("{}/v1/log", reg.url), "--all"])
         .args(["--index", "0", "--index", &last])
         .output()
@@ -182,16 +187,7 @@ async fn the_tiles_are_published_to_a_directory_an_independent_client_verifies()
         ..support::config(ADMIN)
     };
     let reg = Registry::start(28, config).await;
-    let names: Vec<String> = (0..260).map(|i| format!("m-{i:03}")).collect();
-    let r = reg
-        .client
-        .post(format!("{}/admin/v1/members/bulk", reg.url))
-        .bearer_auth(ADMIN)
-        .json(&json!({ "usernames": names }))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    bulk_join(&reg, "m", 260).await;
     let head = reg.store.head().unwrap().seq;
     support::wait_covering(&reg.client, &reg.url, head, support::polls(600, 50)).await;
     // The mirror follows the publisher: wait for the directory's checkpoint to cover it.
@@ -213,26 +209,8 @@ async fn the_tiles_are_published_to_a_directory_an_independent_client_verifies()
         let written = std::fs::read(out.path().join(tile.path())).unwrap();
         assert_eq!(written, served, "{} as written and as served", tile.path());
     }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/go-interop.sh");
-    let built = Command::new("bash")
-        .arg(script)
-        .arg("build")
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let client = String::from_utf8(built.stdout)
-        .unwrap()
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
     let dir = out.path().to_str().unwrap();
-    let run = Command::new(&client)
+    let run = go_client()
         .args(["client", "--dir", dir, "--all", "--index", "7"])
         .output()
         .unwrap();
@@ -246,7 +224,7 @@ async fn the_tiles_are_published_to_a_directory_an_independent_client_verifies()
     let mut bytes = std::fs::read(&bundle).unwrap();
     bytes[10] ^= 1;
     std::fs::write(&bundle, bytes).unwrap();
-    let run = Command::new(&client)
+    let run = go_client()
         .args(["client", "--dir", dir, "--all"])
         .output()
         .unwrap();
@@ -256,4 +234,29 @@ async fn the_tiles_are_published_to_a_directory_an_independent_client_verifies()
         "a changed bundle byte is a failed check"
     );
     reg.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_whose_entries_do_not_fit_a_bundle_says_so_instead_of_serving_tiles() {
+    use rand_core::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(dgsp_registry::store::Store::open(dir.path()).unwrap());
+    let manager = std::sync::Arc::new(dgsp_core::Manager::generate(
+        dgsp_core::ParamSet::Sha2_256f,
+        &mut rand_chacha::ChaCha20Rng::seed_from_u64(29),
+    ));
+    store.create_group(manager.public_key(), 1).unwrap();
+    let running = support::serve(store, manager, support::config(ADMIN)).await;
+    let r = reqwest::get(format!("{}/v1/log/tile/0/000.p/1", running.url()))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_IMPLEMENTED);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["type"], "urn:dgsp:problem:tiles-unavailable", "{p}");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("sha2-256f") && detail.contains("65535"),
+        "{p}"
+    );
+    running.shutdown().await.unwrap();
 }

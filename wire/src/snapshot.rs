@@ -26,7 +26,20 @@ pub fn snapshot_json(s: &SignedSnapshot) -> Value {
     })
 }
 
-/// Parses [`snapshot_json`] output. Only `encoded` is read: the readable fields are a
+/// The form a `snapshot_published` log entry carries: [`snapshot_json`] without the detached
+/// `signature`, which `encoded` already holds. Once is enough in the log: every log entry
+/// must fit an entry bundle of the tiles (65535 bytes, `docs/format.md`), and the signature
+/// twice in base64 does not for the sets with the largest signatures. Served snapshots keep
+/// both fields.
+pub fn snapshot_entry_json(s: &SignedSnapshot) -> Value {
+    let mut v = snapshot_json(s);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("signature");
+    }
+    v
+}
+
+/// Parses [`snapshot_json`] (or [`snapshot_entry_json`]) output. Only `encoded` is read: the readable fields are a
 /// convenience and are never trusted. `None` when it is missing or not a signed snapshot.
 /// (The signature is not checked here: [`SignedSnapshot::verify`] does that.)
 pub fn snapshot_from_json(v: &Value) -> Option<SignedSnapshot> {

@@ -15,7 +15,7 @@
 //!   1234067 is `x001/x234/067`.
 
 use crate::log::{canonical, Entry};
-use crate::merkle::{node_hash, Hash, Nodes, ProofError};
+use crate::merkle::{leaf_hash, node_hash, Hash, Nodes, ProofError};
 
 /// Hashes (or entries) in a full tile.
 pub const TILE_WIDTH: u64 = 256;
@@ -29,6 +29,42 @@ pub fn entry_bytes(entry: &Entry) -> Vec<u8> {
     let public = entry.redacted();
     let v = serde_json::to_value(&public).expect("an entry serializes");
     canonical(&v)
+}
+
+/// The tree's leaf for `entry`: `SHA-256(0x00 || entry bytes)`.
+pub fn leaf_of(entry: &Entry) -> Hash {
+    leaf_hash(&entry_bytes(entry))
+}
+
+/// The key under which a store keeps the tree node at level `8 * tile_level`, index
+/// `index` (the registry's and the gateway's `tree` column families): `[tile level] ||
+/// be64(index)`, so that a tile's hashes are adjacent.
+pub fn node_key(tile_level: u8, index: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = tile_level;
+    k[1..].copy_from_slice(&index.to_be_bytes());
+    k
+}
+
+/// A stored node hash as read from a store under [`node_key`]: `read` is the store's answer
+/// (`Ok(None)`: not stored). Anything but 32 stored bytes is [`ProofError::Missing`], naming
+/// why.
+pub fn stored_node<B: AsRef<[u8]>, E: std::fmt::Display>(
+    tile_level: u8,
+    index: u64,
+    read: Result<Option<B>, E>,
+) -> Result<Hash, ProofError> {
+    let missing = |reason: String| ProofError::Missing {
+        level: tile_level.saturating_mul(TILE_HEIGHT),
+        index,
+        reason,
+    };
+    match read {
+        Ok(Some(v)) => <Hash>::try_from(v.as_ref())
+            .map_err(|_| missing(format!("a stored hash of {} bytes", v.as_ref().len()))),
+        Ok(None) => Err(missing("not stored".into())),
+        Err(e) => Err(missing(format!("the store: {e}"))),
+    }
 }
 
 /// One tile's place: level (`None` for an entry bundle), index and width (1..=256).
@@ -101,6 +137,18 @@ impl Tile {
             return Err(bad());
         }
         Ok(tile)
+    }
+
+    /// The number of entries a tile's contents span: it exists in every tree of at least that
+    /// many entries. `None` if that is beyond any tree.
+    pub fn extent(&self) -> Option<u64> {
+        let nodes = self
+            .index
+            .checked_mul(TILE_WIDTH)?
+            .checked_add(u64::from(self.width))?;
+        let shift = u32::from(self.level.unwrap_or(0)) * u32::from(TILE_HEIGHT);
+        let leaves = nodes.checked_shl(shift)?;
+        (leaves >> shift == nodes).then_some(leaves)
     }
 
     /// The tree level of the hashes a hash tile holds (`8 L`).
@@ -328,6 +376,87 @@ pub fn append_hashes(
     Ok(out)
 }
 
+/// An entry kind of a parameter set that cannot fit an entry bundle.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("a `{kind}` entry of a {params} group can be {bytes} bytes, over the {MAX_ENTRY_BYTES} an entry bundle carries")]
+pub struct TooLarge {
+    /// The parameter set's name.
+    pub params: &'static str,
+    /// The entry kind.
+    pub kind: &'static str,
+    /// Its largest size in bytes.
+    pub bytes: usize,
+}
+
+/// Whether every entry a group of `params` can write fits an entry bundle, so that its log
+/// can be served as tiles. Every kind but three is small whatever the set (usernames and
+/// counters, or revocations in parts: [`crate::events::Event::revocation`]); the three that
+/// carry a SPHINCS+ signature are measured here at their largest (largest seq, time, size,
+/// counters; signatures of their full length): `signature_opened`, `snapshot_published`
+/// ([`crate::snapshot::snapshot_entry_json`]) and `checkpoint`. The sets with the largest
+/// signatures (the 256f ones) do not fit.
+pub fn check_params(params: dgsp_core::ParamSet) -> Result<(), TooLarge> {
+    use crate::events::Event;
+    use base64::Engine;
+    use dgsp_core::checkpoint::{note, Checkpoint, SnapshotRef};
+    use dgsp_core::revocation::{SignedSnapshot, SnapshotRecord};
+    let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![0u8; n]);
+    let hex = |n: usize| "0".repeat(2 * n);
+    let spx = params.spx_sig_len();
+    let record = SnapshotRecord {
+        group: [0; 32],
+        number: u64::MAX,
+        log_seq: u64::MAX,
+        count: u64::MAX,
+        root: [0; 32],
+        prev_hash: [0; 32],
+        time_unix_ms: u64::MAX,
+    };
+    let snapshot = SignedSnapshot {
+        record,
+        signature: vec![0; spx],
+    };
+    let cp = Checkpoint {
+        origin: format!("dgsp/{}", hex(16)),
+        size: u64::MAX,
+        root: [0; 32],
+        time_unix_ms: Some(u64::MAX),
+        snapshot: Some(SnapshotRef {
+            number: u64::MAX,
+            hash: [0; 32],
+        }),
+    };
+    let largest = [
+        Event::SignatureOpened {
+            signature: b64(dgsp_core::Signature::encoded_len(params)),
+            message_digest: hex(32),
+            digest: Some(hex(params.n())),
+            id: u64::MAX,
+            pi: hex(params.n()),
+        },
+        Event::SnapshotPublished {
+            snapshot: crate::snapshot::snapshot_entry_json(&snapshot),
+        },
+        Event::Checkpoint {
+            size: u64::MAX,
+            head: hex(32),
+            note: note(&cp, &[0; 4], &vec![0; spx]),
+        },
+    ];
+    for event in &largest {
+        let e = Entry::seal_with_salt(u64::MAX, u64::MAX, event, &[0xff; 32], [0; 16]);
+        let bytes = entry_bytes(&e).len();
+        if bytes > MAX_ENTRY_BYTES {
+            return Err(TooLarge {
+                params: params.name(),
+                kind: event.kind(),
+                bytes,
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +493,35 @@ mod tests {
             "tiles/0/000",
         ] {
             assert!(Tile::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_set_but_the_256f_ones_fits_a_bundle() {
+        for params in dgsp_core::ParamSet::ALL {
+            let fits = check_params(params);
+            let is_256f = params.n() == 32 && params.is_fast();
+            assert_eq!(fits.is_err(), is_256f, "{}: {fits:?}", params.name());
+            if let Err(e) = fits {
+                assert!(e.bytes > MAX_ENTRY_BYTES, "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn extents() {
+        let t = |level, index, width| Tile {
+            level,
+            index,
+            width,
+        };
+        assert_eq!(t(None, 0, 5).extent(), Some(5));
+        assert_eq!(t(Some(0), 2, 256).extent(), Some(768));
+        assert_eq!(t(Some(1), 0, 1).extent(), Some(256));
+        assert_eq!(t(Some(2), 1, 3).extent(), Some((256 + 3) << 16));
+        assert_eq!(t(Some(7), u64::MAX / 256, 256).extent(), None);
+        for tile in tiles_for(0, 70_000) {
+            assert!(tile.extent().unwrap() <= 70_000, "{}", tile.path());
         }
     }
 

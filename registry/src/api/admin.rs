@@ -450,23 +450,6 @@ pub async fn open(
         id: opening.id,
         pi: hex::encode(opening.pi.as_bytes()),
     };
-    // Every entry must fit an entry bundle of the tiles (65535 bytes): measured on the entry
-    // with the largest seq and time it could have, before anything is written.
-    let largest =
-        dgsp_wire::log::Entry::seal_with_salt(u64::MAX, u64::MAX, &event, &[0; 32], [0; 16]);
-    let bytes = dgsp_wire::tiles::entry_bytes(&largest).len();
-    if bytes > dgsp_wire::tiles::MAX_ENTRY_BYTES {
-        return Err(Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "entry-too-large",
-            "The opening does not fit one log entry",
-            format!(
-                "its log entry would be {bytes} bytes, over the {} an entry bundle carries: signatures of this parameter set cannot be opened into the log yet (docs/format.md, \"Entries that would not fit\")",
-                dgsp_wire::tiles::MAX_ENTRY_BYTES
-            ),
-        )
-        .at("signature"));
-    }
     let Outcome::Appended { seq } = s.writer.submit(Command::Append { event }, idem).await? else {
         return Err(Problem::internal("open", "unexpected writer outcome"));
     };

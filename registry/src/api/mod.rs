@@ -56,6 +56,9 @@ pub struct AppState {
     pub checkpoint_interval: std::time::Duration,
     /// the clock notes are dated by (the publisher's)
     pub clock: Arc<dyn dgsp_http::clock::Clock>,
+    /// why this group's log cannot be served as tiles (`dgsp_wire::tiles::check_params`:
+    /// an entry kind of its parameter set does not fit a bundle); `None` when it can
+    pub tiles_unavailable: Option<String>,
     /// when serving started (a registry that has signed no note is measured from here)
     pub started: std::time::Instant,
 }

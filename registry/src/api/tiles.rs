@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::Shared;
 use dgsp_http::problem::Problem;
-use dgsp_wire::tiles::{Tile, TILE_HEIGHT, TILE_WIDTH};
+use dgsp_wire::tiles::Tile;
 
 /// How long a cache may serve the checkpoint without asking again (seconds). Short: a
 /// verifier judges freshness by the note's signed time, and a cache adds its age to it.
@@ -49,24 +49,22 @@ pub async fn checkpoint(State(s): State<Shared>) -> Response {
     }
 }
 
-/// The number of leaves a tile's contents span: it can be served once a checkpoint covers
-/// that many entries. `None` if that is beyond any tree.
-pub fn extent(tile: &Tile) -> Option<u64> {
-    let nodes = tile
-        .index
-        .checked_mul(TILE_WIDTH)?
-        .checked_add(u64::from(tile.width))?;
-    let shift = u32::from(tile.level.unwrap_or(0)) * u32::from(TILE_HEIGHT);
-    let leaves = nodes.checked_shl(shift)?;
-    (leaves >> shift == nodes).then_some(leaves)
-}
-
 /// A hash tile or an entry bundle (`application/octet-stream`).
 #[utoipa::path(get, path = "/v1/log/tile/{path}", tag = "tiles",
     params(("path" = String, Path, description = "the rest of a C2SP tlog-tiles path: `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]`")),
     responses((status = 200, description = "the tile's bytes", content_type = "application/octet-stream"),
-        (status = 404, description = "not a tile path, or not covered by the newest checkpoint", body = Problem)))]
+        (status = 404, description = "not a tile path, or not covered by the newest checkpoint", body = Problem),
+        (status = 501, description = "`tiles-unavailable`: this group's parameter set writes entries larger than a bundle carries (the 256f sets)", body = Problem)))]
 pub async fn tile(State(s): State<Shared>, Path(rest): Path<String>) -> Response {
+    if let Some(why) = &s.tiles_unavailable {
+        return Problem::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "tiles-unavailable",
+            "No tiles for this group",
+            format!("{why}: read the log through /v1/log/entries"),
+        )
+        .into_response();
+    }
     let path = format!("tile/{rest}");
     let tile = match Tile::parse(&path) {
         Ok(t) => t,
@@ -76,7 +74,7 @@ pub async fn tile(State(s): State<Shared>, Path(rest): Path<String>) -> Response
         .checkpoint
         .as_ref()
         .map_or(0, |c| c.checkpoint.size);
-    match extent(&tile) {
+    match tile.extent() {
         Some(n) if n <= covered => {}
         _ => {
             return not_found(format!(
@@ -107,23 +105,4 @@ fn not_found(detail: String) -> Response {
         detail,
     )
     .into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn extents() {
-        let t = |level, index, width| Tile {
-            level,
-            index,
-            width,
-        };
-        assert_eq!(extent(&t(None, 0, 5)), Some(5));
-        assert_eq!(extent(&t(Some(0), 2, 256)), Some(768));
-        assert_eq!(extent(&t(Some(1), 0, 1)), Some(256));
-        assert_eq!(extent(&t(Some(2), 1, 3)), Some((256 + 3) << 16));
-        assert_eq!(extent(&t(Some(7), u64::MAX / 256, 256)), None);
-    }
 }
