@@ -12,9 +12,9 @@ use dgsp_core::checkpoint::Checkpoint;
 use dgsp_core::ManagerPublicKey;
 use dgsp_wire::follow::{check_root, RootKind};
 use dgsp_wire::log::{unhex32, Entry};
-use dgsp_wire::merkle::{leaf_hash, MemoryTree};
+use dgsp_wire::merkle::MemoryTree;
 use dgsp_wire::registry_api::CheckpointInfo;
-use dgsp_wire::tiles::entry_bytes;
+use dgsp_wire::tiles::leaf_of;
 
 use crate::invariants::Log;
 use crate::report::Row;
@@ -60,7 +60,7 @@ impl Tree {
             let hash = unhex32(&e.hash);
             match hash {
                 Some(h) if e.seq == t.tree.size() + 1 => {
-                    t.tree.push(leaf_hash(&entry_bytes(e)));
+                    t.tree.push(leaf_of(e));
                     t.chain.push(h);
                 }
                 _ => {
@@ -201,7 +201,7 @@ mod tests {
     }
 
     fn tree_root(entries: &[Entry]) -> [u8; 32] {
-        let leaves: Vec<_> = entries.iter().map(|e| leaf_hash(&entry_bytes(e))).collect();
+        let leaves: Vec<_> = entries.iter().map(leaf_of).collect();
         dgsp_wire::merkle::root(&leaves)
     }
 

@@ -16,8 +16,8 @@ use dgsp_gateway::replica::Replica;
 use dgsp_gateway::server as gw;
 use dgsp_registry::writer::Command;
 use dgsp_wire::log::{unhex32, Entry, Hash};
-use dgsp_wire::merkle::{leaf_hash, root};
-use dgsp_wire::tiles::entry_bytes;
+use dgsp_wire::merkle::root;
+use dgsp_wire::tiles::leaf_of;
 use serde_json::json;
 use support::mock::{padded, relink, Log, MockRegistry, Note};
 use support::signed_time::{fault, fresh_time, group, honest_log, later};
@@ -25,10 +25,7 @@ use support::{gateway, gateway_config, registry, wait_for, Gateway};
 
 /// The Merkle root of the first `size` entries.
 fn tree_root(entries: &[Entry], size: u64) -> Hash {
-    let leaves: Vec<Hash> = entries[..size as usize]
-        .iter()
-        .map(|e| leaf_hash(&entry_bytes(e)))
-        .collect();
+    let leaves: Vec<Hash> = entries[..size as usize].iter().map(leaf_of).collect();
     root(&leaves)
 }
 
@@ -257,11 +254,7 @@ async fn the_tree_a_gateway_keeps_is_the_registrys_at_every_size() {
     let gw = reg.follower(|_| {}).await;
     let applied = gw.applied().await;
     assert!(applied > 3 * 256, "{applied}");
-    let leaves: Vec<Hash> = reg
-        .public_log()
-        .iter()
-        .map(|e| leaf_hash(&entry_bytes(e)))
-        .collect();
+    let leaves: Vec<Hash> = reg.public_log().iter().map(leaf_of).collect();
     let replica = &gw.state().replica;
     assert_eq!(replica.tree_size().unwrap(), applied);
     for size in 0..=applied {

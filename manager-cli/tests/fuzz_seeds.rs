@@ -46,11 +46,11 @@ use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use dgsp_registry::store::StoredNote;
 use dgsp_wire::events::Event;
 use dgsp_wire::log::{Entry, GENESIS_PREV};
-use dgsp_wire::merkle::{self, leaf_hash, Frontier};
+use dgsp_wire::merkle::{self, Frontier};
 use dgsp_wire::registry_api::{
     BackupRequest, BulkJoinRequest, IssueRequest, JoinRequest, OpenRequest,
 };
-use dgsp_wire::tiles::entry_bytes;
+use dgsp_wire::tiles::leaf_of;
 use indicatif::ProgressBar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -186,7 +186,7 @@ fn log(f: &Fixture) -> Vec<Entry> {
         entries.push(e);
     }
     // The registry's note: the Merkle root of the six entries.
-    let leaves: Vec<_> = entries.iter().map(|e| leaf_hash(&entry_bytes(e))).collect();
+    let leaves: Vec<_> = entries.iter().map(leaf_of).collect();
     let root = merkle::root(&leaves);
     let note = f.manager.sign_checkpoint(&Checkpoint {
         origin: origin_for(pk),

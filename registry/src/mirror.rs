@@ -22,45 +22,53 @@ use crate::store::Store;
 /// How often the mirror looks for a newer checkpoint.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Runs until aborted.
+/// Runs until aborted. Where it got to is read from the store once, then kept here.
 pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn TileStore>) {
     let mut backoff = Duration::from_secs(1);
+    let failed = |e: String, backoff: &mut Duration| {
+        tracing::warn!(store = %tiles.describe(), error = %e, retry_in = ?*backoff, "publishing tiles failed");
+        let wait = *backoff;
+        *backoff = (*backoff * 2).min(Duration::from_secs(30));
+        wait
+    };
+    let mut done = loop {
+        match store.tiles_published() {
+            Ok(d) => break d.unwrap_or_default(),
+            Err(e) => tokio::time::sleep(failed(e.to_string(), &mut backoff)).await,
+        }
+    };
     loop {
-        match step(&store, &published, tiles.as_ref()).await {
+        match step(&store, &published, tiles.as_ref(), &mut done).await {
             Ok(true) => backoff = Duration::from_secs(1),
             Ok(false) => tokio::time::sleep(POLL).await,
-            Err(e) => {
-                tracing::warn!(store = %tiles.describe(), error = %e, retry_in = ?backoff, "publishing tiles failed");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(30));
-            }
+            Err(e) => tokio::time::sleep(failed(e, &mut backoff)).await,
         }
     }
 }
 
-/// Publishes up to the newest checkpoint; `Ok(false)` when there was nothing to do.
+/// Publishes up to the newest checkpoint after `done` (the size and note last published,
+/// updated once this one is recorded); `Ok(false)` when there was nothing to do.
+///
+/// Dropped at any `.await` (the registry stopping), it leaves some tiles written and
+/// neither the checkpoint object nor the record: the next run writes them again (a tile
+/// written twice with the same bytes is `AlreadySame`). Killed between the checkpoint object
+/// and the record, the next run publishes the same note again.
 pub async fn step(
     store: &Arc<Store>,
     published: &SharedPublished,
     tiles: &dyn TileStore,
+    done: &mut (u64, String),
 ) -> Result<bool, String> {
-    let Some((size, note)) = read(published)
-        .checkpoint
-        .as_ref()
-        .map(|c| (c.checkpoint.size, c.note.clone()))
-    else {
-        return Ok(false);
+    let (size, note) = {
+        let p = read(published);
+        match p.checkpoint.as_ref() {
+            Some(c) if c.note != done.1 => (c.checkpoint.size, c.note.clone()),
+            _ => return Ok(false),
+        }
     };
-    let (done, done_note) = store
-        .tiles_published()
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
-    if done_note == note {
-        return Ok(false);
-    }
     // A checkpoint never covers less than an earlier one; `min` keeps a store restored
     // from an older backup from skipping tiles.
-    let from = done.min(size);
+    let from = done.0.min(size);
     let started = std::time::Instant::now();
     let new = tiles_for(from, size);
     for tile in &new {
@@ -88,5 +96,6 @@ pub async fn step(
         ms = started.elapsed().as_millis() as u64,
         "tiles published"
     );
+    *done = (size, note);
     Ok(true)
 }

@@ -21,7 +21,6 @@ use dgsp_registry::api::admin::{
 };
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
-use dgsp_registry::writer::{Command, Outcome};
 use dgsp_wire::limits::{DEFAULT_MAX_MESSAGE, LARGEST_SIGNATURE};
 use dgsp_wire::registry_api::MAX_ISSUE;
 use reqwest::StatusCode;
@@ -89,21 +88,7 @@ async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
         .post("/admin/v1/members", json!({"username": "big"}).to_string())
         .await;
     assert_eq!(status, StatusCode::CREATED);
-    let reserved = reg
-        .running
-        .state
-        .writer
-        .submit(
-            Command::Issue {
-                id: 0,
-                count: CERTS,
-                wots_pk_digests: Vec::new(),
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    assert!(matches!(reserved, Outcome::Reserved { count: CERTS, .. }));
+    support::reserve_certificates(&reg.running.state.writer, 0, CERTS).await;
     let (status, revoked) = reg.post("/admin/v1/members/0/revoke", "{}".into()).await;
     assert_eq!(status, StatusCode::OK);
     let seq = revoked["seq"].as_u64().unwrap();

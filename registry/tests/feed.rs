@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dgsp_core::{Manager, ParamSet};
 use dgsp_registry::feed::{self, MAX_PAGE_BYTES};
 use dgsp_registry::store::Store;
-use dgsp_registry::writer::{Command, Outcome};
+use dgsp_registry::writer::Command;
 use dgsp_wire::log::{Entry, GENESIS_PREV};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -62,20 +62,7 @@ async fn pages_stop_at_16_mib_and_paging_covers_the_whole_log() {
         assert_eq!(r.status(), StatusCode::CREATED);
     }
     for id in 0..REVOKED_MEMBERS {
-        let reserved = running
-            .state
-            .writer
-            .submit(
-                Command::Issue {
-                    id,
-                    count: CERTS,
-                    wots_pk_digests: Vec::new(),
-                },
-                None,
-            )
-            .await
-            .unwrap();
-        assert!(matches!(reserved, Outcome::Reserved { count: CERTS, .. }));
+        support::reserve_certificates(&running.state.writer, id, CERTS).await;
         let r = client
             .post(format!("{url}/admin/v1/members/{id}/revoke"))
             .bearer_auth(ADMIN)

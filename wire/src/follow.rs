@@ -264,16 +264,23 @@ pub fn checkpoint_note(e: &Entry) -> Result<&str, RuleError> {
         })
 }
 
-/// A `checkpoint` entry's `size` and `head` must be its note's, and it must come after the
-/// entries it covers.
-pub fn check_checkpoint_entry(e: &Entry, cp: &Checkpoint) -> Result<(), RuleError> {
-    let bad = |detail: String| RuleError::BadCheckpoint { seq: e.seq, detail };
+/// What a `checkpoint` entry states in its public fields, each `None` when missing or
+/// malformed: `size` and `head` (the note's root line, hex; the name is older than the tree).
+pub fn stated_checkpoint(e: &Entry) -> (Option<u64>, Option<Hash>) {
     let size = e.public.get("size").and_then(Value::as_u64);
     let head = e
         .public
         .get("head")
         .and_then(Value::as_str)
         .and_then(unhex32);
+    (size, head)
+}
+
+/// A `checkpoint` entry's `size` and `head` must be its note's, and it must come after the
+/// entries it covers.
+pub fn check_checkpoint_entry(e: &Entry, cp: &Checkpoint) -> Result<(), RuleError> {
+    let bad = |detail: String| RuleError::BadCheckpoint { seq: e.seq, detail };
+    let (size, head) = stated_checkpoint(e);
     if size != Some(cp.size) || head != Some(cp.root) {
         return Err(bad(
             "the entry's size or head differs from its signed note's size or root".into(),

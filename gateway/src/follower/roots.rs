@@ -9,18 +9,14 @@
 
 use dgsp_core::checkpoint::Checkpoint;
 use dgsp_wire::follow::{self, RootKind};
-use dgsp_wire::log::{unhex32, Entry, Hash};
-use dgsp_wire::merkle::{leaf_hash, Frontier};
-use dgsp_wire::tiles::entry_bytes;
-use serde_json::Value;
+use dgsp_wire::log::{Entry, Hash};
+use dgsp_wire::merkle::Frontier;
 
 use super::Fault;
 
 /// The tree's leaf for `entry`: the hash of its public bytes, exactly what the feed serves
 /// (a private part, if one were served, is not in them).
-pub fn leaf_of(entry: &Entry) -> Hash {
-    leaf_hash(&entry_bytes(entry))
-}
+pub use dgsp_wire::tiles::leaf_of;
 
 /// `cp`'s root against the tree root of its size and the chain hash of entry `size` (`None`
 /// for size 0). `what` names the checkpoint in the fault.
@@ -45,13 +41,7 @@ pub fn check(
 /// checked against its verified note when it was fetched), as a checkpoint to check the
 /// root of.
 pub fn claim(e: &Entry) -> Result<Checkpoint, Fault> {
-    let size = e.public.get("size").and_then(Value::as_u64);
-    let head = e
-        .public
-        .get("head")
-        .and_then(Value::as_str)
-        .and_then(unhex32);
-    match (size, head) {
+    match follow::stated_checkpoint(e) {
         (Some(size), Some(root)) if size < e.seq => Ok(Checkpoint {
             origin: String::new(),
             size,

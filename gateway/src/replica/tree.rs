@@ -13,20 +13,13 @@
 
 use dgsp_wire::log::Hash;
 use dgsp_wire::merkle::{self, Frontier, ProofError};
-use dgsp_wire::tiles::{self, TileNodes, TILE_HEIGHT};
+use dgsp_wire::tiles::{self, node_key, TileNodes};
 use rocksdb::WriteBatch;
 
 use super::{Replica, ReplicaError};
 
 /// `meta` key: be64 number of entries the tree holds (always the applied position).
 pub(super) const TREE_SIZE: &[u8] = b"tree_size";
-
-fn tree_key(tile_level: u8, index: u64) -> [u8; 9] {
-    let mut k = [0u8; 9];
-    k[0] = tile_level;
-    k[1..].copy_from_slice(&index.to_be_bytes());
-    k
-}
 
 impl Replica {
     /// The stored tree size: `None` for a replica written before the tree.
@@ -46,17 +39,8 @@ impl Replica {
 
     /// The stored hash of the tree node at level `8 * tile_level`, index `index`.
     fn tree_hash(&self, tile_level: u8, index: u64) -> Result<Hash, ProofError> {
-        let missing = |reason: String| ProofError::Missing {
-            level: tile_level.saturating_mul(TILE_HEIGHT),
-            index,
-            reason,
-        };
-        match self.db.get_cf(self.cf("tree"), tree_key(tile_level, index)) {
-            Ok(Some(v)) => <Hash>::try_from(v.as_slice())
-                .map_err(|_| missing(format!("a stored hash of {} bytes", v.len()))),
-            Ok(None) => Err(missing("not stored".into())),
-            Err(e) => Err(missing(format!("rocksdb: {e}"))),
-        }
+        let read = self.db.get_cf(self.cf("tree"), node_key(tile_level, index));
+        tiles::stored_node(tile_level, index, read)
     }
 
     fn nodes(&self) -> TileNodes<impl Fn(u8, u64) -> Result<Hash, ProofError> + '_> {
@@ -127,7 +111,7 @@ impl Replica {
             )));
         }
         for (l, i, h) in made {
-            batch.put_cf(self.cf("tree"), tree_key(l, i), h);
+            batch.put_cf(self.cf("tree"), node_key(l, i), h);
         }
         batch.put_cf(self.cf("meta"), TREE_SIZE, new_size.to_be_bytes());
         Ok(())

@@ -57,7 +57,7 @@ impl Log {
     pub fn note_naming(&self, size: u64, time: u64, snapshot: Option<SnapshotRef>) -> Note {
         let leaves: Vec<_> = self.entries[..size as usize]
             .iter()
-            .map(|e| dgsp_wire::merkle::leaf_hash(&dgsp_wire::tiles::entry_bytes(e)))
+            .map(dgsp_wire::tiles::leaf_of)
             .collect();
         let head = dgsp_wire::merkle::root(&leaves);
         let note = self.manager.sign_checkpoint(&Checkpoint {

@@ -9,8 +9,8 @@
 //! Memory: [`MemoryTree`] keeps every node, about two hashes (64 bytes) per entry.
 
 use dgsp_wire::log::{Entry, Hash};
-use dgsp_wire::merkle::{leaf_hash, MemoryTree};
-use dgsp_wire::tiles::entry_bytes;
+use dgsp_wire::merkle::MemoryTree;
+use dgsp_wire::tiles::leaf_of;
 
 /// The tree of the entries read in sequence so far.
 #[derive(Default)]
@@ -22,7 +22,7 @@ impl Tree {
     /// Adds `e` as the next leaf if it is the next position (`seq` = leaves + 1).
     pub(crate) fn push(&mut self, e: &Entry) {
         if e.seq == self.tree.size().saturating_add(1) {
-            self.tree.push(leaf_hash(&entry_bytes(e)));
+            self.tree.push(leaf_of(e));
         }
     }
 
@@ -59,7 +59,7 @@ mod tests {
     }
 
     fn leaves(es: &[Entry]) -> Vec<Hash> {
-        es.iter().map(|e| leaf_hash(&entry_bytes(e))).collect()
+        es.iter().map(leaf_of).collect()
     }
 
     #[test]

@@ -9,8 +9,8 @@ use dgsp_gateway::follower::apply::revoked_zetas;
 use dgsp_registry::publisher::{snapshot_from_json, snapshot_json};
 use dgsp_wire::events::Event;
 use dgsp_wire::log::{unhex32, Entry, GENESIS_PREV};
-use dgsp_wire::merkle::{self, leaf_hash};
-use dgsp_wire::tiles::entry_bytes;
+use dgsp_wire::merkle;
+use dgsp_wire::tiles::leaf_of;
 use serde_json::{json, Value};
 
 /// What to re-sign after the changed entry.
@@ -48,10 +48,7 @@ pub const NOTHING: Resign = Resign {
 
 /// The Merkle root of the first `size` entries (leaves: their public bytes).
 pub fn tree_root(entries: &[Entry], size: u64) -> [u8; 32] {
-    let leaves: Vec<[u8; 32]> = entries[..size as usize]
-        .iter()
-        .map(|e| leaf_hash(&entry_bytes(e)))
-        .collect();
+    let leaves: Vec<[u8; 32]> = entries[..size as usize].iter().map(leaf_of).collect();
     merkle::root(&leaves)
 }
 

@@ -10,8 +10,8 @@
 use rocksdb::WriteBatch;
 
 use dgsp_wire::log::{Entry, Hash};
-use dgsp_wire::merkle::{self, leaf_hash, ProofError};
-use dgsp_wire::tiles::{self, entry_bytes, TileNodes, TILE_WIDTH};
+use dgsp_wire::merkle::{self, ProofError};
+use dgsp_wire::tiles::{self, entry_bytes, leaf_of, node_key, TileNodes, TILE_WIDTH};
 
 use super::{be, corrupt, unbe, Error, Store};
 
@@ -21,20 +21,6 @@ pub(super) const TREE_SIZE: &[u8] = b"tree_size";
 const TILES_PUBLISHED: &[u8] = b"tiles_published";
 /// Entries hashed per synced batch by [`Store::migrate_tree`].
 const MIGRATE_CHUNK: usize = 16_384;
-
-fn tree_key(tile_level: u8, index: u64) -> [u8; 9] {
-    let mut k = [0u8; 9];
-    k[0] = tile_level;
-    k[1..].copy_from_slice(&index.to_be_bytes());
-    k
-}
-
-/// The tree's leaf for `entry`. Any entry has one; the writer keeps new entries small enough
-/// for an entry bundle (revocations in parts, oversized openings refused), and a bundle
-/// holding an older, larger entry cannot be served (`docs/format.md`).
-pub fn leaf_of(entry: &Entry) -> Hash {
-    leaf_hash(&entry_bytes(entry))
-}
 
 impl Store {
     /// Number of entries the tree holds.
@@ -48,17 +34,8 @@ impl Store {
 
     /// The stored hash of the tree node at level `8 * tile_level`, index `index`.
     pub fn tree_hash(&self, tile_level: u8, index: u64) -> Result<Hash, ProofError> {
-        let missing = |reason: String| ProofError::Missing {
-            level: tile_level * tiles::TILE_HEIGHT,
-            index,
-            reason,
-        };
-        match self.db.get_cf(self.cf("tree"), tree_key(tile_level, index)) {
-            Ok(Some(v)) => <Hash>::try_from(v.as_slice())
-                .map_err(|_| missing(format!("a stored hash of {} bytes", v.len()))),
-            Ok(None) => Err(missing("not stored".into())),
-            Err(e) => Err(missing(format!("rocksdb: {e}"))),
-        }
+        let read = self.db.get_cf(self.cf("tree"), node_key(tile_level, index));
+        tiles::stored_node(tile_level, index, read)
     }
 
     fn nodes(&self) -> TileNodes<impl Fn(u8, u64) -> Result<Hash, ProofError> + '_> {
@@ -101,16 +78,14 @@ impl Store {
     /// The bytes of a tile (a hash tile or an entry bundle) of a tree of at least its
     /// extent; the caller checks that the tile is one published at a checkpointed size.
     pub fn tile(&self, tile: &tiles::Tile) -> Result<Vec<u8>, Error> {
+        let extent = tile
+            .extent()
+            .ok_or_else(|| corrupt("tile", "beyond any tree"))?;
+        self.within_tree(extent)?;
         let first = tile.index * TILE_WIDTH;
         let width = u64::from(tile.width);
         match tile.level {
             Some(level) => {
-                let shift = u32::from(level) * u32::from(tiles::TILE_HEIGHT);
-                let needed = (first + width)
-                    .checked_shl(shift)
-                    .filter(|n| n >> shift == first + width)
-                    .ok_or_else(|| corrupt("tile", "beyond any tree"))?;
-                self.within_tree(needed)?;
                 let mut out = Vec::with_capacity(32 * width as usize);
                 for i in first..first + width {
                     out.extend_from_slice(
@@ -120,7 +95,6 @@ impl Store {
                 Ok(out)
             }
             None => {
-                self.within_tree(first + width)?;
                 let entries = self.entries_after(first, width as usize)?;
                 if entries.len() as u64 != width {
                     return Err(corrupt("tile", "the log is shorter than the bundle"));
@@ -174,7 +148,7 @@ impl Store {
         let made = tiles::append_hashes(old, &leaves, |l, i| self.tree_hash(l, i))
             .map_err(|e| corrupt("tree", e))?;
         for (l, i, h) in made {
-            batch.put_cf(self.cf("tree"), tree_key(l, i), h);
+            batch.put_cf(self.cf("tree"), node_key(l, i), h);
         }
         batch.put_cf(self.cf("views"), TREE_SIZE, be(last.seq));
         Ok(())

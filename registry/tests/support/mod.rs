@@ -259,3 +259,24 @@ pub async fn wait_covering(client: &reqwest::Client, url: &str, size: u64, polls
     })
     .await
 }
+
+/// Reserves `count` certificates of member `id` straight through the writer (no keys, no
+/// signing): a member with many zetas to revoke, quickly.
+pub async fn reserve_certificates(writer: &dgsp_registry::writer::Writer, id: u64, count: u64) {
+    use dgsp_registry::writer::{Command, Outcome};
+    let reserved = writer
+        .submit(
+            Command::Issue {
+                id,
+                count,
+                wots_pk_digests: Vec::new(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(reserved, Outcome::Reserved { count: c, .. } if c == count),
+        "{reserved:?}"
+    );
+}
