@@ -93,7 +93,13 @@ pub struct Running {
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     follower: JoinHandle<()>,
+    /// Turns true once the replica is closed ([`Replica::closed`]).
+    replica_closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// How long [`Running::shutdown`] waits for the replica to close after everything that uses
+/// it has stopped.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Opens the replica, pins the group, starts the follower and serves on `listener`.
 pub async fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
@@ -107,6 +113,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
     dgsp_secrets::dir::create_private(&config.data)
         .map_err(|e| StartError::Other(format!("{}: {e}", config.data.display())))?;
     let replica = Arc::new(Replica::open(&config.data.join("replica"))?);
+    let replica_closed = replica.closed();
     let loaded = replica.load()?;
     let wanted = config.anchor.fingerprint();
     let group = match loaded.group.clone() {
@@ -172,6 +179,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         stop,
         server,
         follower,
+        replica_closed,
     })
 }
 
@@ -235,12 +243,25 @@ impl Running {
             stop,
             server,
             follower,
+            replica_closed,
             ..
         } = self;
         let _ = stop.send(true);
         let served = server.await.map_err(std::io::Error::other)?;
         follower.await.map_err(std::io::Error::other)?;
         drop(state);
+        // A blocking task a dropped request left running may still hold the replica: wait
+        // until the database is closed (its lock released), so that a restart in the same
+        // process, or the caller, finds it free.
+        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+        while !replica_closed.load(std::sync::atomic::Ordering::SeqCst) {
+            if tokio::time::Instant::now() > deadline {
+                return Err(std::io::Error::other(format!(
+                    "the replica is still open {CLOSE_WAIT:?} after shutdown: a task holds it"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         served
     }
 }

@@ -114,6 +114,18 @@ pub struct Loaded {
 pub struct Replica {
     db: DB,
     path: PathBuf,
+    /// Declared after `db`, so dropped after it: set once the database is closed.
+    closed: Closed,
+}
+
+/// Set when the replica that owns it is dropped, after its database has closed (fields
+/// drop in declaration order): what [`Replica::closed`] hands out.
+struct Closed(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Closed {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Replica {
@@ -128,7 +140,15 @@ impl Replica {
         Ok(Replica {
             db: DB::open_cf_descriptors(&opts, path, cfs)?,
             path: path.to_path_buf(),
+            closed: Closed(Default::default()),
         })
+    }
+
+    /// A flag that turns true once this replica is dropped and its database closed (its
+    /// lock released): what a clean shutdown waits for before it returns, since a blocking
+    /// task a dropped request left running may hold the replica a moment longer.
+    pub fn closed(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.closed.0.clone()
     }
 
     fn cf(&self, name: &str) -> &rocksdb::ColumnFamily {
