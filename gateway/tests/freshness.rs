@@ -326,5 +326,7 @@ async fn a_poisoned_lock_does_not_turn_requests_into_panics() {
         (fresh_time(&gw).await == t2).then_some(())
     })
     .await;
+    // The test's own handle on the state goes first: shutdown waits for the replica to close.
+    drop(state);
     gw.shutdown().await;
 }
