@@ -137,6 +137,25 @@ pub enum Command {
             value_name = "PREFIX"
         )]
         tiles_s3_prefix: String,
+        /// Keep the log durable in the tile store (docs/event-log.md, "The journal"): every
+        /// write is acknowledged only once the store holds it, as an encrypted segment under
+        /// `private/`; one registry at a time writes, holding a lease there, and a registry
+        /// started on an empty data directory with the manager key restores the log from the
+        /// store and stands by until the lease is free. `auto`: on with --tiles-s3-bucket,
+        /// off with --tiles-dir.
+        #[arg(long, env = "DGSP_JOURNAL", value_enum, default_value = "auto")]
+        journal: JournalMode,
+        /// The write lease's time to live: a standby takes over about 1.2 times this after
+        /// the writer stops renewing it; a writer that cannot renew it for 0.8 times this
+        /// stops writing.
+        #[arg(
+            long,
+            env = "DGSP_LEASE_TTL_MS",
+            default_value_t = 15_000,
+            value_name = "MS",
+            value_parser = clap::value_parser!(u64).range(200..=600_000)
+        )]
+        lease_ttl_ms: u64,
     },
     /// Back the group up into a new directory, online or with the registry stopped.
     ///
@@ -396,4 +415,15 @@ pub const DEFAULT_PARAMS: &str = "sha2-128f";
 
 fn parse_params(s: &str) -> Result<ParamSet, String> {
     s.parse().map_err(|e: dgsp_core::DecodeError| e.to_string())
+}
+
+/// Whether the registry keeps its log durable in the tile store (`--journal`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum JournalMode {
+    /// on with an S3 bucket, off with a local directory
+    Auto,
+    /// always (needs --tiles-dir or --tiles-s3-bucket)
+    On,
+    /// never: writes are durable on the local disk only
+    Off,
 }

@@ -13,11 +13,12 @@
 //! |---|---|
 //! | 0 | [`health`], [`keyfile`] |
 //! | 1 | [`store`] |
-//! | 2 | [`writer`] |
-//! | 3 | [`publisher`], [`issuance`], [`feed`], [`views`], [`backup`] |
-//! | 4 | [`api`], [`mirror`] |
-//! | 5 | [`server`] |
-//! | 6 | [`cli`] (and the `dgsp-registry` binary, `main.rs`, above everything) |
+//! | 2 | [`journal`] |
+//! | 3 | [`writer`] |
+//! | 4 | [`publisher`], [`issuance`], [`feed`], [`views`], [`backup`] |
+//! | 5 | [`api`], [`mirror`] |
+//! | 6 | [`server`] |
+//! | 7 | [`cli`] (and the `dgsp-registry` binary, `main.rs`, above everything) |
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -28,6 +29,7 @@ pub mod cli;
 pub mod feed;
 pub mod health;
 pub mod issuance;
+pub mod journal;
 pub mod keyfile;
 pub mod mirror;
 pub mod publisher;

@@ -9,6 +9,7 @@ use dgsp_core::{Manager, ManagerSecretKey};
 use dgsp_registry::api;
 use dgsp_registry::backup;
 use dgsp_registry::cli::{self, Cli, Command};
+use dgsp_registry::journal;
 use dgsp_registry::keyfile::{self, KdfParams};
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
@@ -41,6 +42,8 @@ fn main() -> ExitCode {
             tiles_s3_endpoint,
             tiles_s3_region,
             tiles_s3_prefix,
+            journal,
+            lease_ttl_ms,
         } => token(admin_token, admin_token_file).and_then(|admin| {
             let tiles = match (tiles_dir, tiles_s3_bucket) {
                 (Some(dir), _) => Some(dgsp_tilestore::StoreConfig::Local(dir)),
@@ -72,6 +75,10 @@ fn main() -> ExitCode {
                 },
                 backups,
                 tiles,
+                Durability {
+                    mode: journal,
+                    lease_ttl: std::time::Duration::from_millis(lease_ttl_ms),
+                },
             )
         }),
         Command::Backup(args) => make_backup(args),
@@ -143,17 +150,24 @@ fn init(
     Ok(())
 }
 
-/// Loads the manager key and checks it is the key of the group in `store`.
-fn load_manager(
+/// Reads the manager key (`--key-file`, default DATA/manager.key) with its passphrase.
+fn read_key(
     data: &std::path::Path,
     key: &dgsp_registry::cli::KeyArgs,
+) -> Result<ManagerSecretKey, String> {
+    let passphrase = key.passphrase().map_err(|e| e.to_string())?;
+    keyfile::read(&key.path(data), passphrase.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// Checks `sk` is the key of the group in `store`.
+fn check_group(
+    data: &std::path::Path,
+    sk: ManagerSecretKey,
     store: &Store,
 ) -> Result<Manager, String> {
-    let passphrase = key.passphrase().map_err(|e| e.to_string())?;
-    let sk = keyfile::read(&key.path(data), passphrase.as_bytes()).map_err(|e| e.to_string())?;
     let genesis = store.entry(1).map_err(|e| e.to_string())?.ok_or_else(|| {
         format!(
-            "{} holds no group: run 'dgsp-registry init' first",
+            "{} holds no group: run 'dgsp-registry init' first (or, with a journal, point it at the bucket holding the group)",
             data.display()
         )
     })?;
@@ -186,6 +200,12 @@ fn auditor_token_of(
         .map_err(|e| e.to_string())
 }
 
+/// `--journal` and the lease's time to live.
+struct Durability {
+    mode: cli::JournalMode,
+    lease_ttl: std::time::Duration,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn serve(
     data: &std::path::Path,
@@ -197,7 +217,17 @@ fn serve(
     publisher: PublisherConfig,
     backups: backup::Settings,
     tiles: Option<dgsp_tilestore::StoreConfig>,
+    durability: Durability,
 ) -> Fallible {
+    use cli::JournalMode;
+    use dgsp_tilestore::StoreConfig;
+    let journaled = match (durability.mode, &tiles) {
+        (JournalMode::Off, _) | (JournalMode::Auto, None | Some(StoreConfig::Local(_))) => false,
+        (JournalMode::On | JournalMode::Auto, Some(_)) => true,
+        (JournalMode::On, None) => {
+            return Err("--journal on: needs --tiles-dir or --tiles-s3-bucket".into())
+        }
+    };
     let tiles = tiles
         .map(|t| t.open().map_err(|e| format!("the tile store: {e}")))
         .transpose()?;
@@ -209,14 +239,26 @@ fn serve(
         run_rebuild(&mut store)?;
     }
     let store = Arc::new(store);
-    let manager = Arc::new(load_manager(data, key, &store)?);
+    // The key first: a standby's data directory is empty until the journal is read.
+    let sk = read_key(data, key)?;
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let journal = match (&tiles, journaled) {
+        (Some(tiles), true) => Some(take_over(
+            &rt,
+            tiles.clone(),
+            &sk,
+            &store,
+            durability.lease_ttl,
+        )?),
+        _ => None,
+    };
+    let manager = Arc::new(check_group(data, sk, &store)?);
     if tiles.is_some() {
         dgsp_wire::tiles::check_params(manager.params()).map_err(|e| {
             format!("--tiles-dir / --tiles-s3-bucket: {e}; this group's log cannot be published as tiles (docs/format.md, \"Entries that would not fit\")")
         })?;
     }
     let head = store.head().map_err(|e| e.to_string())?;
-    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
@@ -231,7 +273,7 @@ fn serve(
             backups: Some(backups),
             tiles,
         };
-        let running = server::start(store, manager, listener, config)
+        let running = server::start_journaled(store, manager, listener, config, journal)
             .await
             .map_err(|e| e.to_string())?;
         tracing::info!(%listen, %params, head = head.seq, "registry serving");
@@ -242,6 +284,61 @@ fn serve(
     })?;
     tracing::info!("registry stopped");
     Ok(())
+}
+
+/// With a journal: restores what the bucket holds beyond the local log, stands by (catching
+/// up) until this process holds the write lease, then brings the local log and the journal
+/// together (docs/event-log.md, "The journal").
+fn take_over(
+    rt: &tokio::runtime::Runtime,
+    tiles: Arc<dyn dgsp_tilestore::TileStore>,
+    sk: &ManagerSecretKey,
+    store: &Arc<Store>,
+    ttl: std::time::Duration,
+) -> Result<Arc<journal::Journal>, String> {
+    let key = Arc::new(journal::JournalKey::derive(sk));
+    let fail = |e: journal::JournalError| format!("the journal in {}: {e}", tiles.describe());
+    rt.block_on(async {
+        let started = std::time::Instant::now();
+        let first = journal::catch_up(tiles.as_ref(), &key, store, None)
+            .await
+            .map_err(fail)?;
+        tracing::info!(
+            restored = first.restored,
+            journal_head = first.journal_head,
+            ms = started.elapsed().as_millis() as u64,
+            "read the journal"
+        );
+        let lease = journal::Lease::acquire(tiles.clone(), ttl, || {
+            let (tiles, key, store) = (tiles.clone(), key.clone(), store.clone());
+            async move {
+                match journal::catch_up(tiles.as_ref(), &key, &store, None).await {
+                    Ok(c) if c.restored > 0 => {
+                        tracing::info!(restored = c.restored, head = c.journal_head, "standby caught up")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "standby: reading the journal failed"),
+                }
+            }
+        })
+        .await;
+        let done = journal::catch_up(tiles.as_ref(), &key, store, Some(&lease))
+            .await
+            .map_err(fail)?;
+        tracing::info!(
+            restored = done.restored,
+            uploaded = done.uploaded,
+            journal_head = done.journal_head,
+            ms = started.elapsed().as_millis() as u64,
+            "holding the write lease; the local log and the journal agree"
+        );
+        Ok(Arc::new(journal::Journal::new(
+            tiles.clone(),
+            key.clone(),
+            lease,
+            rt.handle().clone(),
+        )))
+    })
 }
 
 fn rebuild(data: &std::path::Path) -> Fallible {

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::{self, AppState, Shared};
 use crate::health::Health;
+use crate::journal::{Journal, Lease};
 use crate::publisher::{self, PublisherConfig};
 use crate::store::{self, Store};
 use crate::writer::Writer;
@@ -47,6 +48,8 @@ pub struct Running {
     signer: (tokio::task::AbortHandle, JoinHandle<()>),
     mirror: Option<JoinHandle<()>>,
     writer_thread: std::thread::JoinHandle<()>,
+    /// the write lease and the task renewing it, with a journal
+    lease: Option<(Arc<Lease>, JoinHandle<()>)>,
 }
 
 /// Starts the writer, the publisher and the HTTP server on `listener`. Refuses a store
@@ -57,9 +60,31 @@ pub async fn start(
     listener: TcpListener,
     config: Config,
 ) -> Result<Running, store::Error> {
+    start_journaled(store, manager, listener, config, None).await
+}
+
+/// [`start`] with every write first made durable in `journal` (object storage), whose
+/// lease this process holds: the lease is renewed while the registry runs (its loss halts
+/// the registry) and released at a clean shutdown.
+pub async fn start_journaled(
+    store: Arc<Store>,
+    manager: Arc<Manager>,
+    listener: TcpListener,
+    config: Config,
+    journal: Option<Arc<Journal>>,
+) -> Result<Running, store::Error> {
     store.projections_current()?;
     let health = Arc::new(Health::default());
-    let (writer, writer_thread) = Writer::start(store.clone(), manager.clone(), health.clone())?;
+    let lease = journal.as_ref().map(|j| {
+        let (lease, halts) = (j.lease().clone(), health.clone());
+        let keeper = tokio::spawn(async move {
+            let why = lease.clone().keep().await;
+            halts.halt(why.to_string());
+        });
+        (j.lease().clone(), keeper)
+    });
+    let (writer, writer_thread) =
+        Writer::start_journaled(store.clone(), manager.clone(), health.clone(), journal)?;
     let published = publisher::load(&store, &manager)?;
     let (checkpoint_interval, clock) = (
         config.publisher.checkpoint_interval,
@@ -138,6 +163,7 @@ pub async fn start(
         signer,
         mirror,
         writer_thread,
+        lease,
     })
 }
 
@@ -165,6 +191,7 @@ impl Running {
             signer,
             mirror,
             writer_thread,
+            lease,
             ..
         } = self;
         let _ = stop.send(());
@@ -182,6 +209,11 @@ impl Running {
             .await
             .map_err(std::io::Error::other)?
             .map_err(|_| std::io::Error::other("the writer thread panicked"))?;
+        // Nothing writes any more: a standby may take over at once.
+        if let Some((lease, keeper)) = lease {
+            keeper.abort();
+            lease.release().await;
+        }
         served
     }
 }

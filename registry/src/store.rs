@@ -12,7 +12,7 @@
 //! | `tree` | tile level, be64(index) | 32-byte hash | projection: the Merkle tree's tile-level hashes (`store/tree.rs`) |
 //! | `views` | name | value | projection counters, latest checkpoint entry, `position`, `tree_size` |
 //! | `idem` | idempotency key | first answer | not a projection (kept on rebuild) |
-//! | `meta` | name | value | not a projection: the newest signed checkpoint note, the rebuild marker |
+//! | `meta` | name | value | not a projection: the newest signed checkpoint note, the rebuild marker, the journal's last segment (`store/journal.rs`) |
 //!
 //! [`Store::commit`] appends entries and applies every projection they touch in **one**
 //! `WriteBatch` written with the WAL synced: after it returns, the events and their effects
@@ -36,6 +36,7 @@ use dgsp_core::{MemberId, Zeta};
 use dgsp_wire::events::{Event, EventError};
 use dgsp_wire::log::{canonical, unhex, ChainError, Entry, Hash, GENESIS_PREV};
 
+mod journal;
 mod tree;
 
 /// Column families that are projections of the log (dropped and replayed by a rebuild).
@@ -356,7 +357,17 @@ impl Store {
     /// Appends `entries` (already sealed, in order, continuing the head) and applies their
     /// projections, plus `idem` answers, in one synced `WriteBatch`.
     pub fn commit(&self, entries: &[Entry], idem: &[(String, Vec<u8>)]) -> Result<(), Error> {
-        let mut batch = WriteBatch::default();
+        self.commit_batch(entries, idem, WriteBatch::default())
+    }
+
+    /// [`commit`](Self::commit) into `batch`, which may already hold other writes of the
+    /// same atomic step (the journal's position, `store/journal.rs`).
+    fn commit_batch(
+        &self,
+        entries: &[Entry],
+        idem: &[(String, Vec<u8>)],
+        mut batch: WriteBatch,
+    ) -> Result<(), Error> {
         for e in entries {
             let bytes = serde_json::to_vec(e).expect("entries serialize");
             batch.put_cf(self.cf("log"), be(e.seq), bytes);

@@ -1,7 +1,9 @@
 //! The single writer: every change to a group goes through one thread, which assigns
 //! `seq`s, validates each command against the current state, and commits whatever has
 //! queued up as **one** synced RocksDB batch (group commit). A request is answered only
-//! after its batch is durable; under load, one fsync covers many requests.
+//! after its batch is durable; under load, one fsync covers many requests. With a journal
+//! (`crate::journal`), the batch is first written to object storage as one segment, and
+//! committed locally only once the store holds it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::health::Health;
+use crate::journal::Journal;
 use crate::store::{self, Head, MemberView, Store};
 use dgsp_wire::events::Event;
 use dgsp_wire::log::{now_ms, Entry};
@@ -227,6 +230,16 @@ impl Writer {
         manager: Arc<Manager>,
         health: Arc<Health>,
     ) -> Result<(Writer, std::thread::JoinHandle<()>), store::Error> {
+        Writer::start_journaled(store, manager, health, None)
+    }
+
+    /// [`start`](Self::start), writing every batch to `journal` before committing it.
+    pub fn start_journaled(
+        store: Arc<Store>,
+        manager: Arc<Manager>,
+        health: Arc<Health>,
+        journal: Option<Arc<Journal>>,
+    ) -> Result<(Writer, std::thread::JoinHandle<()>), store::Error> {
         let head = store.head()?;
         let next_id = store.count("members")?;
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
@@ -238,6 +251,7 @@ impl Writer {
             next_id,
             head_tx,
             health: health.clone(),
+            journal,
         };
         let on_panic = health.clone();
         let handle = std::thread::Builder::new()
@@ -342,6 +356,8 @@ struct State {
     next_id: u64,
     head_tx: tokio::sync::watch::Sender<u64>,
     health: Arc<Health>,
+    /// where each batch goes first, when object storage is configured
+    journal: Option<Arc<Journal>>,
 }
 
 /// Changes made by earlier commands of the batch being built.
@@ -407,7 +423,27 @@ impl State {
             answers.push((req.reply, result));
         }
         if !entries.is_empty() || !idem_records.is_empty() {
-            if let Err(e) = self.store.commit(&entries, &idem_records) {
+            // The journal first: what is acknowledged must be in the bucket. A batch of
+            // idempotency answers alone (a repeated revocation) changes no entry and is
+            // kept locally only.
+            let journaled = match (&self.journal, entries.first()) {
+                (Some(j), Some(first)) => j
+                    .append_blocking(&entries, &idem_records)
+                    .map(|()| Some(first.seq)),
+                _ => Ok(None),
+            };
+            let committed = match journaled {
+                Ok(Some(segment)) => self
+                    .store
+                    .commit_journaled(&entries, &idem_records, segment)
+                    .map_err(|e| e.to_string()),
+                Ok(None) => self
+                    .store
+                    .commit(&entries, &idem_records)
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(format!("the journal: {e}")),
+            };
+            if let Err(e) = committed {
                 // Fail-stop: whether the batch is durable is unknown, so nothing more is
                 // written until a restart reads the log as it really is.
                 self.health.halt(format!("a commit failed: {e}"));
