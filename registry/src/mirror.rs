@@ -2,18 +2,32 @@
 //! an S3-compatible bucket behind a CDN): after each signed checkpoint, every tile that is
 //! new or changed at its size (`dgsp_wire::tiles::tiles_for`), each written create-if-absent
 //! (a tile's bytes never change: an existing tile with other bytes is a fault, reported and
-//! retried), then the `checkpoint` object. Partial tiles are written only at checkpointed
-//! sizes.
+//! retried), then the bundle of the snapshot the checkpoint names
+//! (`dgsp_wire::snapshot_bundle`, `snapshot/<N>`, create-if-absent too: its bytes are a
+//! function of the signed snapshot), then the `checkpoint` object. Partial tiles are
+//! written only at checkpointed sizes; a reader that finds a checkpoint finds every tile and
+//! the snapshot bundle it needs.
 //!
 //! The mirror follows the publisher and never delays a write: a store that is down is
 //! retried with backoff (1 s to 30 s) and the failure logged and counted; the registry keeps
 //! serving the same layout itself (`api::tiles`). Where it got to is kept in the store's
-//! `meta` column family (`tiles_published`), so a restart continues there.
+//! `meta` column family (`tiles_published`), so a restart continues there (it writes the
+//! named snapshot's bundle again, which is `AlreadySame`).
+//!
+//! The snapshot's zetas come from the publisher's state (`Published::set`, exactly the
+//! zetas of `Published::snapshot`), remembered for the last few snapshots seen at each
+//! poll, so that a checkpoint naming a snapshot a newer one has since replaced still finds
+//! its set. Should it not (more than [`RECENT`] snapshots signed between two polls), the
+//! checkpoint is published without its bundle and a warning logged: readers starting from
+//! the tiles then wait for the next checkpoint, which names a newer snapshot.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_tilestore::{Bytes, TileStore};
+use dgsp_wire::snapshot_bundle::{self, SnapshotBundle};
 use dgsp_wire::tiles::tiles_for;
 
 use crate::publisher::{read, SharedPublished};
@@ -21,6 +35,52 @@ use crate::store::Store;
 
 /// How often the mirror looks for a newer checkpoint.
 const POLL: Duration = Duration::from_millis(200);
+
+/// Snapshots (with their sets) remembered from the publisher's state, newest last.
+pub const RECENT: usize = 4;
+
+/// Where the mirror got to, kept in memory (the size and note are read from the store once,
+/// at start).
+#[derive(Default)]
+pub struct Progress {
+    /// The size and note last published.
+    pub done: (u64, String),
+    /// The number of the snapshot whose bundle was last written.
+    pub bundle: Option<u64>,
+    /// The last few signed snapshots seen in the publisher's state, each with exactly its
+    /// set (its root checked), newest last; at most [`RECENT`].
+    recent: VecDeque<(SignedSnapshot, RevocationSet)>,
+}
+
+impl Progress {
+    /// Starts after `done` (size and note published).
+    pub fn new(done: (u64, String)) -> Self {
+        Progress {
+            done,
+            ..Progress::default()
+        }
+    }
+
+    /// Remembers the published snapshot and set, when new and when the set is exactly the
+    /// snapshot's (not while a repair is pending). A clone of the set shares its buckets.
+    fn remember(&mut self, p: &crate::publisher::Published) {
+        let Some(s) = &p.snapshot else { return };
+        if p.repair.is_some()
+            || self
+                .recent
+                .back()
+                .is_some_and(|(last, _)| last.record == s.record)
+            || p.set.len() != s.record.count
+            || p.set.root() != s.record.root
+        {
+            return;
+        }
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((s.clone(), p.set.clone()));
+    }
+}
 
 /// Runs until aborted. Where it got to is read from the store once, then kept here.
 pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn TileStore>) {
@@ -31,14 +91,14 @@ pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn T
         *backoff = (*backoff * 2).min(Duration::from_secs(30));
         wait
     };
-    let mut done = loop {
+    let mut progress = loop {
         match store.tiles_published() {
-            Ok(d) => break d.unwrap_or_default(),
+            Ok(d) => break Progress::new(d.unwrap_or_default()),
             Err(e) => tokio::time::sleep(failed(e.to_string(), &mut backoff)).await,
         }
     };
     loop {
-        match step(&store, &published, tiles.as_ref(), &mut done).await {
+        match step(&store, &published, tiles.as_ref(), &mut progress).await {
             Ok(true) => backoff = Duration::from_secs(1),
             Ok(false) => tokio::time::sleep(POLL).await,
             Err(e) => tokio::time::sleep(failed(e, &mut backoff)).await,
@@ -46,26 +106,31 @@ pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn T
     }
 }
 
-/// Publishes up to the newest checkpoint after `done` (the size and note last published,
-/// updated once this one is recorded); `Ok(false)` when there was nothing to do.
+/// Publishes up to the newest checkpoint after `progress.done` (the size and note last
+/// published, updated once this one is recorded); `Ok(false)` when there was nothing to do.
 ///
-/// Dropped at any `.await` (the registry stopping), it leaves some tiles written and
-/// neither the checkpoint object nor the record: the next run writes them again (a tile
-/// written twice with the same bytes is `AlreadySame`). Killed between the checkpoint object
-/// and the record, the next run publishes the same note again.
+/// Dropped at any `.await` (the registry stopping), it leaves some tiles (and perhaps the
+/// snapshot bundle) written and neither the checkpoint object nor the record: the next run
+/// writes them again (an object written twice with the same bytes is `AlreadySame`).
+/// Killed between the checkpoint object and the record, the next run publishes the same
+/// note again.
 pub async fn step(
     store: &Arc<Store>,
     published: &SharedPublished,
     tiles: &dyn TileStore,
-    done: &mut (u64, String),
+    progress: &mut Progress,
 ) -> Result<bool, String> {
-    let (size, note) = {
+    let (size, note, named) = {
         let p = read(published);
+        progress.remember(&p);
         match p.checkpoint.as_ref() {
-            Some(c) if c.note != done.1 => (c.checkpoint.size, c.note.clone()),
+            Some(c) if c.note != progress.done.1 => {
+                (c.checkpoint.size, c.note.clone(), c.checkpoint.snapshot)
+            }
             _ => return Ok(false),
         }
     };
+    let done = &mut progress.done;
     // A checkpoint never covers less than an earlier one; `min` keeps a store restored
     // from an older backup from skipping tiles.
     let from = done.0.min(size);
@@ -82,6 +147,28 @@ pub async fn step(
             .put_new(&tile.path(), Bytes::from(bytes))
             .await
             .map_err(|e| format!("{}: {e}", tile.path()))?;
+    }
+    if let Some(named) = named.filter(|n| progress.bundle != Some(n.number)) {
+        match progress.recent.iter().find(|(s, _)| named.names(&s.record)) {
+            Some((snapshot, set)) => {
+                let (snapshot, set) = (snapshot.clone(), set.clone());
+                let bytes =
+                    tokio::task::spawn_blocking(move || SnapshotBundle::encode(&snapshot, &set))
+                        .await
+                        .map_err(|e| format!("snapshot bundle task: {e}"))?;
+                let path = snapshot_bundle::path(named.number);
+                tiles
+                    .put_new(&path, Bytes::from(bytes))
+                    .await
+                    .map_err(|e| format!("{path}: {e}"))?;
+                progress.bundle = Some(named.number);
+            }
+            None => tracing::warn!(
+                snapshot = named.number,
+                size,
+                "the set of the snapshot this checkpoint names is no longer held: the checkpoint is published without its snapshot bundle"
+            ),
+        }
     }
     tiles
         .put("checkpoint", Bytes::from(note.clone().into_bytes()))

@@ -14,6 +14,7 @@
 //! - [`limits`]: the body limit of a request that carries one signed message.
 //! - [`merkle`]: the log's RFC 6962 Merkle tree: roots, inclusion and consistency proofs.
 //! - [`tiles`]: the log as C2SP tlog-tiles: tile paths, entry bundles, the entry bytes.
+//! - [`snapshot_bundle`]: a signed snapshot's revoked zetas, published beside the tiles.
 //!
 //! Builds for `wasm32-unknown-unknown`:
 //! `cargo check -p dgsp-wire --target wasm32-unknown-unknown`.
@@ -33,4 +34,5 @@ pub mod merkle;
 pub mod problem;
 pub mod registry_api;
 pub mod snapshot;
+pub mod snapshot_bundle;
 pub mod tiles;

@@ -255,6 +255,7 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/v1/checkpoint", get(public::checkpoint))
         .route("/v1/log/checkpoint", get(tiles::checkpoint))
         .route("/v1/log/tile/{*path}", get(tiles::tile))
+        .route("/v1/log/snapshot/{*path}", get(tiles::snapshot))
         .route("/v1/revocations/snapshot", get(public::latest_snapshot))
         .route("/v1/revocations/snapshots/{n}", get(public::snapshot))
         .route("/v1/revocations/{zeta}/proof", get(public::proof))

@@ -6,14 +6,27 @@
 //! A tile is served once every hash or entry it holds is covered by the newest signed
 //! checkpoint; its bytes never change after that, so every tile, full or partial, is
 //! `immutable` for a year. The checkpoint is fresh for [`CHECKPOINT_MAX_AGE_SECS`].
+//!
+//! `snapshot/<N>` is the bundle of signed snapshot `N` (its revoked zetas, sorted, and the
+//! signed snapshot: `dgsp_wire::snapshot_bundle`), served for the registry's latest
+//! snapshot, the one its checkpoints name; built once per snapshot and kept
+//! ([`BUNDLE_CACHE`]). Older snapshots' bundles are in the tile store, where the mirror
+//! wrote them.
 
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use std::sync::Mutex;
+
 use super::Shared;
 use dgsp_http::problem::Problem;
+use dgsp_wire::snapshot_bundle::{self, SnapshotBundle};
 use dgsp_wire::tiles::Tile;
+
+/// The last snapshot bundle built, by its record's hash (which names the group and the
+/// number): one per process, shared by every registry it runs (tests run several).
+pub static BUNDLE_CACHE: Mutex<Option<([u8; 32], axum::body::Bytes)>> = Mutex::new(None);
 
 /// How long a cache may serve the checkpoint without asking again (seconds). Short: a
 /// verifier judges freshness by the note's signed time, and a cache adds its age to it.
@@ -95,6 +108,81 @@ pub async fn tile(State(s): State<Shared>, Path(rest): Path<String>) -> Response
         Ok(Err(e)) => Problem::storage("tile", e).into_response(),
         Err(e) => Problem::storage("tile", e).into_response(),
     }
+}
+
+/// The bundle of the registry's latest signed snapshot (`application/octet-stream`,
+/// immutable): `dgsp_wire::snapshot_bundle`, verifiable against the snapshot's signed root.
+#[utoipa::path(get, path = "/v1/log/snapshot/{path}", tag = "tiles",
+    params(("path" = String, Path, description = "the snapshot number as a tile index is written: `001`, `x001/234`")),
+    responses((status = 200, description = "the snapshot bundle's bytes (docs/format.md, \"Snapshot bundles\")", content_type = "application/octet-stream"),
+        (status = 404, description = "not a snapshot path, or not the registry's latest snapshot", body = Problem),
+        (status = 503, description = "the latest snapshot's set is being repaired", body = Problem)))]
+pub async fn snapshot(State(s): State<Shared>, Path(rest): Path<String>) -> Response {
+    let path = format!("snapshot/{rest}");
+    let number = match snapshot_bundle::parse_path(&path) {
+        Ok(n) => n,
+        Err(e) => return not_found(e.to_string()),
+    };
+    let (snapshot, set) = {
+        let p = crate::publisher::read(&s.published);
+        match &p.snapshot {
+            Some(snap) if snap.record.number == number => {
+                if p.repair.is_some()
+                    || p.set.len() != snap.record.count
+                    || p.set.root() != snap.record.root
+                {
+                    return Problem::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "not-yet-published",
+                        "Not published yet",
+                        "a corrected snapshot is being signed",
+                    )
+                    .retry_after(1)
+                    .into_response();
+                }
+                (snap.clone(), p.set.clone())
+            }
+            other => {
+                return not_found(format!(
+                    "snapshot {number} is not the latest ({}): its bundle is served by the tile store the registry publishes to",
+                    other.as_ref().map_or(0, |s| s.record.number)
+                ))
+            }
+        }
+    };
+    let key = snapshot.record.hash();
+    let cached = BUNDLE_CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        .filter(|(k, _)| *k == key)
+        .map(|(_, b)| b.clone());
+    let bytes = match cached {
+        Some(b) => b,
+        None => {
+            let built =
+                tokio::task::spawn_blocking(move || SnapshotBundle::encode(&snapshot, &set)).await;
+            match built {
+                Ok(b) => {
+                    let b = axum::body::Bytes::from(b);
+                    *BUNDLE_CACHE
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some((key, b.clone()));
+                    b
+                }
+                Err(e) => return Problem::storage("snapshot bundle", e).into_response(),
+            }
+        }
+    };
+    (
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (header::CACHE_CONTROL, TILE_CACHE_CONTROL),
+        ],
+        bytes,
+    )
+        .into_response()
 }
 
 fn not_found(detail: String) -> Response {
