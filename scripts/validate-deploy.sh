@@ -137,7 +137,7 @@ else
 fi
 
 if [ -f "$WORK/k8s-built.yaml" ] && python3 -c 'import yaml' 2>/dev/null; then
-  check "deployment invariants (probes, non-root, admin API not exposed)" \
+  check "deployment invariants (probes, non-root, admin API not exposed, the registry publishes to the tile store's Service)" \
     python3 deploy/check/invariants.py k8s "$WORK/k8s-built.yaml" deploy/k8s/operator-pod.example.yaml
 else
   skip "Kubernetes invariants" "no built manifests or no python3 yaml module"
@@ -155,9 +155,9 @@ for f in compose.yaml compose.host.yaml; do
   fi
 done
 if python3 -c 'import yaml' 2>/dev/null; then
-  check "compose invariants (registry on loopback only, feed network internal)" \
+  check "compose invariants (registry and tile store on loopback only, feed and tiles networks internal, the registry's tile flags name the tiles service)" \
     python3 deploy/check/invariants.py compose deploy/compose/compose.yaml
-  check "host-network compose invariants (host networking, everything but HAProxy on loopback)" \
+  check "host-network compose invariants (host networking, everything but HAProxy on loopback, the registry's tile flags name the tiles service)" \
     python3 deploy/check/invariants.py compose-host deploy/compose/compose.host.yaml
 else
   skip "compose invariants" "python3 yaml module unavailable"
@@ -199,6 +199,22 @@ while read -r src; do
 done < <(awk '/^COPY / && !/--from=/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' deploy/Dockerfile)
 if [ -z "$missing" ]; then pass "COPY sources present in the build context"
 else echo "      missing:$missing"; fail "COPY sources present in the build context"; fi
+# cargo refuses a workspace with a member missing, even to build other packages: the
+# source build copies every member that Cargo.toml lists.
+runs "every workspace member (Cargo.toml members) is a COPY source of deploy/Dockerfile"
+missing=""
+for m in $(python3 -c 'import tomllib; print(" ".join(tomllib.load(open("Cargo.toml", "rb"))["workspace"]["members"]))' 2>/dev/null \
+           || sed -n 's/^members = \[\(.*\)\]/\1/p' Cargo.toml | tr -d '",'); do
+  # the member itself or a directory above it (comparison/signer is in comparison)
+  found=""; d=$m
+  while [ -n "$d" ]; do
+    grep -qE "^COPY $d $d\$" deploy/Dockerfile && { found=1; break; }
+    case "$d" in */*) d=${d%/*} ;; *) d="" ;; esac
+  done
+  [ -n "$found" ] || missing+=" $m"
+done
+if [ -z "$missing" ]; then pass "the source build copies every workspace member"
+else echo "      not copied:$missing"; fail "the source build copies every workspace member"; fi
 if command -v hadolint >/dev/null; then
   check "hadolint" hadolint deploy/Dockerfile
 else
@@ -207,11 +223,11 @@ fi
 
 # ---------------------------------------------------------------------------------------
 say "scripts"
-for s in deploy/docker/dgsp-registry-init deploy/compose/make-secrets.sh; do
+for s in deploy/docker/dgsp-registry-init deploy/docker/dgsp-tiles deploy/compose/make-secrets.sh; do
   check "sh -n $s" sh -n "$s"
 done
 if command -v shellcheck >/dev/null; then
-  check "shellcheck" shellcheck deploy/docker/dgsp-registry-init deploy/compose/make-secrets.sh
+  check "shellcheck" shellcheck deploy/docker/dgsp-registry-init deploy/docker/dgsp-tiles deploy/compose/make-secrets.sh
 else
   skip "shellcheck" "not installed"
 fi
