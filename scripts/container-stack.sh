@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The container stack for real: the image from deploy/Dockerfile, the compose stack of
-# deploy/compose/compose.host.yaml (registry, two gateways, HAProxy; host networking only),
-# and a group's life through it:
+# deploy/compose/compose.host.yaml (registry, tile store, two gateways, HAProxy; host
+# networking only), and a group's life through it:
 #   join, issue, sign -> verify through HAProxy (ok) -> revoke -> both gateways answer
-#   `revoked` -> containers restarted -> the state survived -> torn down (volumes too).
+#   `revoked` -> the tile store's bucket holds the registry's checkpoint and tiles, readable
+#   without a key and not writable without one -> containers restarted -> the state
+#   survived -> torn down (volumes too).
 #
 #   ./scripts/container-stack.sh          # CI runs it when DGSP_CONTAINER_STACK=1 (see README)
 #
@@ -13,13 +15,18 @@
 # packages (librocksdb7.8, ca-certificates, curl) and HAProxy, `docker import` it as
 # dgsp-base:bookworm (kept between runs; DGSP_REBUILD_BASE=1 makes it again). The three
 # binaries are built on this (Debian 12) host and given to the Dockerfile's `prebuilt`
-# stage; the same Dockerfile builds from source elsewhere.
+# stage; the same Dockerfile builds from source elsewhere. The tile store's image
+# (chrislusf/seaweedfs) cannot be pulled either: a stand-in, dgsp-seaweedfs:stack-test, is
+# the base image with the `weed` binary of scripts/s3.sh (the same pinned SeaweedFS, built
+# once and cached) at /usr/bin/weed and /data owned by uid 1000, as in the official image.
 #
 # Environment:
 #   DGSP_CONTAINER_PROFILE  cargo profile of the binaries (default dev: the one the tests
 #                           build; `release` for an image to keep)
 #   DGSP_CONTAINER_PORTS    base port (default 17300): registry +0, gateways +101/+102,
-#                           HAProxy +780, so a running demo on 7300/7400/8080 is untouched
+#                           HAProxy +780, tile store S3 +33 (its master +34, volume +35,
+#                           filer +36, their gRPC ports 10000 above), so a running demo on
+#                           7300/7400/8080/8333 is untouched
 #   DGSP_KEEP_STACK=1       leave the stack running at the end (tear down by hand: the
 #                           command is printed)
 set -euo pipefail
@@ -38,7 +45,11 @@ port=${DGSP_CONTAINER_PORTS:-17300}
 export DGSP_REGISTRY_PORT=$port
 export DGSP_GATEWAY_A_PORT=$((port + 101)) DGSP_GATEWAY_B_PORT=$((port + 102))
 export DGSP_LB_PORT=$((port + 780)) DGSP_LB_BIND=127.0.0.1
-export DGSP_IMAGE=$IMAGE DGSP_HAPROXY_IMAGE=$BASE_IMAGE
+export DGSP_TILES_PORT=$((port + 33)) DGSP_TILES_MASTER_PORT=$((port + 34))
+export DGSP_TILES_VOLUME_PORT=$((port + 35)) DGSP_TILES_FILER_PORT=$((port + 36))
+SEAWEEDFS_IMAGE=dgsp-seaweedfs:stack-test
+export DGSP_IMAGE=$IMAGE DGSP_HAPROXY_IMAGE=$BASE_IMAGE DGSP_SEAWEEDFS_IMAGE=$SEAWEEDFS_IMAGE
+TILES=http://127.0.0.1:$DGSP_TILES_PORT
 REG=http://127.0.0.1:$DGSP_REGISTRY_PORT
 GW_A=http://127.0.0.1:$DGSP_GATEWAY_A_PORT
 GW_B=http://127.0.0.1:$DGSP_GATEWAY_B_PORT
@@ -103,10 +114,22 @@ DOCKER_BUILDKIT=1 as_root "$DOCKER" build --network host -q -f deploy/Dockerfile
   --build-arg REVISION="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   -t "$IMAGE" . >/dev/null
 
+say "building $SEAWEEDFS_IMAGE: $BASE_IMAGE with scripts/s3.sh's weed (stand-in for chrislusf/seaweedfs)"
+./scripts/s3.sh install
+weed_ctx=$(mktemp -d /tmp/dgsp-weed-image.XXXXXX)
+cp "$(./scripts/s3.sh path)" "$weed_ctx/weed"
+printf '%s\n' "FROM $BASE_IMAGE" \
+  'COPY --chmod=0755 weed /usr/bin/weed' \
+  'RUN groupadd --gid 1000 seaweed && useradd --uid 1000 --gid 1000 --no-create-home --shell /usr/sbin/nologin seaweed && install -d -o 1000 -g 1000 -m 0755 /data' \
+  'WORKDIR /data' 'ENTRYPOINT ["/usr/bin/weed"]' >"$weed_ctx/Dockerfile"
+DOCKER_BUILDKIT=1 as_root "$DOCKER" build --network host -q -t "$SEAWEEDFS_IMAGE" "$weed_ctx" >/dev/null
+rm -rf "$weed_ctx"
+
 # --- the stack -----------------------------------------------------------------------------
 WORK=$(mktemp -d /tmp/dgsp-stack.XXXXXX)
 SECRETS="$WORK/secrets"
-COMPOSE_ENV=(DGSP_SECRETS_DIR="$SECRETS" DGSP_IMAGE DGSP_HAPROXY_IMAGE DGSP_REGISTRY_PORT
+COMPOSE_ENV=(DGSP_SECRETS_DIR="$SECRETS" DGSP_IMAGE DGSP_HAPROXY_IMAGE DGSP_SEAWEEDFS_IMAGE
+  DGSP_TILES_PORT DGSP_TILES_MASTER_PORT DGSP_TILES_VOLUME_PORT DGSP_TILES_FILER_PORT DGSP_REGISTRY_PORT
   DGSP_GATEWAY_A_PORT DGSP_GATEWAY_B_PORT DGSP_LB_PORT DGSP_LB_BIND)
 # `env NAME` alone would print the environment; give each as NAME=value.
 for i in "${!COMPOSE_ENV[@]}"; do
@@ -137,7 +160,7 @@ as_root env DGSP_SECRETS_DIR="$SECRETS" deploy/compose/make-secrets.sh >/dev/nul
 export DGSP_ADMIN_TOKEN
 DGSP_ADMIN_TOKEN=$(as_root cat "$SECRETS/admin-token")
 
-say "compose up: registry-init, registry, gateway-a, gateway-b, lb (host networking)"
+say "compose up: registry-init, tiles, tiles-init, registry, gateway-a, gateway-b, lb (host networking)"
 compose up -d 2>&1 | sed 's/^/  /'
 
 wait_url() { # URL NAME [SECONDS]
@@ -219,6 +242,31 @@ rc=0
 "$MANAGER" verify --gateway "$LB" --message "$WORK/msg.txt" --signature "$WORK/msg.sig" >/dev/null || rc=$?
 [ "$rc" = 3 ] || { echo "dgsp-manager verify exited $rc on a revoked signature, expected 3" >&2; exit 1; }
 
+say "the tile store: the registry's log in the bucket, read without a key, not writable without one"
+dk inspect -f '{{.Config.User}}' "$(compose ps -q tiles)" | grep -qx '1000:1000' \
+  || { echo "the tile store does not run as uid 1000" >&2; exit 1; }
+reg_size=$(curl -fs "$REG/v1/log/checkpoint" | sed -n 2p)
+got=""
+for _ in $(seq 60); do
+  got=$(curl -fs "$TILES/dgsp-tiles/checkpoint" | sed -n 2p || true)
+  [ -n "$got" ] && [ "$got" -ge "$reg_size" ] && break
+  sleep 0.5
+done
+[ -n "$got" ] && [ "$got" -ge "$reg_size" ] \
+  || { echo "the bucket's checkpoint covers '${got:-nothing}', the registry's $reg_size" >&2; exit 1; }
+echo "  $TILES/dgsp-tiles/checkpoint: size $got (the registry's: $reg_size)"
+cmp <(curl -fs "$TILES/dgsp-tiles/tile/entries/000.p/$((got < 256 ? got : 256))" 2>/dev/null \
+        || curl -fs "$TILES/dgsp-tiles/tile/entries/000") \
+    <(curl -fs "$REG/v1/log/tile/entries/000.p/$((got < 256 ? got : 256))" 2>/dev/null \
+        || curl -fs "$REG/v1/log/tile/entries/000") \
+  || { echo "the bucket's first entry bundle differs from the registry's" >&2; exit 1; }
+echo "  tile/entries/000: the same bytes in the bucket and at the registry"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary x "$TILES/dgsp-tiles/checkpoint")
+[ "$code" = 403 ] || { echo "an unsigned PUT into the bucket answered $code, expected 403" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "$TILES/dgsp-tiles?list-type=2")
+[ "$code" = 403 ] || { echo "an unsigned listing of the bucket answered $code, expected 403" >&2; exit 1; }
+echo "  unsigned PUT and listing: 403"
+
 log_size() { curl -fs "$REG/v1/checkpoint" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])'; }
 members() { operator --json operator member list | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["members"] if isinstance(d, dict) else d))'; }
 size_before=$(log_size)
@@ -229,6 +277,8 @@ wait_url "$REG/readyz" registry
 wait_url "$GW_A/readyz" gateway-a
 wait_url "$GW_B/readyz" gateway-b
 wait_url "$LB/readyz" HAProxy
+curl -fs "$TILES/dgsp-tiles/checkpoint" | sed -n 2p | grep -qx '[0-9]*' \
+  || { echo "the tile store lost the checkpoint across a restart" >&2; exit 1; }
 size_after=$(log_size)
 members_after=$(members)
 [ "$size_after" -ge "$size_before" ] || { echo "the log shrank across a restart: $size_before -> $size_after" >&2; exit 1; }
@@ -247,4 +297,4 @@ operator operator issue /work/bob.csr.json --out /work/bob.certs.json >/dev/null
 "$MANAGER" member sign "$WORK/msg.txt" --out "$WORK/bob.sig" >/dev/null
 until_status ok "$LB" "HAProxy, bob's signature" "$WORK/bob.sig"
 
-say "the container stack works: image, compose (host networking), HAProxy, revocation, restart"
+say "the container stack works: image, compose (host networking), tile store, HAProxy, revocation, restart"
