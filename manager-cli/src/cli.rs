@@ -407,6 +407,15 @@ pub struct AuditArgs {
     /// registry base URL to read the feed from
     #[arg(long, env = "DGSP_REGISTRY_URL", value_name = "URL")]
     pub registry: Option<String>,
+    /// read the log as C2SP tlog-tiles instead of the feed: the base under which
+    /// `checkpoint` and `tile/...` are served (a registry's http://HOST/v1/log, a static
+    /// server or CDN over a published directory or bucket) or a local directory (a path or
+    /// file://PATH). Checks every bundle and hash tile against the entries, the served
+    /// checkpoint's signature and root, and the consistency proof between successive
+    /// checkpoints; tiles carry no private parts (the member checks that need them are
+    /// skipped)
+    #[arg(long, value_name = "URL", conflicts_with = "file")]
+    pub tiles: Option<String>,
     /// auditor (or admin) token: without it private parts are missing and the checks that
     /// need them are reported as skipped. On the command line other users can see it (a
     /// warning is printed): prefer $DGSP_AUDITOR_TOKEN, --token-file or the config file.

@@ -294,6 +294,16 @@ impl Client {
             .await
     }
 
+    /// GET `path` as bytes (a tile, a checkpoint note), retried on transient failures; the
+    /// answer is read up to the client's cap ([`with_max_answer`](Self::with_max_answer)).
+    pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>, ClientError> {
+        let url = format!("{}{}", self.base, path);
+        let bytes = self
+            .call_raw(Method::GET, &url, &[], None::<(&(), &str)>)
+            .await?;
+        Ok(bytes)
+    }
+
     async fn call<B: Serialize, T: DeserializeOwned>(
         &self,
         method: Method,
@@ -302,6 +312,22 @@ impl Client {
         body: Option<(&B, &str)>,
     ) -> Result<T, ClientError> {
         let url = format!("{}{}", self.base, path);
+        let bytes = self.call_raw(method, &url, query, body).await?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Malformed {
+            url: url.clone(),
+            reason: format!("{e} (body starts: {})", snippet(&bytes)),
+        })
+    }
+
+    /// One call with its retries: the body of a success.
+    async fn call_raw<B: Serialize>(
+        &self,
+        method: Method,
+        url: &str,
+        query: &[(&str, String)],
+        body: Option<(&B, &str)>,
+    ) -> Result<Vec<u8>, ClientError> {
+        let url = url.to_owned();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -340,11 +366,7 @@ impl Client {
         }
     }
 
-    async fn attempt<T: DeserializeOwned>(
-        &self,
-        url: &str,
-        req: reqwest::RequestBuilder,
-    ) -> Attempt<T> {
+    async fn attempt(&self, url: &str, req: reqwest::RequestBuilder) -> Attempt<Vec<u8>> {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
@@ -375,12 +397,7 @@ impl Client {
             }
         };
         if status.is_success() {
-            return Attempt::Done(serde_json::from_slice(&bytes).map_err(|e| {
-                ClientError::Malformed {
-                    url: url.to_owned(),
-                    reason: format!("{e} (body starts: {})", snippet(&bytes)),
-                }
-            }));
+            return Attempt::Done(Ok(bytes));
         }
         let problem = serde_json::from_slice::<ProblemDetails>(&bytes)
             .ok()

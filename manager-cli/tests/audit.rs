@@ -775,6 +775,7 @@ fn file_args(path: &std::path::Path) -> AuditArgs {
     AuditArgs {
         file: Some(path.to_owned()),
         registry: None,
+        tiles: None,
         token: None,
         token_file: None,
         group_key: None,
@@ -837,6 +838,7 @@ async fn a_large_honest_log_reports_nothing() {
     let args = AuditArgs {
         file: None,
         registry: Some(r.url.clone()),
+        tiles: None,
         token: Some(logs::AUDITOR.into()),
         token_file: None,
         group_key: Some(hex::encode(r.manager.public_key().fingerprint())),

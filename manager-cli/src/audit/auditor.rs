@@ -102,6 +102,56 @@ impl Auditor {
         }
     }
 
+    /// Records a breach found by the source in how the log is published (the tile source's
+    /// `tile_bundle`, `tile_hash`, `checkpoint_consistency`), at entry `seq`.
+    pub fn source_violation(&mut self, seq: u64, kind: ViolationKind, detail: impl Into<String>) {
+        self.findings.violation(seq, kind, detail);
+    }
+
+    /// Counts a check the source could not make.
+    pub(crate) fn source_skip(&mut self, what: Skipped) {
+        self.findings.skip(what);
+    }
+
+    /// Counts a consistency proof the source verified.
+    pub(crate) fn consistency_verified(&mut self) {
+        self.stats.consistency_proofs += 1;
+    }
+
+    /// Keeps the checkpoints whose root matched the tree for [`take_checkpoints`](Self::take_checkpoints)
+    /// (the tile source proves their consistency).
+    pub(crate) fn keep_checkpoints(&mut self) {
+        self.checkpoints.keep_seen = true;
+    }
+
+    /// The checkpoints (size, root) whose root matched the tree since the last call.
+    pub(crate) fn take_checkpoints(&mut self) -> Vec<(u64, dgsp_wire::log::Hash)> {
+        self.checkpoints.take_seen()
+    }
+
+    /// Judges the checkpoint a tile source serves, `note` stating `size` and `root` (read
+    /// from it before its signature could be checked): after the entries it covers were
+    /// pushed, like a checkpoint entry would be (its root against the tree, its signature
+    /// and origin, the snapshot it names); findings at entry `size`.
+    pub(crate) fn served_checkpoint(&mut self, note: &str, size: u64, root: dgsp_wire::log::Hash) {
+        let cp = checkpoints::Stated {
+            size,
+            root,
+            note: note.to_owned(),
+        };
+        let matches = self
+            .checkpoints
+            .check_served(&cp, &self.chain, &mut self.findings);
+        self.jobs.push(Job::Checkpoint {
+            seq: size,
+            note: cp.note,
+            size,
+            root,
+            covered: matches.then(|| self.covers.at(size)),
+            served: true,
+        });
+    }
+
     /// Runs the queued signature checks.
     fn flush(&mut self) {
         let jobs = std::mem::take(&mut self.jobs);
@@ -169,6 +219,7 @@ impl Auditor {
             warnings,
             skipped: std::mem::take(&mut out.skipped),
             stats: self.stats,
+            tiles: None,
         }
     }
 
@@ -249,6 +300,7 @@ impl Auditor {
                             size: cp.size,
                             root: cp.root,
                             covered: matches.then(|| self.covers.at(cp.size)),
+                            served: false,
                         });
                     }
                 }

@@ -20,13 +20,19 @@
 //!
 //! Consecutive checkpoints must be consistent (the later tree extends the earlier one).
 //! With the whole tree in memory that follows from each root matching the tree at its
-//! size, so no consistency proof is computed.
+//! size. The checkpoints whose root matched the tree are kept in order ([`Checkpoints::take_seen`])
+//! for a source that can prove more: the tiles source (`super::tiles`) computes the RFC 6962
+//! consistency proof between each two successive ones from the served hash tiles and verifies
+//! it against their stated roots, as a witness would.
+//!
+//! The served checkpoint of a tile source ([`Checkpoints::check_served`]) is judged like a
+//! checkpoint entry, except that it is no entry: it may cover every entry read.
 
 use dgsp_core::checkpoint::Checkpoint;
 use dgsp_wire::follow::{check_root, RootKind};
 use serde_json::Value;
 
-use dgsp_wire::log::{unhex32, Entry};
+use dgsp_wire::log::{unhex32, Entry, Hash};
 
 use super::chain::Chain;
 use super::findings::Findings;
@@ -88,6 +94,10 @@ pub(crate) struct Checkpoints {
     divergence: Option<(usize, u64)>,
     /// Every divergence closed or open, for the final details.
     folded: Vec<(usize, u64)>,
+    /// Checkpoints whose root is the tree's, in order, not yet taken by the source.
+    seen: Vec<(u64, Hash)>,
+    /// Whether a source takes them (else none is kept).
+    pub(crate) keep_seen: bool,
 }
 
 impl Checkpoints {
@@ -113,12 +123,32 @@ impl Checkpoints {
             );
             return false;
         }
+        self.compare(seq, &format!("checkpoint entry {seq}"), cp, chain, out)
+    }
+
+    /// Checks the checkpoint a tile source serves (size and root from its note) against the
+    /// tree of the entries read; a violation is reported at entry `size` (the last it
+    /// covers). Returns whether it matches.
+    pub(crate) fn check_served(&mut self, cp: &Stated, chain: &Chain, out: &mut Findings) -> bool {
+        self.compare(cp.size, "the served checkpoint", cp, chain, out)
+    }
+
+    /// The rules common to an entry and the served checkpoint: it does not go back, and its
+    /// root is the tree's (or a legacy chain hash).
+    fn compare(
+        &mut self,
+        seq: u64,
+        what: &str,
+        cp: &Stated,
+        chain: &Chain,
+        out: &mut Findings,
+    ) -> bool {
         if cp.size < self.last_size {
             out.violation(
                 seq,
                 ViolationKind::CheckpointMismatch,
                 format!(
-                    "it covers {} entries, an earlier checkpoint covered {}",
+                    "{what} covers {} entries, an earlier checkpoint covered {}",
                     cp.size, self.last_size
                 ),
             );
@@ -127,14 +157,20 @@ impl Checkpoints {
         self.last_size = cp.size;
         let explained = chain.suspect_from().is_some_and(|s| s <= cp.size);
         let Some(tree_root) = self.tree.root_at(cp.size) else {
-            // Past a gap in the sequence (already a violation): nothing to compare with.
+            // Past a gap in the sequence (already a violation), or past what was read:
+            // nothing to compare with.
             out.skip(Skipped::CheckpointRoot);
             return false;
         };
         match judge(cp, &tree_root, chain) {
             Ok(kind) => {
                 match kind {
-                    RootKind::Tree => self.roots.tree += 1,
+                    RootKind::Tree => {
+                        self.roots.tree += 1;
+                        if self.keep_seen {
+                            self.seen.push((cp.size, cp.root));
+                        }
+                    }
                     RootKind::LegacyChain => self.roots.legacy += 1,
                 }
                 self.last_good = cp.size;
@@ -155,7 +191,7 @@ impl Checkpoints {
                             seq,
                             ViolationKind::CheckpointMismatch,
                             format!(
-                                "checkpoint entry {seq} signs root {} for the first {} entries, the log's tree has root {}: an entry among {}..={} was changed after it was checkpointed, or the root was never this log's",
+                                "{what} signs root {} for the first {} entries, the log's tree has root {}: an entry among {}..={} was changed after it was checkpointed, or the root was never this log's",
                                 hex::encode(cp.root),
                                 cp.size,
                                 hex::encode(tree_root),
@@ -169,6 +205,12 @@ impl Checkpoints {
                 false
             }
         }
+    }
+
+    /// The checkpoints whose root matched the tree (size, root) since the last call, in
+    /// order.
+    pub(crate) fn take_seen(&mut self) -> Vec<(u64, Hash)> {
+        std::mem::take(&mut self.seen)
     }
 
     /// Adds to each divergence's detail how many later checkpoints it explains.

@@ -32,6 +32,8 @@ pub(crate) enum Job {
         size: u64,
         root: [u8; 32],
         covered: Option<Covered>,
+        /// The served checkpoint of a tile source, not an entry (its details say so).
+        served: bool,
     },
     /// A snapshot's signature must verify under the group key and name the group.
     Snapshot {
@@ -66,7 +68,17 @@ impl Job {
                 size,
                 root,
                 covered,
-            } => match group.verify_checkpoint(note) {
+                served,
+            } => {
+                let found = |seq: u64, kind: ViolationKind, detail: String| {
+                    let detail = if *served {
+                        format!("the served checkpoint (size {size}): {detail}")
+                    } else {
+                        detail
+                    };
+                    found(seq, kind, detail)
+                };
+                match group.verify_checkpoint(note) {
                 Err(e) => found(*seq, ViolationKind::CheckpointSignature, e.to_string()),
                 Ok(cp) if cp.origin != origin_for(group) => found(
                     *seq,
@@ -88,7 +100,8 @@ impl Job {
                         .err()
                         .and_then(|detail| found(*seq, ViolationKind::CheckpointUncovered, detail))
                 }),
-            },
+                }
+            }
             Job::Snapshot { seq, snapshot } => snapshot.verify(group).err().and_then(|e| {
                 found(
                     *seq,

@@ -107,13 +107,14 @@ mod members;
 mod report;
 mod snapshots;
 pub mod source;
+pub mod tiles;
 mod tree;
 mod violation;
 
 use tokio::sync::mpsc;
 
 pub use auditor::Auditor;
-pub use report::{GroupInfo, Head, Report, Stats};
+pub use report::{GroupInfo, Head, Report, Stats, TilesRead};
 pub use violation::{Skipped, Violation, ViolationKind, Warning, WarningKind};
 
 use crate::cli::AuditArgs;
@@ -131,8 +132,19 @@ pub async fn run(args: AuditArgs, out: Output, config: &Config) -> Result<i32, E
         .transpose()
         .map_err(|e| Error::arg("--group-key", e))?;
     let auditor = Auditor::new(pin);
-    let report = match &args.file {
-        Some(path) => {
+    let report = match (&args.file, &args.tiles) {
+        (None, Some(tiles)) => {
+            let base = tiles::TileBase::open(tiles, &args.http)?;
+            let bar = out.progress(0, "auditing");
+            let done = bar.clone();
+            let rt = tokio::runtime::Handle::current();
+            let report = tokio::task::spawn_blocking(move || tiles::audit(auditor, base, rt, &bar))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+            done.finish_and_clear();
+            report
+        }
+        (Some(path), _) => {
             let path = path.clone();
             let bar = out.progress(0, "auditing");
             let done = bar.clone();
@@ -145,7 +157,7 @@ pub async fn run(args: AuditArgs, out: Output, config: &Config) -> Result<i32, E
             done.finish_and_clear();
             report
         }
-        None => from_registry(auditor, &args, out, config).await?,
+        (None, None) => from_registry(auditor, &args, out, config).await?,
     };
     out.emit(&report, || report.render());
     Ok(if report.is_clean() {

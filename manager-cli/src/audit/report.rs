@@ -56,6 +56,30 @@ pub struct Stats {
     /// Checkpoints whose root is the chain hash of entry `size`: notes signed before the log
     /// was a tree, still accepted (`docs/checkpoints.md`).
     pub legacy_roots: u64,
+    /// RFC 6962 consistency proofs verified between successive checkpoints (`audit
+    /// --tiles`: computed from the served hash tiles; 0 for the other sources).
+    pub consistency_proofs: u64,
+}
+
+/// What `audit --tiles` read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TilesRead {
+    /// The tiles' base (URL or directory).
+    pub base: String,
+    /// The size the served checkpoint states.
+    pub checkpoint_size: u64,
+    /// The root it states (hex).
+    pub checkpoint_root: String,
+    /// Entry bundles read.
+    pub bundles: u64,
+    /// Hash tiles read (each compared with the hashes recomputed from the bundles; tiles
+    /// read again for consistency proofs counted once more).
+    pub hash_tiles: u64,
+    /// Bytes read (checkpoint and tiles).
+    pub bytes: u64,
+    /// The first entry not read, when an unreadable bundle (`tile_bundle`) stopped the
+    /// audit there (a bundle that does not decode is refused whole).
+    pub stopped_at: Option<u64>,
 }
 
 /// The result of an audit.
@@ -75,6 +99,9 @@ pub struct Report {
     pub skipped: BTreeMap<Skipped, u64>,
     /// What the log holds.
     pub stats: Stats,
+    /// What was read from the tiles (`audit --tiles`; absent for the other sources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiles: Option<TilesRead>,
 }
 
 impl Report {
@@ -114,6 +141,19 @@ impl Report {
             s.members, s.certificates, s.revocations, s.revoked_zetas, s.openings, s.judged,
             s.snapshots, s.checkpoints, s.checkpointed, s.tree_roots, s.legacy_roots
         );
+        if let Some(t) = &self.tiles {
+            let _ = writeln!(
+                out,
+                "tiles from {}: served checkpoint size {} root {}; {} entry bundles, {} hash tiles, {} bytes; {} consistency proofs verified",
+                t.base, t.checkpoint_size, t.checkpoint_root, t.bundles, t.hash_tiles, t.bytes, s.consistency_proofs
+            );
+            if let Some(at) = t.stopped_at {
+                let _ = writeln!(
+                    out,
+                    "the audit stopped at entry {at}: its bundle could not be read (see the tile_bundle violation); the entries from there on were not audited"
+                );
+            }
+        }
         for (check, n) in &self.skipped {
             let what = match check {
                 Skipped::Commitment => {
@@ -125,7 +165,10 @@ impl Report {
                 Skipped::Signatures => "signatures not checked (no group key)",
                 Skipped::AlteredEntry => "altered entries whose own checks were skipped",
                 Skipped::CheckpointRoot => {
-                    "checkpoint roots not compared (they cover an entry already reported altered or out of sequence)"
+                    "checkpoint roots not compared (they cover an entry already reported altered or out of sequence, or not read)"
+                }
+                Skipped::Consistency => {
+                    "consistency proofs not computed (they read a hash tile already reported, or the audit stopped)"
                 }
             };
             let _ = writeln!(out, "skipped: {n} {what}");

@@ -69,6 +69,17 @@ pub enum ViolationKind {
     DoubleRevocation,
     /// A member id or username joins twice.
     DuplicateMember,
+    /// An entry bundle served as a tile (`audit --tiles`) cannot be read as the entries its
+    /// path names: truncated, another number of entries than its width, an entry that is
+    /// not a log entry, an entry at another position (a tile of another tree), or entry
+    /// bytes that are not the entry's canonical bytes.
+    TileBundle,
+    /// A hash tile served (`audit --tiles`) differs from the hashes recomputed from the
+    /// entry bundles (or is not 32 bytes per hash of its width).
+    TileHash,
+    /// The RFC 6962 consistency proof between two successive checkpoints (computed from
+    /// the served hash tiles) does not verify against their stated roots.
+    CheckpointConsistency,
 }
 
 impl ViolationKind {
@@ -98,6 +109,9 @@ impl ViolationKind {
             ViolationKind::DuplicateZeta => "duplicate_zeta",
             ViolationKind::DoubleRevocation => "double_revocation",
             ViolationKind::DuplicateMember => "duplicate_member",
+            ViolationKind::TileBundle => "tile_bundle",
+            ViolationKind::TileHash => "tile_hash",
+            ViolationKind::CheckpointConsistency => "checkpoint_consistency",
         }
     }
 }
@@ -188,4 +202,7 @@ pub enum Skipped {
     /// (`chain`, `sequence`): that leaf is not the one checkpointed, so the root cannot
     /// match, and the one violation says so.
     CheckpointRoot,
+    /// Consistency proofs not computed (`audit --tiles`): they would read a hash tile
+    /// already reported (`tile_hash`), or the audit stopped at an unreadable bundle.
+    Consistency,
 }

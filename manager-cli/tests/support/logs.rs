@@ -55,6 +55,12 @@ pub struct Log {
 impl Registry {
     /// Starts a registry for a new sha2-128f group, with an auditor token.
     pub async fn start() -> Registry {
+        Registry::start_publishing(None).await
+    }
+
+    /// Starts a registry that also publishes its tiles into `tiles` (as `--tiles-dir`
+    /// does), when given.
+    pub async fn start_publishing(tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>) -> Registry {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
         let manager = Arc::new(Manager::generate(ParamSet::Sha2_128f, &mut OsRng));
@@ -67,7 +73,7 @@ impl Registry {
             publisher: Default::default(),
             feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
             backups: None,
-            tiles: None,
+            tiles,
         };
         let running = server::start(store.clone(), manager.clone(), listener, config)
             .await
