@@ -58,7 +58,8 @@ pub enum Command {
     Judge(JudgeArgs),
     /// Check a revocation proof offline against a signed snapshot and the group key.
     CheckProof(CheckProofArgs),
-    /// Replay a registry's whole log (or an export file) and check the manager's conduct.
+    /// Replay a registry's whole log (its feed, an export file, or its published C2SP tiles
+    /// with --tiles) and check the manager's conduct.
     Audit(AuditArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {

@@ -854,6 +854,38 @@ async fn a_large_honest_log_reports_nothing() {
     let over_http = t.elapsed();
     assert_eq!(code, exit::OK);
 
+    // The same log read as tiles from the registry's /v1/log.
+    let t = Instant::now();
+    let base = audit::tiles::TileBase::open(
+        &format!("{}/v1/log", r.url),
+        &HttpArgs {
+            timeout_secs: 30,
+            retries: 2,
+        },
+    )
+    .unwrap();
+    let pin = Anchor::Key(Box::new(r.manager.public_key().clone()));
+    let rt = tokio::runtime::Handle::current();
+    let from_tiles = tokio::task::spawn_blocking(move || {
+        audit::tiles::audit(
+            Auditor::new(Some(pin)),
+            base,
+            rt,
+            &indicatif::ProgressBar::hidden(),
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let over_tiles = t.elapsed();
+    assert_eq!(from_tiles.kinds(), vec![], "{}", from_tiles.render());
+    let read = from_tiles.tiles.clone().unwrap();
+    assert_eq!(read.bundles, from_tiles.entries.div_ceil(256));
+    assert_eq!(
+        from_tiles.stats.consistency_proofs,
+        from_tiles.stats.tree_roots - 1
+    );
+
     let log = r.finish().await;
     let t = Instant::now();
     let report = tokio::task::spawn_blocking(move || audit(&log.entries))
@@ -865,8 +897,9 @@ async fn a_large_honest_log_reports_nothing() {
     assert!(report.entries > 10_000, "{}", report.entries);
     assert!(report.stats.snapshots >= 3 && report.stats.judged == 2);
     eprintln!(
-        "large log: {} entries ({} checkpoints, {} snapshots); built in {built:?}, audited in {in_memory:?} in memory, {over_http:?} through the feed",
-        report.entries, report.stats.checkpoints, report.stats.snapshots
+        "large log: {} entries ({} checkpoints, {} snapshots); built in {built:?}, audited in {in_memory:?} in memory, {over_http:?} through the feed, {over_tiles:?} through the tiles ({} entries in {} bundles, {} hash tiles, {} bytes, {} consistency proofs)",
+        report.entries, report.stats.checkpoints, report.stats.snapshots,
+        from_tiles.entries, read.bundles, read.hash_tiles, read.bytes, from_tiles.stats.consistency_proofs
     );
     assert!(in_memory < Duration::from_secs(10));
 }

@@ -1,7 +1,9 @@
 //! `dgsp-manager audit`: replay a group's whole log and check the manager's conduct.
 //!
-//! The log comes from an export file (`--file`, JSON Lines) or a registry's feed
-//! (`--registry`, with the auditor token for the private parts). [`Auditor`] is pure and
+//! The log comes from an export file (`--file`, JSON Lines), a registry's feed
+//! (`--registry`, with the auditor token for the private parts) or the log's C2SP tiles
+//! (`--tiles`, from a registry's `/v1/log`, any static server or a directory: [`tiles`],
+//! which also checks the tiles themselves and the consistency between checkpoints). [`Auditor`] is pure and
 //! incremental: [`Auditor::push`] each entry in order, then [`Auditor::finish`] gives the
 //! [`Report`]. Each [`Violation`] carries the seq where it was found, a stable kind name
 //! ([`ViolationKind`]) and a detail.
@@ -33,7 +35,13 @@
 //! | `duplicate_zeta` | a zeta revoked twice (in one revocation or across revocations) |
 //! | `double_revocation` | a member revoked a second time |
 //! | `duplicate_member` | a member id or username joins twice |
+//! | `tile_bundle` | (`--tiles`) an entry bundle is truncated, holds another number of entries than its width, or an entry that is not a log entry, not at its position, or not in its canonical bytes |
+//! | `tile_hash` | (`--tiles`) a hash tile differs from the hashes recomputed from the bundles, or has the wrong length |
+//! | `checkpoint_consistency` | (`--tiles`) the RFC 6962 consistency proof between two successive checkpoints, computed from the served hash tiles, does not verify against their roots |
 //!
+//! With `--tiles` the served checkpoint is judged like a checkpoint entry (its root, its
+//! signature, the snapshot it names), its findings at entry `size` and naming "the served
+//! checkpoint".//!
 //! The auditor cannot recompute zetas (they derive from the manager's secret), only count
 //! them. The log does not hold an opened message, only its DGSP digest `d`; from it the
 //! auditor verifies the opened signature under the group key
@@ -69,6 +77,10 @@
 //!   missing from the log shows at each later snapshot): unlike checkpoint roots, one
 //!   wrong root does not imply the next, and each is a separately signed statement that
 //!   a verifier may rely on.
+//! - A changed bundle byte is a `chain` violation at its entry (the entry no longer has
+//!   its hash) and a `tile_hash` at the level-0 tile (the served leaf is not its bytes'
+//!   hash); hash tiles above a tile that differs are not reported again, nor are
+//!   consistency proofs that would read it (`skipped.consistency`).
 //! - `checkpoint_uncovered` compares what a checkpoint names with the log's snapshot
 //!   entries and revocations by position; a checkpoint naming a snapshot whose root is
 //!   wrong is the `snapshot_root` of that snapshot, not reported again. A log repaired
@@ -95,7 +107,8 @@
 //! checkpoints, snapshots and opened signatures, and judge, are queued and run in parallel
 //! batches. Memory: the set of revoked zetas (about 80 bytes each), three hashes per entry
 //! (its chain hash, and the Merkle tree's nodes: about two per entry), one record per
-//! member.
+//! member. The tile source adds a few bundles in flight and one unfinished tile of hashes
+//! per tree level ([`tiles`]).
 
 mod auditor;
 mod chain;

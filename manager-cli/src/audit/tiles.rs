@@ -360,7 +360,7 @@ fn tile_of(level: u8, index: u64, size: u64) -> Tile {
         .checked_shr(u32::from(level) * u32::from(TILE_HEIGHT))
         .unwrap_or(0);
     let t = index / TILE_WIDTH;
-    let width = if (t + 1) * TILE_WIDTH <= nodes {
+    let width = if t.saturating_add(1).saturating_mul(TILE_WIDTH) <= nodes {
         TILE_WIDTH
     } else {
         nodes % TILE_WIDTH
