@@ -38,9 +38,15 @@ pub enum Command {
 /// `serve` options.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// The registry's base URL.
-    #[arg(long, env = "DGSP_REGISTRY_URL")]
-    pub registry: String,
+    /// The registry's base URL (its feed is followed unless --tiles is given).
+    #[arg(long, env = "DGSP_REGISTRY_URL", required_unless_present = "tiles")]
+    pub registry: Option<String>,
+    /// Follow the log through its C2SP tiles and snapshot bundles under this http(s) base
+    /// URL (the registry's `/v1/log`, or a static server or bucket its mirror writes to)
+    /// instead of the feed: an empty replica starts from the newest checkpoint and the
+    /// snapshot it names, without replaying the log.
+    #[arg(long, env = "DGSP_GATEWAY_TILES_URL", value_name = "URL")]
+    pub tiles: Option<String>,
     /// Trust anchor: a file with the group public key (as `dgsp-registry public-key`
     /// prints it) or the key's SHA3-256 fingerprint (64 hex characters).
     #[arg(long, env = "DGSP_GROUP_KEY")]
@@ -115,11 +121,11 @@ impl ServeArgs {
 
     /// The server configuration these options describe.
     pub fn config(&self) -> Result<Config, String> {
-        if !(self.registry.starts_with("http://") || self.registry.starts_with("https://")) {
-            return Err(format!(
-                "--registry {}: expected an http:// or https:// URL",
-                self.registry
-            ));
+        let is_http = |u: &str| u.starts_with("http://") || u.starts_with("https://");
+        for (flag, url) in [("--registry", &self.registry), ("--tiles", &self.tiles)] {
+            if let Some(url) = url.as_deref().filter(|u| !is_http(u)) {
+                return Err(format!("{flag} {url}: expected an http:// or https:// URL"));
+            }
         }
         if self.max_batch == 0 {
             return Err("--max-batch must be at least 1".into());
@@ -137,7 +143,11 @@ impl ServeArgs {
             return Err("--max-staleness-secs must be at least 1".into());
         }
         let anchor = crate::anchor::parse(&self.group_key)?;
-        let mut c = Config::new(&self.registry, anchor, self.data.clone());
+        let mut c = Config::new(
+            self.registry.clone().unwrap_or_default(),
+            anchor,
+            self.data.clone(),
+        );
         c.workers = self.workers;
         c.coalesce_wait = Duration::from_micros(self.coalesce_us);
         c.queue = self.queue;
@@ -154,6 +164,12 @@ impl ServeArgs {
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
         c.follow.max_pending_bytes = self.max_pending_bytes;
+        c.tiles = self.tiles.as_ref().map(|url| {
+            let mut t = crate::tiles::TilesConfig::new(url);
+            t.poll = c.follow.poll;
+            t.timeout = c.follow.timeout;
+            t
+        });
         Ok(c)
     }
 }

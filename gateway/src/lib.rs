@@ -9,7 +9,8 @@
 //! Modules: [`anchor`] (which group), [`clock`] (the wall clock freshness is measured by),
 //! [`follower`] (feed → checked ranges), [`replica`]
 //! (RocksDB), [`state`] (the view in service, sync status), [`pool`] (bounded verification
-//! threads that coalesce signatures into engine batches), [`layout`] (HTTP and verify threads
+//! threads that coalesce signatures into engine batches), [`tiles`] (starting from and
+//! following the log's tiles and snapshot bundle, `--tiles`), [`layout`] (HTTP and verify threads
 //! sized from the cores), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
 
 #![forbid(unsafe_code)]
@@ -25,3 +26,4 @@ pub mod pool;
 pub mod replica;
 pub mod server;
 pub mod state;
+pub mod tiles;

@@ -19,6 +19,7 @@ use crate::layout::Layout;
 use crate::pool::{PoolConfig, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
 use crate::replica::Replica;
 use crate::state::{SyncStatus, View};
+use crate::tiles::{TileFollower, TilesConfig};
 
 /// Everything `serve` is configured with.
 #[derive(Clone, Debug)]
@@ -45,6 +46,9 @@ pub struct Config {
     /// The wall clock the follower and the API measure signed times by, and how far ahead
     /// of it a signed time may be (`--clock-tolerance-ms`); tests step it.
     pub clock: WallClock,
+    /// Follow the log through its tiles instead of the registry's feed (`--tiles`): an
+    /// empty replica starts from the newest checkpoint and the snapshot it names.
+    pub tiles: Option<TilesConfig>,
 }
 
 impl Config {
@@ -60,6 +64,7 @@ impl Config {
             queue: 0,
             resolve_attempts: 0,
             clock: WallClock::system(),
+            tiles: None,
         }
     }
 }
@@ -141,16 +146,31 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
     );
     let view = Arc::new(RwLock::new(Arc::new(view)));
     let status = Arc::new(Mutex::new(SyncStatus::default()));
-    let follower = Follower::new(
-        config.follow.clone(),
-        replica.clone(),
-        view.clone(),
-        status.clone(),
-        config.clock.clone(),
-    )
-    .map_err(|e| StartError::Other(e.to_string()))?;
     let (stop, stopped) = watch::channel(false);
-    let follower = tokio::spawn(follower.run(stopped.clone()));
+    let follower = match &config.tiles {
+        Some(tiles) => {
+            let follower = TileFollower::new(
+                tiles.clone(),
+                replica.clone(),
+                view.clone(),
+                status.clone(),
+                config.clock.clone(),
+            )
+            .map_err(|e| StartError::Other(e.to_string()))?;
+            tokio::spawn(follower.run(stopped.clone()))
+        }
+        None => {
+            let follower = Follower::new(
+                config.follow.clone(),
+                replica.clone(),
+                view.clone(),
+                status.clone(),
+                config.clock.clone(),
+            )
+            .map_err(|e| StartError::Other(e.to_string()))?;
+            tokio::spawn(follower.run(stopped.clone()))
+        }
+    };
     let state = Arc::new(AppState {
         view,
         status,
@@ -205,7 +225,19 @@ async fn resolve(config: &Config) -> Result<dgsp_core::ManagerPublicKey, StartEr
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        match crate::anchor::resolve(&config.anchor, &config.follow).await {
+        let resolved = match &config.tiles {
+            Some(tiles) if !matches!(config.anchor, Anchor::Key(_)) => {
+                match crate::tiles::first_entry(tiles).await {
+                    Ok(first) => config
+                        .anchor
+                        .key_from_first_entry(&first)
+                        .map_err(ResolveError::Refused),
+                    Err(e) => Err(ResolveError::Unavailable(e.to_string())),
+                }
+            }
+            _ => crate::anchor::resolve(&config.anchor, &config.follow).await,
+        };
+        match resolved {
             Ok(pk) => return Ok(pk),
             Err(ResolveError::Refused(e)) => return Err(StartError::Anchor(e)),
             Err(ResolveError::Unavailable(e)) => {

@@ -206,7 +206,8 @@ pub struct FaultReport {
     /// Stable kind: `unreachable`, `http_status`, `malformed_page`, `page_too_large`,
     /// `pending_limit`, `chain`, `fork`, `rollback`, `wrong_group`, `malformed_entry`,
     /// `bad_checkpoint`, `replayed_checkpoint`, `future_checkpoint`, `withheld`,
-    /// `bad_snapshot`, `snapshot_mismatch`, `storage`.
+    /// `bad_snapshot`, `snapshot_mismatch`, `storage`; reading tiles (`--tiles`) also
+    /// `bad_tile`, `tile_mismatch`, `root_mismatch`, `bad_snapshot_bundle`.
     pub kind: String,
     /// What was wrong.
     pub detail: String,
@@ -250,6 +251,28 @@ pub struct SyncStatus {
     pub faults_total: HashMap<&'static str, u64>,
     /// Ranges applied since start.
     pub ranges_applied: u64,
+    /// How this gateway started from tiles, when it did (`--tiles`).
+    pub tiles: Option<TilesStatus>,
+}
+
+/// A gateway that started from the tiles (`--tiles`): where from, and how long it took.
+#[derive(Clone, Debug, Default, serde::Serialize, utoipa::ToSchema)]
+pub struct TilesStatus {
+    /// The tiles' base URL.
+    pub url: String,
+    /// The snapshot the replica started from (its bundle), if it started from tiles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap_snapshot: Option<u64>,
+    /// The entry that snapshot covers: the replica holds the entries after it, not those
+    /// before (their snapshots are not served: `/v1/revocations/snapshots/{n}` answers 404
+    /// `before-bootstrap` for an older `n`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_from_seq: Option<u64>,
+    /// Milliseconds from the first request to a verified, applied state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap_ms: Option<u64>,
+    /// Checkpoints applied through tiles since start.
+    pub checkpoints_applied: u64,
 }
 
 impl SyncStatus {

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use super::model::{Freshness, FreshnessOf, SnapshotRef, Status};
 use super::Shared;
 use crate::clock::FUTURE_CHECKPOINT;
-use crate::state::{current, lock, FaultReport};
+use crate::state::{current, lock, FaultReport, TilesStatus};
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "alive", body = String)))]
@@ -74,6 +74,11 @@ pub struct Readiness {
     /// start, still shown once the gateway has resumed and `fault` is gone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_integrity_fault: Option<FaultReport>,
+    /// Following the tiles (`--tiles`): the snapshot this replica started from, the entry
+    /// before which it holds no history (older snapshots by number answer 404
+    /// `before-bootstrap`; every other answer is complete), how long the start took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiles: Option<TilesStatus>,
 }
 
 /// Readiness: 200 while a verified snapshot is in service and the state is fresh by signed
@@ -132,6 +137,7 @@ pub fn readiness(s: &Shared) -> Readiness {
         snapshot,
         fault: st.fault.clone(),
         last_integrity_fault: st.last_integrity_fault.clone(),
+        tiles: st.tiles.clone(),
     }
 }
 

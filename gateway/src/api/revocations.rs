@@ -84,10 +84,22 @@ pub async fn snapshot(
         .filter(|n| *n >= 1)
         .ok_or_else(|| Problem::bad_field("n", "snapshot number must be an integer from 1"))?;
     let replica = s.replica.clone();
-    let found = tokio::task::spawn_blocking(move || replica.snapshot_json(n))
-        .await
-        .map_err(|e| Problem::internal("snapshot", e))?
-        .map_err(|e| Problem::internal("snapshot", e))?;
+    let (found, base) = tokio::task::spawn_blocking(move || {
+        Ok::<_, crate::replica::ReplicaError>((replica.snapshot_json(n)?, replica.tiles_base()?))
+    })
+    .await
+    .map_err(|e| Problem::internal("snapshot", e))?
+    .map_err(|e| Problem::internal("snapshot", e))?;
+    if let (None, Some((seq, first))) = (&found, base) {
+        if n < first {
+            return Err(Problem::new(
+                StatusCode::NOT_FOUND,
+                "before-bootstrap",
+                "Snapshot older than this replica",
+                format!("this gateway started from the tiles at snapshot {first} (entry {seq}) and holds no older snapshot; ask the registry or a gateway that replayed the log"),
+            ));
+        }
+    }
     found.map(Json).ok_or_else(|| {
         Problem::new(
             StatusCode::NOT_FOUND,

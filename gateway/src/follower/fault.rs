@@ -111,6 +111,43 @@ pub enum Fault {
     /// The replica could not be written.
     #[error("the replica could not be written: {0}")]
     Storage(String),
+    /// A tile (hash tile or entry bundle) that is not what its path says: not a whole
+    /// number of hashes of its width, a bundle truncated or holding another number of
+    /// entries (a tile of another tree size served under this one's path).
+    #[error("tile {path} refused: {detail}")]
+    BadTile {
+        /// the tile's path
+        path: String,
+        /// what is wrong
+        detail: String,
+    },
+    /// A tile whose contents do not agree with the verified tree: a full hash tile that
+    /// does not hash to its parent's node, or a bundle whose entries' leaves are not the
+    /// hash tile's.
+    #[error("tile {path} does not match the tree: {detail}")]
+    TileMismatch {
+        /// the tile's path
+        path: String,
+        /// what differs
+        detail: String,
+    },
+    /// The right-edge hash tiles at a checkpoint's size do not give the root it signs.
+    #[error("the tiles of {size} entries do not give the signed checkpoint's root: {detail}")]
+    RootMismatch {
+        /// the checkpoint's size
+        size: u64,
+        /// the roots
+        detail: String,
+    },
+    /// A snapshot bundle that does not verify: undecodable, not signed by the pinned key,
+    /// not the snapshot the checkpoint names, or zetas that do not give its signed root.
+    #[error("snapshot bundle {number} refused: {detail}")]
+    BadSnapshotBundle {
+        /// the snapshot number the checkpoint names
+        number: u64,
+        /// why
+        detail: String,
+    },
 }
 
 impl Fault {
@@ -134,6 +171,10 @@ impl Fault {
             Fault::BadSnapshot { .. } => "bad_snapshot",
             Fault::SnapshotMismatch { .. } => "snapshot_mismatch",
             Fault::Storage(_) => "storage",
+            Fault::BadTile { .. } => "bad_tile",
+            Fault::TileMismatch { .. } => "tile_mismatch",
+            Fault::RootMismatch { .. } => "root_mismatch",
+            Fault::BadSnapshotBundle { .. } => "bad_snapshot_bundle",
         }
     }
 
@@ -149,6 +190,7 @@ impl Fault {
             | Fault::SnapshotMismatch { seq, .. } => Some(*seq),
             Fault::Rollback { applied, .. } => Some(*applied),
             Fault::Withheld { head, .. } => Some(head.saturating_add(1)),
+            Fault::RootMismatch { size, .. } => Some(*size),
             _ => None,
         }
     }

@@ -44,7 +44,10 @@ pub fn client(timeout: Duration) -> Result<reqwest::Client, Fault> {
 }
 
 /// A body read whole, unless it exceeds `max` bytes (then `Ok(None)`; nothing more is read).
-async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Option<Vec<u8>>, Fault> {
+pub(crate) async fn read_bounded(
+    mut resp: reqwest::Response,
+    max: usize,
+) -> Result<Option<Vec<u8>>, Fault> {
     let mut body = Vec::new();
     while let Some(chunk) = resp
         .chunk()

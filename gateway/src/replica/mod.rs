@@ -8,6 +8,7 @@
 //! | `meta`      | `applied`           | `be64 seq ‖ hash (32) ‖ be64 time_ms`         |
 //! | `meta`      | `checkpoint`        | the newest signed note that covers `applied` exactly (its size is `applied`, its root the tree's root there, or in a legacy note `applied`'s hash); its signed time is the gateway's freshness |
 //! | `meta`      | `tree_size`         | be64 entries in the tree (always `applied`'s seq) |
+//! | `meta`      | `tiles_base`        | started from tiles: `be64 log_seq ‖ be64 snapshot number` of the snapshot bundle it started from; no entry hash, tree hash or snapshot before them is held ([`Replica::commit_bootstrap`]) |
 //! | `hashes`    | `be64 seq`          | the entry's hash (fork detection)             |
 //! | `tree`      | `[tile level] ‖ be64 index` | the Merkle tree's tile-level hashes ([`tree`]) |
 //! | `zetas`     | zeta (16 bytes)     | `be64 seq` of the revocation entry            |
@@ -35,6 +36,23 @@ use rocksdb::{ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOp
 use serde_json::Value;
 
 const CFS: [&str; 5] = ["meta", "hashes", "zetas", "snapshots", "tree"];
+
+/// `meta` key: where a replica started from tiles begins ([`Replica::tiles_base`]).
+const TILES_BASE: &[u8] = b"tiles_base";
+
+/// The start of a replica bootstrapped from tiles ([`Replica::commit_bootstrap`]).
+#[derive(Clone, Debug, Default)]
+pub struct Base {
+    /// Entries the base tree holds: the snapshot's `log_seq`.
+    pub size: u64,
+    /// The hash of entry `size` (its chain hash).
+    pub hash: Hash,
+    /// The snapshot number the replica starts from.
+    pub snapshot: u64,
+    /// The tile-level hashes of the tree's right-edge tiles at `size` (`(tile level,
+    /// index, hash)`): what appending to it reads.
+    pub nodes: Vec<(u8, u64, Hash)>,
+}
 
 /// A replica failure (the disk, or data this build cannot read).
 #[derive(Debug, thiserror::Error)]
@@ -288,6 +306,16 @@ impl Replica {
             )));
         };
         self.append_tree(&mut b, old_size, &u.leaves, &u.tree)?;
+        self.put_update(&mut b, u);
+        let mut w = WriteOptions::default();
+        w.set_sync(true);
+        self.db.write_opt(b, &w)?;
+        Ok(())
+    }
+
+    /// Adds to `b` what every applied range writes beside the tree: entry hashes, zetas,
+    /// snapshots, the applied position and the note.
+    fn put_update(&self, b: &mut WriteBatch, u: &Update) {
         for (seq, hash) in &u.hashes {
             b.put_cf(self.cf("hashes"), seq.to_be_bytes(), hash);
         }
@@ -304,10 +332,80 @@ impl Replica {
         applied.extend_from_slice(&u.applied.time_ms.to_be_bytes());
         b.put_cf(self.cf("meta"), b"applied", applied);
         b.put_cf(self.cf("meta"), b"checkpoint", u.checkpoint.as_bytes());
+    }
+
+    /// Writes the state a gateway starts from the tiles with, in one synced batch, into an
+    /// empty replica: the tree's `base` (its size, the snapshot's `log_seq`, and the
+    /// tile-level hashes of the right-edge tiles at that size, read from verified hash
+    /// tiles), the hash of entry `base.size`, and `u`, which applies the entries after it
+    /// (its revocations: the snapshot's zetas, recorded at `base.size`). Refused whole
+    /// (nothing written) when the replica is not empty or the update does not give the
+    /// tree it was verified against.
+    pub fn commit_bootstrap(&self, base: &Base, u: &Update) -> Result<(), ReplicaError> {
+        if self.applied()?.seq != 0 || self.tree_size()? != 0 {
+            return Err(ReplicaError::Inconsistent(
+                "a bootstrap from tiles needs an empty replica".into(),
+            ));
+        }
+        let continues = u.hashes.len() == u.leaves.len()
+            && u.applied.seq == base.size + u.leaves.len() as u64
+            && u.hashes
+                .iter()
+                .zip(base.size + 1..)
+                .all(|((s, _), n)| *s == n);
+        if !continues {
+            return Err(ReplicaError::Inconsistent(format!(
+                "a range of {} entries does not continue the base of {} entries to entry {}",
+                u.leaves.len(),
+                base.size,
+                u.applied.seq
+            )));
+        }
+        let nodes: std::collections::HashMap<(u8, u64), Hash> =
+            base.nodes.iter().map(|(l, i, h)| ((*l, *i), *h)).collect();
+        let get = |l: u8, i: u64| {
+            nodes
+                .get(&(l, i))
+                .copied()
+                .ok_or_else(|| dgsp_wire::merkle::ProofError::Missing {
+                    level: l.saturating_mul(8),
+                    index: i,
+                    reason: "not in the bootstrap's base".into(),
+                })
+        };
+        // The base must itself be the right edge of a tree of `base.size` entries.
+        Frontier::at(&dgsp_wire::tiles::TileNodes(get), base.size)
+            .map_err(|e| ReplicaError::Inconsistent(format!("the bootstrap's base: {e}")))?;
+        let mut b = WriteBatch::default();
+        for (l, i, h) in &base.nodes {
+            b.put_cf(self.cf("tree"), dgsp_wire::tiles::node_key(*l, *i), h);
+        }
+        self.append_tree_over(&mut b, base.size, base.size, &u.leaves, &u.tree, &get)?;
+        if base.size > 0 {
+            b.put_cf(self.cf("hashes"), base.size.to_be_bytes(), base.hash);
+        }
+        let mut tiles_base = Vec::with_capacity(16);
+        tiles_base.extend_from_slice(&base.size.to_be_bytes());
+        tiles_base.extend_from_slice(&base.snapshot.to_be_bytes());
+        b.put_cf(self.cf("meta"), TILES_BASE, tiles_base);
+        self.put_update(&mut b, u);
         let mut w = WriteOptions::default();
         w.set_sync(true);
         self.db.write_opt(b, &w)?;
         Ok(())
+    }
+
+    /// Where a replica started from tiles begins: `(log_seq, snapshot number)` of the
+    /// snapshot bundle it started from; `None` for a replica that replayed the log.
+    pub fn tiles_base(&self) -> Result<Option<(u64, u64)>, ReplicaError> {
+        match self.db.get_cf(self.cf("meta"), TILES_BASE)? {
+            None => Ok(None),
+            Some(b) if b.len() == 16 => Ok(Some((
+                u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+                u64::from_be_bytes(b[8..].try_into().expect("8 bytes")),
+            ))),
+            Some(_) => Err(ReplicaError::Corrupt("tiles base".into())),
+        }
     }
 
     /// Stores a newer signed note covering the position already applied (nothing else

@@ -85,6 +85,22 @@ impl Replica {
         expected: &Frontier,
     ) -> Result<(), ReplicaError> {
         let held = self.tree_size()?;
+        self.append_tree_over(batch, held, old_size, leaves, expected, &|l, i| {
+            self.tree_hash(l, i)
+        })
+    }
+
+    /// [`Replica::append_tree`] over a tree of `held` entries whose stored hashes `get`
+    /// reads (a bootstrap's base, not yet written, or the stored tree).
+    pub(super) fn append_tree_over(
+        &self,
+        batch: &mut WriteBatch,
+        held: u64,
+        old_size: u64,
+        leaves: &[Hash],
+        expected: &Frontier,
+        get: &dyn Fn(u8, u64) -> Result<Hash, ProofError>,
+    ) -> Result<(), ReplicaError> {
         let new_size = old_size + leaves.len() as u64;
         if held != old_size || expected.size() != new_size {
             return Err(ReplicaError::Inconsistent(format!(
@@ -93,13 +109,13 @@ impl Replica {
                 expected.size()
             )));
         }
-        let made = tiles::append_hashes(old_size, leaves, |l, i| self.tree_hash(l, i))
+        let made = tiles::append_hashes(old_size, leaves, get)
             .map_err(|e| ReplicaError::Corrupt(format!("tree of {old_size} entries: {e}")))?;
         let lookup: std::collections::HashMap<(u8, u64), Hash> =
             made.iter().map(|(l, i, h)| ((*l, *i), *h)).collect();
         let after = TileNodes(|l, i| match lookup.get(&(l, i)) {
             Some(h) => Ok(*h),
-            None => self.tree_hash(l, i),
+            None => get(l, i),
         });
         let edge = Frontier::at(&after, new_size)
             .map_err(|e| ReplicaError::Corrupt(format!("tree of {new_size} entries: {e}")))?;

@@ -62,11 +62,38 @@ async fn start_registry(params: ParamSet, cadence: Option<Duration>) -> Registry
     registry_on_log(params, cadence, |_, _| ()).await.0
 }
 
+/// Starts a registry for a new sha2-128f group on a log that `write` extends first, whose
+/// mirror publishes its tiles and snapshot bundles to the directory `tiles`, signing a
+/// checkpoint at least every `cadence`.
+pub async fn registry_with_tiles<T: Send + 'static>(
+    tiles: &std::path::Path,
+    cadence: Duration,
+    write: impl FnOnce(&Arc<Store>, &Arc<Manager>) -> T + Send + 'static,
+) -> (Registry, T) {
+    let store = dgsp_tilestore::LocalDir::open(tiles).unwrap();
+    start_on_log(
+        ParamSet::Sha2_128f,
+        Some(cadence),
+        Some(Arc::new(store)),
+        write,
+    )
+    .await
+}
+
 /// Starts a registry for a new group of `params` on a log that `write` extends first (with
 /// its own writer, as a registry that ran before did), and returns what `write` returns.
 pub async fn registry_on_log<T: Send + 'static>(
     params: ParamSet,
     cadence: Option<Duration>,
+    write: impl FnOnce(&Arc<Store>, &Arc<Manager>) -> T + Send + 'static,
+) -> (Registry, T) {
+    start_on_log(params, cadence, None, write).await
+}
+
+async fn start_on_log<T: Send + 'static>(
+    params: ParamSet,
+    cadence: Option<Duration>,
+    tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>,
     write: impl FnOnce(&Arc<Store>, &Arc<Manager>) -> T + Send + 'static,
 ) -> (Registry, T) {
     let dir = tempfile::tempdir().unwrap();
@@ -92,7 +119,7 @@ pub async fn registry_on_log<T: Send + 'static>(
             .unwrap_or_default(),
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
         backups: None,
-        tiles: None,
+        tiles,
     };
     let running = server::start(store.clone(), manager.clone(), listener, config)
         .await

@@ -1,0 +1,395 @@
+//! A gateway that reads the log's tiles (`--tiles`): it starts from the newest checkpoint
+//! and the snapshot bundle it names without replaying the log, follows new checkpoints
+//! through the tiles, refuses every tampered tile with a named fault, and keeps answering
+//! from a published directory with the registry stopped until its state is stale.
+//!
+//! The registries here mirror to a local directory (`dgsp_tilestore::LocalDir`), served to
+//! the gateways either by the registry itself (`/v1/log`) or by a small static file server
+//! over the directory (as any web server, CDN or bucket would serve it).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use dgsp_gateway::anchor::Anchor;
+use dgsp_gateway::tiles::TilesConfig;
+use dgsp_wire::snapshot_bundle;
+use serde_json::{json, Value};
+use support::{gateway_config, gateway_in, wait_for, Gateway, Registry};
+
+/// Serves the files under `dir` at `/<path>` (404 otherwise), as a static server or a
+/// bucket does; the checkpoint with `max-age=1`, everything else immutable.
+async fn static_server(dir: PathBuf) -> String {
+    use axum::http::{header, StatusCode, Uri};
+    use axum::response::IntoResponse;
+    let app = axum::Router::new().fallback(move |uri: Uri| {
+        let dir = dir.clone();
+        async move {
+            let path = uri.path().trim_start_matches('/').to_owned();
+            if path.split('/').any(|s| s.is_empty() || s.starts_with('.')) {
+                return StatusCode::NOT_FOUND.into_response();
+            }
+            match tokio::fs::read(dir.join(&path)).await {
+                Ok(bytes) => {
+                    let cache = if path == "checkpoint" {
+                        "public, max-age=1"
+                    } else {
+                        "public, max-age=31536000, immutable"
+                    };
+                    ([(header::CACHE_CONTROL, cache)], bytes).into_response()
+                }
+                Err(_) => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// Joins `n` members `{prefix}-N` in bulk requests.
+async fn bulk_join(reg: &Registry, prefix: &str, n: usize) {
+    let mut start = 0;
+    while start < n {
+        let end = (start + dgsp_wire::registry_api::MAX_BULK_JOIN).min(n);
+        let names: Vec<String> = (start..end).map(|i| format!("{prefix}-{i}")).collect();
+        reg.admin("/admin/v1/members/bulk", &json!({ "usernames": names }))
+            .await;
+        start = end;
+    }
+}
+
+/// Waits until the directory's checkpoint covers the registry's whole log and names a
+/// snapshot of at least `zetas` zetas; returns the note.
+async fn published(reg: &Registry, dir: &Path, zetas: u64) -> String {
+    wait_for("the mirror to publish the whole log", || async {
+        let head = reg.store.head().unwrap().seq;
+        let note = std::fs::read_to_string(dir.join("checkpoint")).ok()?;
+        let cp = reg.manager.public_key().verify_checkpoint(&note).ok()?;
+        let named = cp.snapshot?;
+        let bundle = std::fs::read(dir.join(snapshot_bundle::path(named.number))).ok()?;
+        let b = snapshot_bundle::SnapshotBundle::decode(&bundle).ok()?;
+        (cp.size >= head && b.snapshot.record.count >= zetas).then_some(note)
+    })
+    .await
+}
+
+/// A gateway reading the tiles at `url`, pinned by fingerprint (the key read from the
+/// tiles' entry 1), with `max_staleness`.
+async fn tiles_gateway(
+    reg_key: &dgsp_core::ManagerPublicKey,
+    url: &str,
+    max_staleness: Duration,
+) -> Gateway {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = gateway_config(
+        "http://127.0.0.1:9",
+        Anchor::Fingerprint(reg_key.fingerprint()),
+        dir.path(),
+    );
+    let mut t = TilesConfig::new(url);
+    t.poll = Duration::from_millis(50);
+    t.max_backoff = Duration::from_millis(200);
+    t.timeout = Duration::from_secs(2);
+    c.tiles = Some(t);
+    c.api.max_staleness = max_staleness;
+    gateway_in(c, dir).await
+}
+
+async fn readyz(g: &Gateway) -> (u16, Value) {
+    g.get("/readyz").await
+}
+
+/// Member `id` gets `count` certificates reserved (no signing) and is revoked.
+async fn revoke_with(reg: &Registry, id: u64, count: u64) {
+    use dgsp_registry::writer::Command;
+    reg.writer()
+        .submit(
+            Command::Issue {
+                id,
+                count,
+                wots_pk_digests: Vec::new(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    reg.revoke(id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_starts_from_the_tiles_and_follows_them() {
+    let tiles = tempfile::tempdir().unwrap();
+    let (reg, ()) =
+        support::registry_with_tiles(tiles.path(), Duration::from_millis(200), |_, _| ()).await;
+    bulk_join(&reg, "m", 600).await;
+    let mut alice = reg.member("alice", 3).await;
+    revoke_with(&reg, 0, 7).await;
+    let note = published(&reg, tiles.path(), 7).await;
+    let cp = reg.manager.public_key().verify_checkpoint(&note).unwrap();
+    let key = reg.manager.public_key().clone();
+    // From the registry's own /v1/log, and from a static server over the directory.
+    for url in [
+        format!("{}/v1/log", reg.url),
+        static_server(tiles.path().to_owned()).await,
+    ] {
+        let g = tiles_gateway(&key, &url, Duration::from_secs(60)).await;
+        let r = wait_for("ready from the tiles", || async {
+            let (code, r) = readyz(&g).await;
+            (code == 200).then_some(r)
+        })
+        .await;
+        assert!(r["applied_seq"].as_u64().unwrap() >= cp.size, "{r}");
+        let t = &r["tiles"];
+        assert!(t["bootstrap_snapshot"].as_u64().unwrap() >= 2, "{r}");
+        let from = t["history_from_seq"].as_u64().unwrap();
+        assert!(from > 600, "it started after the joins: {r}");
+        // It answers with the revocation state, without having read the joins.
+        let message = b"from the tiles";
+        let sig = alice.sign(message);
+        let answer = g.verify(message, &sig).await;
+        assert_eq!(answer["status"], "ok", "{answer}");
+        // Older snapshots are before its history.
+        let (code, body) = g.get("/v1/revocations/snapshots/1").await;
+        assert_eq!(code, 404);
+        assert!(
+            body["type"].as_str().unwrap().ends_with("before-bootstrap"),
+            "{body}"
+        );
+        g.shutdown().await;
+    }
+    // A gateway that started from the tiles follows them: a revocation after its start.
+    let g = tiles_gateway(
+        &key,
+        &format!("{}/v1/log", reg.url),
+        Duration::from_secs(60),
+    )
+    .await;
+    wait_for("ready", || async {
+        (readyz(&g).await.0 == 200).then_some(())
+    })
+    .await;
+    let message = b"after the revocation";
+    let sig = alice.sign(message);
+    reg.revoke(alice.id).await;
+    let answer = wait_for("the revocation through the tiles", || async {
+        let a = g.verify(message, &sig).await;
+        (a["status"] == "revoked" && a["revocation"]["pending_snapshot"] == false).then_some(a)
+    })
+    .await;
+    assert!(
+        answer["revocation"]["snapshot"]["number"].as_u64().unwrap() >= 3,
+        "{answer}"
+    );
+    let (code, r) = readyz(&g).await;
+    assert_eq!(code, 200, "{r}");
+    assert!(
+        r["tiles"]["checkpoints_applied"].as_u64().unwrap() >= 2,
+        "{r}"
+    );
+    g.shutdown().await;
+    reg.shutdown().await;
+}
+
+/// Copies `from` to a new directory.
+fn copy_dir(from: &Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", from.display()))
+        .arg(to.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    to
+}
+
+fn flip(path: &Path, at: impl Fn(usize) -> usize) {
+    let mut b = std::fs::read(path).unwrap();
+    let i = at(b.len());
+    b[i] ^= 0x01;
+    std::fs::write(path, b).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampered_tiles_are_refused_with_named_faults() {
+    let tiles = tempfile::tempdir().unwrap();
+    let (reg, ()) =
+        support::registry_with_tiles(tiles.path(), Duration::from_millis(200), |_, _| ()).await;
+    bulk_join(&reg, "m", 300).await;
+    revoke_with(&reg, 0, 9).await;
+    bulk_join(&reg, "n", 10).await;
+    let note = published(&reg, tiles.path(), 9).await;
+    let manager = reg.manager.clone();
+    let key = manager.public_key().clone();
+    reg.shutdown().await;
+    let cp = key.verify_checkpoint(&note).unwrap();
+    assert!(cp.size % 256 != 0, "a partial tile at the checkpoint");
+    let bundle = format!(
+        "tile/entries/{}.p/{}",
+        dgsp_wire::tiles::encode_index(cp.size / 256),
+        cp.size % 256
+    );
+    let level0 = format!(
+        "tile/0/{}.p/{}",
+        dgsp_wire::tiles::encode_index(cp.size / 256),
+        cp.size % 256
+    );
+    let snapshot = snapshot_bundle::path(cp.snapshot.unwrap().number);
+    // Another partial tile of the same index, from an earlier checkpoint (another size).
+    let level0_dir = tiles.path().join(&level0).parent().unwrap().to_owned();
+    let other = std::fs::read_dir(&level0_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| *p != tiles.path().join(&level0))
+        .expect("an earlier checkpoint's partial tile");
+    let forged = {
+        let mut wrong = cp.clone();
+        wrong.root = [7; 32];
+        manager.sign_checkpoint(&wrong)
+    };
+    type Tamper = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Tamper, &str)> = vec![
+        (
+            "a changed byte in an entry bundle",
+            Box::new({
+                let p = bundle.clone();
+                move |d: &Path| flip(&d.join(&p), |n| n - 20)
+            }),
+            "tile_mismatch",
+        ),
+        (
+            "a changed byte in a hash tile",
+            Box::new({
+                let p = level0.clone();
+                move |d: &Path| flip(&d.join(&p), |n| n / 2)
+            }),
+            "root_mismatch",
+        ),
+        (
+            "a truncated bundle",
+            Box::new({
+                let p = bundle.clone();
+                move |d: &Path| {
+                    let b = std::fs::read(d.join(&p)).unwrap();
+                    std::fs::write(d.join(&p), &b[..b.len() - 5]).unwrap();
+                }
+            }),
+            "bad_tile",
+        ),
+        (
+            "a tile from another tree size",
+            Box::new({
+                let (p, other) = (level0.clone(), other.clone());
+                move |d: &Path| {
+                    std::fs::copy(&other, d.join(&p)).unwrap();
+                }
+            }),
+            "bad_tile",
+        ),
+        (
+            "a checkpoint whose root line was changed",
+            Box::new({
+                let note = note.clone();
+                move |d: &Path| {
+                    let mut lines: Vec<String> = note.lines().map(str::to_owned).collect();
+                    lines[2] = base64::Engine::encode(
+                        &base64::engine::general_purpose::STANDARD,
+                        [9u8; 32],
+                    );
+                    std::fs::write(d.join("checkpoint"), lines.join("\n") + "\n").unwrap();
+                }
+            }),
+            "bad_checkpoint",
+        ),
+        (
+            "a signed checkpoint whose root is not the tiles'",
+            Box::new(move |d: &Path| std::fs::write(d.join("checkpoint"), &forged).unwrap()),
+            "root_mismatch",
+        ),
+        (
+            "a snapshot bundle whose zetas do not give its signed root",
+            Box::new({
+                let p = snapshot.clone();
+                move |d: &Path| flip(&d.join(&p), |n| n - 1)
+            }),
+            "bad_snapshot_bundle",
+        ),
+    ];
+    for (what, tamper, kind) in cases {
+        let copy = copy_dir(tiles.path());
+        tamper(copy.path());
+        let url = static_server(copy.path().to_owned()).await;
+        let g = tiles_gateway(&key, &url, Duration::from_secs(60)).await;
+        let r = wait_for(what, || async {
+            let (code, r) = readyz(&g).await;
+            (r["fault"]["kind"].is_string()).then_some((code, r))
+        })
+        .await;
+        assert_eq!(r.1["fault"]["kind"], kind, "{what}: {}", r.1);
+        assert_eq!(r.0, 503, "{what}: nothing unverified is served: {}", r.1);
+        assert_eq!(r.1["status"], "no_snapshot", "{what}");
+        assert_eq!(r.1["applied_seq"], 0, "{what}");
+        g.shutdown().await;
+    }
+    // The untampered copy starts.
+    let url = static_server(tiles.path().to_owned()).await;
+    let g = tiles_gateway(&key, &url, Duration::from_secs(600)).await;
+    wait_for("ready from the untampered tiles", || async {
+        (readyz(&g).await.0 == 200).then_some(())
+    })
+    .await;
+    g.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_keep_answering_from_the_directory_with_the_registry_stopped() {
+    let tiles = tempfile::tempdir().unwrap();
+    let (reg, ()) =
+        support::registry_with_tiles(tiles.path(), Duration::from_millis(200), |_, _| ()).await;
+    bulk_join(&reg, "m", 50).await;
+    let mut alice = reg.member("alice", 2).await;
+    revoke_with(&reg, 0, 3).await;
+    published(&reg, tiles.path(), 3).await;
+    let key = reg.manager.public_key().clone();
+    let url = static_server(tiles.path().to_owned()).await;
+    let max = Duration::from_secs(4);
+    let a = tiles_gateway(&key, &url, max).await;
+    let b = tiles_gateway(&key, &url, max).await;
+    for g in [&a, &b] {
+        wait_for("ready", || async {
+            (readyz(g).await.0 == 200).then_some(())
+        })
+        .await;
+    }
+    let message = b"while the registry is gone";
+    let sig = alice.sign(message);
+    reg.shutdown().await;
+    let stopped = Instant::now();
+    // Both keep answering from the last checkpoint the directory holds...
+    for g in [&a, &b] {
+        let answer = g.verify(message, &sig).await;
+        assert_eq!(answer["status"], "ok", "{answer}");
+        assert_eq!(readyz(g).await.0, 200);
+    }
+    // ...until it is older than their bound: stale, by its signed time.
+    for g in [&a, &b] {
+        let r = wait_for("stale", || async {
+            let (code, r) = readyz(g).await;
+            (code == 503).then_some(r)
+        })
+        .await;
+        assert_eq!(r["status"], "stale", "{r}");
+        let answer = g.verify(message, &sig).await;
+        assert_eq!(answer["status"], "stale", "{answer}");
+    }
+    let elapsed = stopped.elapsed();
+    assert!(
+        elapsed >= max - Duration::from_millis(600),
+        "stale only after max-age ({elapsed:?})"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
