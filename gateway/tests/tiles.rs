@@ -83,11 +83,31 @@ async fn tiles_gateway(
     url: &str,
     max_staleness: Duration,
 ) -> Gateway {
-    let dir = tempfile::tempdir().unwrap();
+    tiles_gateway_in(reg_key, url, max_staleness, tempfile::tempdir().unwrap()).await
+}
+
+/// [`tiles_gateway`] on the replica directory `dir`.
+async fn tiles_gateway_in(
+    reg_key: &dgsp_core::ManagerPublicKey,
+    url: &str,
+    max_staleness: Duration,
+    dir: tempfile::TempDir,
+) -> Gateway {
+    let c = tiles_config(reg_key, url, max_staleness, dir.path());
+    gateway_in(c, dir).await
+}
+
+/// The configuration of a gateway reading the tiles at `url` with its replica in `data`.
+fn tiles_config(
+    reg_key: &dgsp_core::ManagerPublicKey,
+    url: &str,
+    max_staleness: Duration,
+    data: &Path,
+) -> dgsp_gateway::server::Config {
     let mut c = gateway_config(
         "http://127.0.0.1:9",
         Anchor::Fingerprint(reg_key.fingerprint()),
-        dir.path(),
+        data,
     );
     let mut t = TilesConfig::new(url);
     t.poll = Duration::from_millis(50);
@@ -95,7 +115,7 @@ async fn tiles_gateway(
     t.timeout = Duration::from_secs(2);
     c.tiles = Some(t);
     c.api.max_staleness = max_staleness;
-    gateway_in(c, dir).await
+    c
 }
 
 async fn readyz(g: &Gateway) -> (u16, Value) {
@@ -190,6 +210,30 @@ async fn a_gateway_starts_from_the_tiles_and_follows_them() {
         "{r}"
     );
     g.shutdown().await;
+    // A gateway restarted on its replica resumes from it (no second bootstrap) and follows.
+    let data = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1/log", reg.url);
+    let c = tiles_config(&key, &url, Duration::from_secs(60), data.path());
+    let first = support::gateway(c.clone()).await;
+    let before = wait_for("ready", || async {
+        let (code, r) = readyz(&first).await;
+        (code == 200).then_some(r)
+    })
+    .await;
+    first.shutdown().await;
+    bulk_join(&reg, "later", 5).await;
+    let head = reg.store.head().unwrap().seq;
+    let again = support::gateway(c).await;
+    let after = wait_for("ready again, past the new entries", || async {
+        let (code, r) = readyz(&again).await;
+        (code == 200 && r["applied_seq"].as_u64()? >= head).then_some(r)
+    })
+    .await;
+    assert_eq!(
+        after["tiles"]["history_from_seq"], before["tiles"]["history_from_seq"],
+        "resumed, not started again: {after}"
+    );
+    again.shutdown().await;
     reg.shutdown().await;
 }
 
