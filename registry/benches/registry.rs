@@ -10,7 +10,11 @@
 //! - revocation of a member holding 100 000 certificates;
 //! - revocation latency under a steady stream (20/s over HTTP): until acknowledged, and
 //!   until a signed checkpoint covers it;
-//! - replay (rebuild) speed in events/s.
+//! - replay (rebuild) speed in events/s;
+//! - what the journal costs (`journal` rows): durable joins/s and their latency through
+//!   the writer with no journal, with the journal in a local directory and in S3
+//!   (SeaweedFS on loopback, `scripts/s3.sh`, started by the bench; `DGSP_SKIP_S3=1` leaves
+//!   that row out, saying so), side by side in one run.
 //!
 //! `cargo bench -p dgsp-registry --bench registry -- WORD` runs only the rows whose label
 //! contains `WORD`.
@@ -73,6 +77,93 @@ async fn joins_via_writer(concurrency: usize, total: usize) -> f64 {
     let rate = total as f64 / start.elapsed().as_secs_f64();
     stop(writer, thread).await;
     rate
+}
+
+/// Where [`joins_journaled`] keeps its journal.
+#[derive(Clone, Copy)]
+enum JournalAt {
+    Nowhere,
+    LocalDir,
+    S3,
+}
+
+/// Durable joins through the writer with `concurrency` submitters, the journal `at`:
+/// "rate/s, p50 / p99 / max latency".
+async fn joins_journaled(at: JournalAt, concurrency: usize, total: usize) -> String {
+    use dgsp_registry::journal::{Journal, JournalKey, Lease};
+    let (dir, store, manager) = fresh();
+    let tiles: Option<Arc<dyn dgsp_tilestore::TileStore>> = match at {
+        JournalAt::Nowhere => None,
+        JournalAt::LocalDir => Some(Arc::new(
+            dgsp_tilestore::LocalDir::open(dir.path().join("bucket")).unwrap(),
+        )),
+        JournalAt::S3 => match dgsp_tilestore::test_server::s3_env("journal bench") {
+            Some(env) => Some(Arc::new(
+                dgsp_tilestore::S3::open(env.config("journal-bench")).unwrap(),
+            )),
+            None => return "skipped (DGSP_SKIP_S3=1)".into(),
+        },
+    };
+    let journal = match tiles {
+        Some(tiles) => {
+            let ttl = std::time::Duration::from_secs(15);
+            let lease = Lease::acquire(tiles.clone(), ttl, || async {}).await;
+            let key = Arc::new(JournalKey::derive(manager.secret_key()));
+            let keeper = tokio::spawn(lease.clone().keep());
+            Some((
+                Arc::new(Journal::new(
+                    tiles,
+                    key,
+                    lease,
+                    tokio::runtime::Handle::current(),
+                )),
+                keeper,
+            ))
+        }
+        None => None,
+    };
+    let (writer, thread) = Writer::start_journaled(
+        store,
+        manager,
+        Default::default(),
+        journal.as_ref().map(|j| j.0.clone()),
+    )
+    .unwrap();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|c| {
+            let w = writer.clone();
+            tokio::spawn(async move {
+                let mut lat = Vec::new();
+                for i in 0..total / concurrency {
+                    let cmd = Command::Join {
+                        usernames: vec![format!("c{c}-{i}")],
+                    };
+                    let t = Instant::now();
+                    w.submit(cmd, None).await.unwrap();
+                    lat.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.unwrap());
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    stop(writer, thread).await;
+    if let Some((_, keeper)) = journal {
+        keeper.abort();
+    }
+    lat.sort_by(f64::total_cmp);
+    let q = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    format!(
+        "{rate:.0}/s; p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        q(0.5),
+        q(0.99),
+        lat[lat.len() - 1]
+    )
 }
 
 struct Server {
@@ -512,6 +603,16 @@ async fn main() {
         "{:.0}",
         joins_via_writer(64, 64_000)
     );
+    for (at, name) in [
+        (JournalAt::Nowhere, "no journal"),
+        (JournalAt::LocalDir, "journal in a local directory"),
+        (JournalAt::S3, "journal in S3 (SeaweedFS, loopback)"),
+    ] {
+        for (clients, total) in [(1, 1_000), (64, 32_000)] {
+            let label = format!("durable joins, writer, {clients} client(s), {name}");
+            row!(&label, "{}", joins_journaled(at, clients, total));
+        }
+    }
     row!(
         "durable joins/s, HTTP, 1 client",
         "{:.0}",

@@ -252,7 +252,16 @@ fn serve(
         )?),
         _ => None,
     };
-    let manager = Arc::new(check_group(data, sk, &store)?);
+    let manager = match check_group(data, sk, &store) {
+        Ok(m) => Arc::new(m),
+        Err(e) => {
+            // Not serving after all: let a standby have the lease at once.
+            if let Some(j) = &journal {
+                rt.block_on(j.lease().release());
+            }
+            return Err(e);
+        }
+    };
     if tiles.is_some() {
         dgsp_wire::tiles::check_params(manager.params()).map_err(|e| {
             format!("--tiles-dir / --tiles-s3-bucket: {e}; this group's log cannot be published as tiles (docs/format.md, \"Entries that would not fit\")")
@@ -314,7 +323,11 @@ fn take_over(
             async move {
                 match journal::catch_up(tiles.as_ref(), &key, &store, None).await {
                     Ok(c) if c.restored > 0 => {
-                        tracing::info!(restored = c.restored, head = c.journal_head, "standby caught up")
+                        tracing::info!(
+                            restored = c.restored,
+                            head = c.journal_head,
+                            "standby caught up"
+                        )
                     }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "standby: reading the journal failed"),

@@ -18,8 +18,8 @@ mod s3;
 
 #[cfg(test)]
 mod contract_tests;
-#[cfg(test)]
-mod test_server;
+#[cfg(any(test, feature = "test-server"))]
+pub mod test_server;
 
 use std::fmt;
 use std::path::PathBuf;

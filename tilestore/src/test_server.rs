@@ -11,6 +11,9 @@
 //!   skips the S3 half of the tests, saying `SKIPPED` on stderr.
 //!
 //! Every test works under its own random key prefix, so runs never see each other's objects.
+//!
+//! Built for this crate's tests and, with the `test-server` feature, for the tests of the
+//! crates that use a tile store (the registry's takeover test).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -20,8 +23,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{S3Config, S3Credentials};
 
+/// Where the tests' S3 server is and how to reach it.
 #[derive(Clone, Debug)]
-pub(crate) struct S3Env {
+pub struct S3Env {
     endpoint: String,
     bucket: String,
     region: String,
@@ -31,8 +35,23 @@ pub(crate) struct S3Env {
 }
 
 impl S3Env {
+    /// The endpoint URL.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The bucket.
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// The access key id and secret (test credentials, not secrets).
+    pub fn credentials(&self) -> (&str, &str) {
+        (&self.access_key, &self.secret_key)
+    }
+
     /// A configuration for a fresh, unique key prefix named after `test`.
-    pub(crate) fn config(&self, test: &str) -> S3Config {
+    pub fn config(&self, test: &str) -> S3Config {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -66,7 +85,7 @@ fn env(name: &str) -> Option<String> {
 
 /// The S3 server to test against; `None` only under `DGSP_SKIP_S3=1` (said loudly). Panics
 /// (fails the test) with the reason when there is none.
-pub(crate) fn s3_env(test: &str) -> Option<S3Env> {
+pub fn s3_env(test: &str) -> Option<S3Env> {
     if env("DGSP_SKIP_S3").as_deref() == Some("1") {
         // Straight to stderr: the test harness captures `eprintln!` of passing tests.
         use std::io::Write as _;

@@ -293,7 +293,9 @@ impl Lease {
         {
             Ok(Some(_)) => tracing::info!("released the write lease"),
             Ok(None) => tracing::warn!("the write lease was no longer ours at release"),
-            Err(e) => tracing::warn!(error = %e, "releasing the write lease failed; a standby takes it once it expires"),
+            Err(e) => {
+                tracing::warn!(error = %e, "releasing the write lease failed; a standby takes it once it expires")
+            }
         }
     }
 }
@@ -341,7 +343,10 @@ mod tests {
         // While the holder renews, the standby does not get it.
         let standby = tokio::spawn(Lease::acquire(store(dir.path()), ttl, || async {}));
         tokio::time::sleep(ttl * 3).await;
-        assert!(!standby.is_finished(), "took a lease that was being renewed");
+        assert!(
+            !standby.is_finished(),
+            "took a lease that was being renewed"
+        );
         first.check().unwrap();
         // The holder stops renewing (as if killed): the standby takes it after ttl + ttl/5,
         // by which time the holder no longer trusts its own.

@@ -227,7 +227,9 @@ pub async fn catch_up(
             key: name.clone(),
             reason,
         };
-        let seg = key.open(&name, pos, &obj.bytes).map_err(|e| bad(e.to_string()))?;
+        let seg = key
+            .open(&name, pos, &obj.bytes)
+            .map_err(|e| bad(e.to_string()))?;
         for e in &seg.entries {
             e.check(prev.0, &prev.1)
                 .map_err(|c: ChainError| bad(c.to_string()))?;

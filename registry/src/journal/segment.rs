@@ -98,15 +98,17 @@ impl JournalKey {
     /// `first`: non-empty, entries `first, first + 1, ...` (their chain is the caller's to
     /// check against the entry before).
     pub fn open(&self, name: &str, first: u64, bytes: &[u8]) -> Result<Segment, SegmentError> {
-        let body = bytes.strip_prefix(MAGIC.as_slice()).ok_or(SegmentError::Format)?;
+        let body = bytes
+            .strip_prefix(MAGIC.as_slice())
+            .ok_or(SegmentError::Format)?;
         if body.len() < NONCE_LEN {
             return Err(SegmentError::Format);
         }
         let (nonce, ciphertext) = body.split_at(NONCE_LEN);
         let plain = envelope::open(&self.key, nonce, ciphertext, &self.aad(name))
             .ok_or(SegmentError::Authentication)?;
-        let doc: OwnedDoc = serde_json::from_slice(&plain)
-            .map_err(|e| SegmentError::Contents(e.to_string()))?;
+        let doc: OwnedDoc =
+            serde_json::from_slice(&plain).map_err(|e| SegmentError::Contents(e.to_string()))?;
         if doc.first != first {
             return Err(SegmentError::Placement(format!(
                 "says it begins at {}, named for {first}",

@@ -1,0 +1,436 @@
+//! The registry survives its disk: with the journal in object storage, the writer is killed
+//! under load (`SIGKILL`) ten times, each time replaced by a standby that started on an
+//! empty data directory with only the bucket and the manager key. Afterwards: every
+//! acknowledged write is in the log read back from the bucket, member ids continue without
+//! a gap, every checkpoint seen before a kill is extended by the next one (RFC 6962
+//! consistency proofs), and at no time did two registries write: a standby never listens
+//! while the writer lives, and a writer frozen (`SIGSTOP`) past its lease and then thawed
+//! refuses the write it had queued instead of forking the log.
+//!
+//! Runs against the tests' S3 server (SeaweedFS, `scripts/s3.sh`); under `DGSP_SKIP_S3=1`
+//! it runs against a local directory instead, and says so.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dgsp_registry::journal;
+use dgsp_registry::store::Store;
+use dgsp_tilestore::TileStore;
+use dgsp_wire::merkle;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde_json::{json, Value};
+
+const TOKEN: &str = "takeover-test-admin-token";
+const PASSPHRASE: &str = "takeover test passphrase";
+const TTL_MS: u64 = 1000;
+const ROUNDS: u64 = 10;
+/// The round whose writer is frozen instead of killed.
+const FROZEN_ROUND: u64 = 4;
+
+/// Where the journal lives: the command-line arguments and environment that name it, and
+/// a handle on it for the checks.
+struct Bucket {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    tiles: Arc<dyn TileStore>,
+    what: String,
+}
+
+fn bucket(dir: &Path) -> Bucket {
+    match dgsp_tilestore::test_server::s3_env("registry takeover") {
+        Some(s3) => {
+            let cfg = s3.config("takeover");
+            let (id, secret) = s3.credentials();
+            let args = vec![
+                "--tiles-s3-bucket".into(),
+                s3.bucket().into(),
+                "--tiles-s3-endpoint".into(),
+                s3.endpoint().into(),
+                "--tiles-s3-prefix".into(),
+                cfg.prefix.clone(),
+            ];
+            let what = format!("S3 at {} (prefix {})", s3.endpoint(), cfg.prefix);
+            Bucket {
+                args,
+                env: vec![
+                    ("AWS_ACCESS_KEY_ID".into(), id.into()),
+                    ("AWS_SECRET_ACCESS_KEY".into(), secret.into()),
+                ],
+                tiles: Arc::new(dgsp_tilestore::S3::open(cfg).unwrap()),
+                what,
+            }
+        }
+        None => {
+            let store = dir.join("bucket");
+            eprintln!(
+                "takeover test: DGSP_SKIP_S3=1, running against a LOCAL DIRECTORY ({}); the S3 backend is NOT tested in this run",
+                store.display()
+            );
+            Bucket {
+                args: vec![
+                    "--tiles-dir".into(),
+                    store.display().to_string(),
+                    "--journal".into(),
+                    "on".into(),
+                ],
+                env: Vec::new(),
+                tiles: Arc::new(dgsp_tilestore::LocalDir::open(&store).unwrap()),
+                what: format!("a local directory {}", store.display()),
+            }
+        }
+    }
+}
+
+/// A `serve` process on an empty (or given) data directory, writing its log to `log`.
+fn start(b: &Bucket, data: &Path, key: &Path, port: u16, log: &Path) -> Child {
+    let out = std::fs::File::create(log).unwrap();
+    let mut c = Command::new(support::BIN);
+    c.args(["serve", "--data"])
+        .arg(data)
+        .arg("--key-file")
+        .arg(key)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--lease-ttl-ms", &TTL_MS.to_string()])
+        .args(["--checkpoint-interval-secs", "1"])
+        .args(&b.args)
+        .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
+        .env("DGSP_ADMIN_TOKEN", TOKEN)
+        .env("RUST_LOG", "info")
+        .stdout(out.try_clone().unwrap())
+        .stderr(out);
+    for (k, v) in &b.env {
+        c.env(k, v);
+    }
+    c.spawn().unwrap()
+}
+
+#[derive(Default)]
+struct Acked {
+    joined: HashMap<String, u64>,
+    issued: HashMap<u64, u64>,
+    revoked: Vec<u64>,
+}
+
+async fn post_ok(client: &reqwest::Client, url: String, body: Option<&Value>) -> Option<Value> {
+    let mut request = client.post(url).bearer_auth(TOKEN);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let r = request.send().await.ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    r.json().await.ok()
+}
+
+/// Joins, issues and revokes until the registry stops answering; records what it acked.
+async fn client_loop(client: reqwest::Client, base: String, tag: String, acked: Arc<Mutex<Acked>>) {
+    let mut rng = ChaCha20Rng::seed_from_u64(tag.len() as u64 * 7919 + tag.as_bytes()[0] as u64);
+    for i in 0.. {
+        let name = format!("{tag}-{i}");
+        let url = format!("{base}/admin/v1/members");
+        let Some(v) = post_ok(&client, url, Some(&json!({ "username": name }))).await else {
+            return;
+        };
+        let id = v["id"].as_u64().unwrap();
+        acked.lock().unwrap().joined.insert(name, id);
+        if rng.next_u32() % 2 == 0 {
+            let pks: Vec<String> = (0..2)
+                .map(|k| {
+                    use base64::Engine;
+                    base64::engine::general_purpose::STANDARD.encode([(i as u8) ^ k; 16])
+                })
+                .collect();
+            let body = json!({"cid_star": v["cid_star"], "wots_pks": pks});
+            let url = format!("{base}/admin/v1/members/{id}/certificates");
+            let Some(v) = post_ok(&client, url, Some(&body)).await else {
+                return;
+            };
+            let end = v["first_counter"].as_u64().unwrap() + 2;
+            acked.lock().unwrap().issued.insert(id, end);
+        }
+        if rng.next_u32() % 4 == 0 {
+            let url = format!("{base}/admin/v1/members/{id}/revoke");
+            if post_ok(&client, url, None).await.is_none() {
+                return;
+            }
+            acked.lock().unwrap().revoked.push(id);
+        }
+    }
+}
+
+/// Whether anything accepts connections on `port`.
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_millis(200),
+    )
+    .is_ok()
+}
+
+/// The registry's newest checkpoint: (size, root).
+async fn checkpoint(
+    client: &reqwest::Client,
+    base: &str,
+    group: &dgsp_core::ManagerPublicKey,
+) -> Option<(u64, [u8; 32])> {
+    let r = client
+        .get(format!("{base}/v1/log/checkpoint"))
+        .send()
+        .await
+        .ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    let note = r.text().await.ok()?;
+    let cp = group.verify_checkpoint(&note).unwrap();
+    Some((cp.size, cp.root))
+}
+
+struct Registry {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+/// A failing assertion must not leave registries running: killed when dropped.
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_takes_over_after_sigkill_losing_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = bucket(dir.path());
+    eprintln!("takeover test: the journal is in {}", b.what);
+    // The group and its key; every registry gets the key file and an empty data directory,
+    // except the first, which holds the group `init` created (uploaded at its start).
+    let first_data = dir.path().join("r0");
+    support::init(&first_data, PASSPHRASE);
+    let key = dir.path().join("manager.key");
+    std::fs::copy(first_data.join("manager.key"), &key).unwrap();
+    let manager = support::manager_key(&first_data, PASSPHRASE);
+    let group = manager.public_key().clone();
+
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let mut rng = ChaCha20Rng::seed_from_u64(20_261_126);
+    let spawn = |n: u64, data: PathBuf| {
+        let port = support::free_port();
+        let log = dir.path().join(format!("r{n}.log"));
+        Registry {
+            child: start(&b, &data, &key, port, &log),
+            port,
+            log,
+        }
+    };
+    let mut writer = spawn(0, first_data);
+    let mut standby = spawn(1, dir.path().join("r1"));
+    let mut checkpoints: Vec<(u64, [u8; 32])> = Vec::new();
+    let mut takeovers = Vec::new();
+    for round in 0..ROUNDS {
+        let base = format!("http://127.0.0.1:{}", writer.port);
+        let since = Instant::now();
+        support::wait_serving(
+            &client,
+            &base,
+            Duration::from_secs(60),
+            Duration::from_millis(20),
+        )
+        .await;
+        if round > 0 {
+            takeovers.push(since.elapsed());
+        }
+        // Load, while the standby stands by without listening.
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                tokio::spawn(client_loop(
+                    client.clone(),
+                    base.clone(),
+                    format!("w{w}-r{round}"),
+                    acked.clone(),
+                ))
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(300 + u64::from(rng.next_u32() % 700))).await;
+        assert!(
+            !listening(standby.port),
+            "round {round}: the standby listens while the writer lives\n{}",
+            log_tail(&standby.log)
+        );
+        if let Some(cp) = checkpoint(&client, &base, &group).await {
+            checkpoints.push(cp);
+        }
+        if round == FROZEN_ROUND {
+            // Frozen, not dead: the standby takes over; thawed, the old writer must not
+            // write (its lease expired; its segment names are taken).
+            let pid = writer.child.id() as i32;
+            unsafe_free_kill(pid, "STOP");
+            let next = format!("http://127.0.0.1:{}", standby.port);
+            support::wait_serving(
+                &client,
+                &next,
+                Duration::from_secs(60),
+                Duration::from_millis(20),
+            )
+            .await;
+            unsafe_free_kill(pid, "CONT");
+            let url = format!("{base}/admin/v1/members");
+            let late = post_ok(&client, url, Some(&json!({"username": "late-writer"}))).await;
+            assert!(
+                late.is_none(),
+                "a writer that lost its lease acknowledged a write: {late:?}\n{}",
+                log_tail(&writer.log)
+            );
+            let said = std::fs::read_to_string(&writer.log).unwrap_or_default();
+            assert!(
+                said.contains("registry halted") && said.contains("lease"),
+                "the thawed writer did not halt on its lease\n{}",
+                log_tail(&writer.log)
+            );
+            writer.child.kill().unwrap();
+        } else {
+            writer.child.kill().unwrap(); // SIGKILL
+        }
+        writer.child.wait().unwrap();
+        for w in workers {
+            w.await.unwrap();
+        }
+        writer = std::mem::replace(
+            &mut standby,
+            spawn(round + 2, dir.path().join(format!("r{}", round + 2))),
+        );
+    }
+    // The last writer serves; one more checkpoint after the last takeover.
+    let base = format!("http://127.0.0.1:{}", writer.port);
+    support::wait_serving(
+        &client,
+        &base,
+        Duration::from_secs(60),
+        Duration::from_millis(20),
+    )
+    .await;
+    let last = checkpoints.last().copied().unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match checkpoint(&client, &base, &group).await {
+            Some(cp) if cp.0 > last.0 => {
+                checkpoints.push(cp);
+                break;
+            }
+            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            other => panic!("no checkpoint after the last takeover: {other:?}"),
+        }
+    }
+    // A clean stop releases the lease; the standby (never needed) is stopped too.
+    for r in [&mut writer, &mut standby] {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(r.child.id().to_string())
+            .status();
+        r.child.wait().unwrap();
+    }
+
+    // The log, as the bucket holds it, read into a fresh database.
+    let restored = tempfile::tempdir().unwrap();
+    let store = Store::open(restored.path()).unwrap();
+    let key = journal::JournalKey::derive(manager.secret_key());
+    let read = journal::catch_up(b.tiles.as_ref(), &key, &store, None)
+        .await
+        .unwrap();
+    let head = store.verify_chain().unwrap();
+    assert_eq!(read.journal_head, head.seq);
+    let acked = acked.lock().unwrap();
+    assert!(
+        acked.joined.len() > 100,
+        "real load ({} joins)",
+        acked.joined.len()
+    );
+    for (name, id) in &acked.joined {
+        assert_eq!(
+            store.id_of(name).unwrap(),
+            Some(*id),
+            "acknowledged join of {name} lost"
+        );
+    }
+    for (id, end) in &acked.issued {
+        let m = store.member(*id).unwrap().unwrap();
+        assert!(
+            m.counter >= *end,
+            "acknowledged issuance for member {id} lost"
+        );
+    }
+    for id in &acked.revoked {
+        let m = store.member(*id).unwrap().unwrap();
+        assert!(!m.active, "acknowledged revocation of member {id} lost");
+    }
+    // Ids continue: every id from 0 to the count is a member, none twice.
+    let members = store.count("members").unwrap();
+    for id in 0..members {
+        assert!(
+            store.member(id).unwrap().is_some(),
+            "member id {id} missing: ids jumped"
+        );
+    }
+    assert_eq!(
+        store.id_of("late-writer").unwrap(),
+        None,
+        "the thawed writer forked the log"
+    );
+    // Every checkpoint is a prefix of the log the bucket holds, each extends the one before.
+    let mut prev: Option<(u64, [u8; 32])> = None;
+    for &(size, root) in &checkpoints {
+        assert_eq!(
+            store.tree_root(size).unwrap(),
+            root,
+            "checkpoint at {size}: other root"
+        );
+        if let Some((old, old_root)) = prev {
+            let proof = store.consistency_proof(old, size).unwrap();
+            merkle::verify_consistency(old, size, &old_root, &root, &proof)
+                .unwrap_or_else(|e| panic!("checkpoint {size} does not extend {old}: {e}"));
+        }
+        prev = Some((size, root));
+    }
+    takeovers.sort();
+    eprintln!(
+        "takeover test ({}): {ROUNDS} writers killed; {} joins, {} issuances, {} revocations acknowledged, all in the bucket's log of {} entries; {} checkpoints consistent; takeover (kill to serving, lease ttl {TTL_MS} ms) median {:?}, max {:?}",
+        b.what,
+        acked.joined.len(),
+        acked.issued.len(),
+        acked.revoked.len(),
+        head.seq,
+        checkpoints.len(),
+        takeovers[takeovers.len() / 2],
+        takeovers.last().unwrap(),
+    );
+}
+
+/// `kill -SIG pid` through the `kill` program (no `unsafe` in tests).
+fn unsafe_free_kill(pid: i32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {pid}");
+}
