@@ -3,8 +3,9 @@
 # deploy/compose/compose.host.yaml (registry, tile store, two gateways, HAProxy; host
 # networking only), and a group's life through it:
 #   join, issue, sign -> verify through HAProxy (ok) -> revoke -> both gateways answer
-#   `revoked` -> the tile store's bucket holds the registry's checkpoint and tiles, readable
-#   without a key and not writable without one -> containers restarted -> the state
+#   `revoked` -> the tile store's bucket holds the registry's checkpoint, tiles and snapshot
+#   bundle, readable without a key and not writable without one, and its journal's lease
+#   under private/, readable only with the key -> containers restarted -> the state
 #   survived -> torn down (volumes too).
 #
 #   ./scripts/container-stack.sh          # CI runs it when DGSP_CONTAINER_STACK=1 (see README)
@@ -266,6 +267,21 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary x "$TILES/dgs
 code=$(curl -s -o /dev/null -w '%{http_code}' "$TILES/dgsp-tiles?list-type=2")
 [ "$code" = 403 ] || { echo "an unsigned listing of the bucket answered $code, expected 403" >&2; exit 1; }
 echo "  unsigned PUT and listing: 403"
+# The journal (DGSP_JOURNAL=on): the write lease and the segments live under private/,
+# which the registry's key reads and an unsigned request does not.
+s3key="$(as_root cat "$SECRETS/tiles-s3-access-key"):$(as_root cat "$SECRETS/tiles-s3-secret-key")"
+code=$(printf 'user = "%s"\n' "$s3key" | curl -s -K - -o /dev/null -w '%{http_code}' -I \
+  --aws-sigv4 "aws:amz:us-east-1:s3" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$TILES/dgsp-tiles/private/lease")
+[ "$code" = 200 ] || { echo "the registry's write lease is not in the bucket (signed HEAD: $code)" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "$TILES/dgsp-tiles/private/lease")
+[ "$code" = 403 ] || { echo "an unsigned GET of private/lease answered $code, expected 403" >&2; exit 1; }
+snap=$(curl -fs "$TILES/dgsp-tiles/checkpoint" | sed -n 's/^snapshot \([0-9]*\) .*/\1/p')
+if [ -n "$snap" ]; then
+  curl -fs -o /dev/null "$TILES/dgsp-tiles/snapshot/$(printf '%03d' "$snap")" \
+    || { echo "snapshot bundle $snap is not readable unsigned" >&2; exit 1; }
+  echo "  snapshot bundle $snap: readable unsigned"
+fi
+echo "  the journal's lease: private/lease (signed HEAD 200, unsigned GET 403)"
 
 log_size() { curl -fs "$REG/v1/checkpoint" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])'; }
 members() { operator --json operator member list | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["members"] if isinstance(d, dict) else d))'; }

@@ -8,7 +8,8 @@
 #   - a new replica's catch-up: the requests an independent C2SP client (interop/tlogclient,
 #     filippo.io/torchwood) makes to read every entry, counted at a static HTTP server, beside
 #     what the layout predicts;
-#   - the Cache-Control the registry's own /v1/log/ sends.
+#   - the Cache-Control the registry's own /v1/log/ sends (checkpoint, a bundle, a hash tile,
+#     a snapshot bundle).
 #
 #   ./scripts/tiles-measure.sh                 # 1000 joins, 20 members with 4 certificates,
 #                                              # 10 openings, 10 revocations (~3 min, 2 cores)
@@ -110,7 +111,8 @@ say "Cache-Control of the registry's own /v1/log/ (restarted read-only view: sam
 "$REGISTRY" serve --data "$WORK/data" --listen "127.0.0.1:$PORT" >"$WORK/registry2.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 120); do curl -fs -o /dev/null "$DGSP_REGISTRY_URL/readyz" && break; sleep 0.5; done
-for p in checkpoint tile/entries/000 tile/0/000; do
+snap=$(sed -n 's/^snapshot \([0-9]*\) .*/\1/p' "$TILES/checkpoint")
+for p in checkpoint tile/entries/000 tile/0/000 ${snap:+snapshot/$(printf '%03d' "$snap")}; do
   printf '  /v1/log/%-18s %s\n' "$p" "$(curl -fsS -o /dev/null -D - "$DGSP_REGISTRY_URL/v1/log/$p" \
     | tr -d '\r' | sed -n 's/^[Cc]ache-[Cc]ontrol: //p')"
 done
@@ -128,6 +130,7 @@ for dp, _, fns in os.walk(root):
         p = os.path.join(dp, f); rel = os.path.relpath(p, root); b = os.path.getsize(p)
         if f.startswith("."): add(files, "dot files (lock)", b); continue
         if rel == "checkpoint": add(files, "checkpoint", b); continue
+        if rel.startswith("snapshot/"): add(files, "snapshot bundle", b); continue
         part = ".p/" in rel
         kind = ("entry bundle" if rel.startswith("tile/entries/") else "hash tile L" + rel.split("/")[1])
         add(files, kind + (" partial" if part else " full"), b)

@@ -142,6 +142,18 @@ if [ -f "$WORK/k8s-built.yaml" ] && python3 -c 'import yaml' 2>/dev/null; then
 else
   skip "Kubernetes invariants" "no built manifests or no python3 yaml module"
 fi
+if python3 -c 'import yaml' 2>/dev/null; then
+  # The tile store's S3 identities: the Secret template, and what make-secrets.sh writes
+  # (into a scratch directory; as root it also chowns them there).
+  mkdir -p "$WORK/secrets"
+  if DGSP_SECRETS_DIR="$WORK/secrets" deploy/compose/make-secrets.sh >"$WORK/out" 2>&1 \
+     || [ -s "$WORK/secrets/tiles-s3.json" ]; then
+    check "tile store S3 identities (registry key limited to its bucket; anonymous reads only checkpoint, tile/, snapshot/; never private/)" \
+      python3 deploy/check/invariants.py tiles-s3 deploy/k8s/tiles-secrets.example.yaml "$WORK/secrets/tiles-s3.json"
+  else
+    sed 's/^/      /' "$WORK/out"; fail "make-secrets.sh in a scratch directory"
+  fi
+fi
 
 # ---------------------------------------------------------------------------------------
 say "compose (deploy/compose/compose.yaml, compose.host.yaml)"

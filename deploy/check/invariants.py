@@ -4,6 +4,7 @@
   invariants.py k8s BUILT.yaml [EXTRA.yaml...]   kustomize output (+ example pods)
   invariants.py compose compose.yaml
   invariants.py compose-host compose.host.yaml
+  invariants.py tiles-s3 tiles-secrets.example.yaml|s3.json...
 
 The tile store (SeaweedFS) is checked in all three: the registry's --tiles-s3-* settings
 name the tile store's service and S3 port, the bucket is the one that is created, the S3
@@ -182,6 +183,8 @@ def check_k8s_tiles(by_kind, pols):
             need(k in env, f"{cn}: no {k} for the tile store")
     regc = next(c for c in rspec["containers"] if c["name"] == "registry")
     need("DGSP_TILES_S3_BUCKET" in env_of(regc), "the registry does not publish tiles to the tile store")
+    need(env_of(regc).get("DGSP_JOURNAL", {}).get("value", "auto") in ("on", "auto"),
+         "the registry does not keep its journal in the tile store (DGSP_JOURNAL)")
     need(any(c["command"][:2] == ["dgsp-tiles", "init-bucket"] for c in rspec.get("initContainers", [])),
          "no initContainer creates the tile store's bucket")
     tp = pols.get("dgsp-tiles")
@@ -246,11 +249,41 @@ def check_compose_tiles(services, host):
          "tiles-init does not wait for a healthy tiles")
     need(reg.get("depends_on", {}).get("tiles-init", {}).get("condition") == "service_completed_successfully",
          "the registry does not wait for the bucket")
+    need(renv.get("DGSP_JOURNAL", "auto") in ("on", "auto", "${DGSP_JOURNAL:-on}", "${DGSP_JOURNAL:-auto}"),
+         f"registry: DGSP_JOURNAL={renv.get('DGSP_JOURNAL')}: the log would not be kept in the tile store")
     for name, s in (("registry", reg), ("tiles-init", init)):
         env = s.get("environment", {})
         for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
             need(k not in env, f"{name}: {k} in the environment (give {k}_FILE, a secret)")
             need(str(env.get(f"{k}_FILE", "")).startswith("/run/secrets/"), f"{name}: {k}_FILE is not a secret")
+
+
+def check_tiles_s3(paths):
+    """SeaweedFS's S3 identities (-s3.config), from the Kubernetes Secret template or a file
+    make-secrets.sh wrote: the registry's key is limited to its bucket, and anonymous
+    clients may read only the public objects (checkpoint, tile/, snapshot/), never the
+    journal and lease under private/."""
+    import json
+    for p in paths:
+        doc = open(p).read()
+        if p.endswith((".yaml", ".yml")):
+            doc = yaml.safe_load(doc)["stringData"]["s3.json"]
+        ids = {i["name"]: i for i in json.loads(doc)["identities"]}
+        reg, anon = ids.get("dgsp-registry"), ids.get("anonymous")
+        need(reg is not None, f"{p}: no dgsp-registry identity")
+        if reg:
+            need(reg.get("credentials"), f"{p}: dgsp-registry has no key")
+            need(all(":" in a for a in reg["actions"]),
+                 f"{p}: dgsp-registry has actions beyond its bucket: {reg['actions']}")
+        if anon:
+            for a in anon.get("actions", []):
+                kind, _, path = a.partition(":")
+                bucket, _, rest = path.partition("/")
+                ok = kind == "Read" and bucket and any(
+                    rest.endswith(t) for t in ("checkpoint*", "tile/*", "snapshot/*"))
+                need(ok and "private" not in rest,
+                     f"{p}: anonymous may {a}: only Read of checkpoint*, tile/*, snapshot/*")
+    print(f"{len(paths)} S3 configurations checked")
 
 
 def check_compose(path):
@@ -310,6 +343,8 @@ def check_compose_host(path):
 if __name__ == "__main__":
     if sys.argv[1] == "k8s":
         check_k8s(sys.argv[2:])
+    elif sys.argv[1] == "tiles-s3":
+        check_tiles_s3(sys.argv[2:])
     elif sys.argv[1] == "compose-host":
         check_compose_host(sys.argv[2])
     else:

@@ -33,17 +33,20 @@ for name in admin-token key-passphrase tiles-s3-access-key tiles-s3-secret-key; 
   fi
 done
 # SeaweedFS's S3 identities (its -s3.config): the registry's key may create, read, write and
-# list the one bucket; anyone may read its objects (the tiles are public). Written again
-# whenever it is missing, from the key files above.
+# list the one bucket (tiles, snapshot bundles, and its journal and lease under private/);
+# anyone may read the public objects: checkpoint, tile/..., snapshot/... (never private/).
+# Written again whenever it is missing, from the key files above. With
+# DGSP_TILES_S3_PREFIX, the public paths are under it.
 bucket="${DGSP_TILES_S3_BUCKET:-dgsp-tiles}"
+pub="$bucket/${DGSP_TILES_S3_PREFIX:+${DGSP_TILES_S3_PREFIX%/}/}"
 f="$dir/tiles-s3.json"
 if [ -s "$f" ]; then
   echo "kept    $f"
 else
-  printf '{"identities":[{"name":"dgsp-registry","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin:%s","Read:%s","Write:%s","List:%s"]},{"name":"anonymous","actions":["Read:%s"]}]}\n' \
+  printf '{"identities":[{"name":"dgsp-registry","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin:%s","Read:%s","Write:%s","List:%s"]},{"name":"anonymous","actions":["Read:%scheckpoint*","Read:%stile/*","Read:%ssnapshot/*"]}]}\n' \
     "$(cat "$dir/tiles-s3-access-key")" "$(cat "$dir/tiles-s3-secret-key")" \
-    "$bucket" "$bucket" "$bucket" "$bucket" "$bucket" >"$f"
-  echo "created $f (bucket $bucket)"
+    "$bucket" "$bucket" "$bucket" "$bucket" "$pub" "$pub" "$pub" >"$f"
+  echo "created $f (bucket $bucket, public reads of ${pub}{checkpoint,tile/,snapshot/})"
 fi
 fix=""
 for name in admin-token key-passphrase tiles-s3-access-key tiles-s3-secret-key tiles-s3.json; do
