@@ -45,8 +45,21 @@ pub struct ServeArgs {
     /// URL (the registry's `/v1/log`, or a static server or bucket its mirror writes to)
     /// instead of the feed: an empty replica starts from the newest checkpoint and the
     /// snapshot it names, without replaying the log.
+    /// `s3://BUCKET/PREFIX` reads the bucket directly with credentials (AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY), at --tiles-s3-endpoint.
     #[arg(long, env = "DGSP_GATEWAY_TILES_URL", value_name = "URL")]
     pub tiles: Option<String>,
+    /// The S3 endpoint of an `s3://` --tiles (default: AWS); path-style requests.
+    #[arg(long, env = "DGSP_GATEWAY_TILES_S3_ENDPOINT", value_name = "URL")]
+    pub tiles_s3_endpoint: Option<String>,
+    /// The S3 region of an `s3://` --tiles.
+    #[arg(
+        long,
+        env = "DGSP_GATEWAY_TILES_S3_REGION",
+        default_value = "us-east-1",
+        value_name = "REGION"
+    )]
+    pub tiles_s3_region: String,
     /// Trust anchor: a file with the group public key (as `dgsp-registry public-key`
     /// prints it) or the key's SHA3-256 fingerprint (64 hex characters).
     #[arg(long, env = "DGSP_GROUP_KEY")]
@@ -122,11 +135,37 @@ impl ServeArgs {
     /// The server configuration these options describe.
     pub fn config(&self) -> Result<Config, String> {
         let is_http = |u: &str| u.starts_with("http://") || u.starts_with("https://");
-        for (flag, url) in [("--registry", &self.registry), ("--tiles", &self.tiles)] {
+        let tiles_s3 = self.tiles.as_deref().and_then(|u| u.strip_prefix("s3://"));
+        let tiles_http = self.tiles.clone().filter(|_| tiles_s3.is_none());
+        for (flag, url) in [("--registry", &self.registry), ("--tiles", &tiles_http)] {
             if let Some(url) = url.as_deref().filter(|u| !is_http(u)) {
-                return Err(format!("{flag} {url}: expected an http:// or https:// URL"));
+                return Err(format!(
+                    "{flag} {url}: expected an http:// or https:// URL{}",
+                    if flag == "--tiles" {
+                        " (or s3://BUCKET/PREFIX)"
+                    } else {
+                        ""
+                    }
+                ));
             }
         }
+        if self.tiles_s3_endpoint.is_some() && tiles_s3.is_none() {
+            return Err("--tiles-s3-endpoint: only with an s3:// --tiles".into());
+        }
+        let store = tiles_s3
+            .map(|rest| {
+                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                let mut cfg = dgsp_tilestore::S3Config::new(bucket);
+                cfg.endpoint = self.tiles_s3_endpoint.clone();
+                cfg.region = self.tiles_s3_region.clone();
+                cfg.prefix = prefix.trim_end_matches('/').to_owned();
+                dgsp_tilestore::S3::open(cfg)
+                    .map(|s| {
+                        std::sync::Arc::new(s) as std::sync::Arc<dyn dgsp_tilestore::TileStore>
+                    })
+                    .map_err(|e| format!("--tiles {}: {e}", self.tiles.as_deref().unwrap_or("")))
+            })
+            .transpose()?;
         if self.max_batch == 0 {
             return Err("--max-batch must be at least 1".into());
         }
@@ -168,6 +207,7 @@ impl ServeArgs {
             let mut t = crate::tiles::TilesConfig::new(url);
             t.poll = c.follow.poll;
             t.timeout = c.follow.timeout;
+            t.store = store;
             t
         });
         Ok(c)

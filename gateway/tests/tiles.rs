@@ -5,7 +5,8 @@
 //!
 //! The registries here mirror to a local directory (`dgsp_tilestore::LocalDir`), served to
 //! the gateways either by the registry itself (`/v1/log`) or by a small static file server
-//! over the directory (as any web server, CDN or bucket would serve it).
+//! over the directory (as any web server, CDN or bucket would serve it); and, in the last
+//! test, to the tests' S3 server (SeaweedFS), which two gateways read directly.
 
 mod support;
 
@@ -433,6 +434,81 @@ async fn two_gateways_keep_answering_from_the_directory_with_the_registry_stoppe
     assert!(
         elapsed >= max - Duration::from_millis(600),
         "stale only after max-age ({elapsed:?})"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// Two gateways reading the same S3 bucket directly (`--tiles s3://...`, with credentials)
+/// keep answering with the registry stopped, until their state is older than their bound.
+/// Against the tests' SeaweedFS (`scripts/s3.sh`); `DGSP_SKIP_S3=1` skips it, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_keep_answering_from_the_bucket_with_the_registry_stopped() {
+    let Some(s3) = dgsp_tilestore::test_server::s3_env("two gateways on one bucket") else {
+        return;
+    };
+    let cfg = s3.config("gateways");
+    let bucket: std::sync::Arc<dyn dgsp_tilestore::TileStore> =
+        std::sync::Arc::new(dgsp_tilestore::S3::open(cfg.clone()).unwrap());
+    let reg = support::registry_with_tile_store(bucket.clone(), Duration::from_millis(200)).await;
+    bulk_join(&reg, "m", 50).await;
+    let mut alice = reg.member("alice", 2).await;
+    revoke_with(&reg, 0, 3).await;
+    let head = reg.store.head().unwrap().seq;
+    let group = reg.manager.public_key().clone();
+    wait_for(
+        "the mirror to publish the whole log into the bucket",
+        || async {
+            let note = bucket.get("checkpoint").await.ok()??;
+            let cp = group
+                .verify_checkpoint(std::str::from_utf8(&note.bytes).ok()?)
+                .ok()?;
+            (cp.size >= head && cp.snapshot.is_some()).then_some(())
+        },
+    )
+    .await;
+    let url = format!("s3://{}/{}", cfg.bucket, cfg.prefix);
+    let max = Duration::from_secs(4);
+    let gateway = |data: tempfile::TempDir| {
+        let mut c = tiles_config(&group, &url, max, data.path());
+        let t = c.tiles.as_mut().unwrap();
+        // Each its own client of the bucket, as two processes would have.
+        t.store = Some(std::sync::Arc::new(
+            dgsp_tilestore::S3::open(cfg.clone()).unwrap(),
+        ));
+        gateway_in(c, data)
+    };
+    let a = gateway(tempfile::tempdir().unwrap()).await;
+    let b = gateway(tempfile::tempdir().unwrap()).await;
+    for g in [&a, &b] {
+        wait_for("ready from the bucket", || async {
+            (readyz(g).await.0 == 200).then_some(())
+        })
+        .await;
+        let (_, r) = readyz(g).await;
+        assert_eq!(r["tiles"]["url"], url.as_str(), "{r}");
+    }
+    let message = b"while the registry is gone";
+    let sig = alice.sign(message);
+    reg.shutdown().await;
+    let stopped = Instant::now();
+    for g in [&a, &b] {
+        let answer = g.verify(message, &sig).await;
+        assert_eq!(answer["status"], "ok", "{answer}");
+    }
+    for g in [&a, &b] {
+        let r = wait_for("stale", || async {
+            let (code, r) = readyz(g).await;
+            (code == 503).then_some(r)
+        })
+        .await;
+        assert_eq!(r["status"], "stale", "{r}");
+        assert_eq!(g.verify(message, &sig).await["status"], "stale");
+    }
+    assert!(
+        stopped.elapsed() >= max - Duration::from_millis(600),
+        "stale only after max-age ({:?})",
+        stopped.elapsed()
     );
     a.shutdown().await;
     b.shutdown().await;

@@ -174,12 +174,40 @@ impl Running {
     }
 
     /// Serves until `signal` completes, then shuts down cleanly.
+    ///
+    /// With a journal, a halt (the lease lost or expired, a segment the object store did
+    /// not take) also ends serving, and the result is an error naming it: the process
+    /// exits, and whatever restarts it (systemd, compose, Kubernetes) starts a registry
+    /// that catches up from the bucket and stands by until it holds the lease. Without a
+    /// journal a halted registry stays up, refusing writes, for the operator.
     pub async fn serve_until(
         self,
         signal: impl std::future::Future<Output = ()>,
     ) -> std::io::Result<()> {
-        signal.await;
-        self.shutdown().await
+        let halted = async {
+            if self.lease.is_none() {
+                return std::future::pending().await;
+            }
+            loop {
+                if let Some(reason) = self.state.health.halted() {
+                    return reason;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        };
+        let halt = tokio::select! {
+            () = signal => None,
+            reason = halted => Some(reason),
+        };
+        let stopped = self.shutdown().await;
+        match halt {
+            Some(reason) => {
+                tracing::error!(%reason, "halted with a journal: exiting, so that a restart catches up from the bucket and stands by");
+                stopped?;
+                Err(std::io::Error::other(format!("halted: {reason}")))
+            }
+            None => stopped,
+        }
     }
 
     /// Drains in-flight requests, stops signing, ends the writer and closes the database.

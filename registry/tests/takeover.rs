@@ -306,7 +306,16 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
                 "the thawed writer did not halt on its lease\n{}",
                 log_tail(&writer.log)
             );
-            writer.child.kill().unwrap();
+            // ...and exits, for whatever restarts it to start a standby.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let status = loop {
+                if let Some(status) = writer.child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(Instant::now() < deadline, "the halted writer did not exit");
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            assert!(!status.success(), "a halted writer exits with an error");
         } else {
             writer.child.kill().unwrap(); // SIGKILL
         }

@@ -1,18 +1,24 @@
 //! Reading the log's tiles over HTTP(S): any base URL that serves the C2SP tlog-tiles
 //! layout (`checkpoint`, `tile/...`) and the snapshot bundles (`snapshot/<N>`): the
 //! registry's `/v1/log`, a static server over the directory its mirror writes, or a bucket.
-//! Every read is bounded in bytes and in time.
+//! Or straight from a tile store (`s3://BUCKET/PREFIX`: the bucket read with credentials,
+//! as the registry's mirror writes it). Every read is bounded in bytes and in time.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use dgsp_tilestore::TileStore;
 
 use crate::follower::fetch::{client, read_bounded, PAGE_DEADLINE_TIMEOUTS};
 use crate::follower::Fault;
 
-/// An HTTP client for one tiles base URL.
+/// A reader of one tiles base: an HTTP(S) URL, or a tile store.
 #[derive(Clone, Debug)]
 pub struct TileClient {
     base: String,
     http: reqwest::Client,
+    /// read through this store instead of HTTP
+    store: Option<Arc<dyn TileStore>>,
     timeout: Duration,
 }
 
@@ -32,8 +38,20 @@ impl TileClient {
         Ok(TileClient {
             base: base.trim_end_matches('/').to_owned(),
             http: client(timeout)?,
+            store: None,
             timeout,
         })
+    }
+
+    /// A reader of `store` (named `base` in logs and faults), with the same bounds.
+    pub fn from_store(
+        base: &str,
+        store: Arc<dyn TileStore>,
+        timeout: Duration,
+    ) -> Result<Self, Fault> {
+        let mut c = TileClient::new(base, timeout)?;
+        c.store = Some(store);
+        Ok(c)
     }
 
     /// The base URL.
@@ -57,6 +75,24 @@ impl TileClient {
 
     async fn get_within(&self, path: &str, max: usize) -> Result<Fetched, Fault> {
         let url = format!("{}/{path}", self.base);
+        if let Some(store) = &self.store {
+            let obj = store
+                .get(path)
+                .await
+                .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?
+                .ok_or(Fault::HttpStatus(404))?;
+            if obj.bytes.len() > max {
+                return Err(Fault::BadTile {
+                    path: path.to_owned(),
+                    detail: format!("larger than the {max} bytes it can hold"),
+                });
+            }
+            // A store has no cache lifetime: the follower's own poll interval applies.
+            return Ok(Fetched {
+                bytes: obj.bytes.to_vec(),
+                max_age: None,
+            });
+        }
         let resp = self
             .http
             .get(&url)

@@ -73,6 +73,9 @@ pub struct TilesConfig {
     pub timeout: Duration,
     /// Most entries applied in one step (bootstrap: the entries after the snapshot).
     pub max_entries: u64,
+    /// Read the tiles from this store (an S3 bucket, with credentials) instead of over
+    /// HTTP; `url` then only names it.
+    pub store: Option<Arc<dyn dgsp_tilestore::TileStore>>,
 }
 
 impl TilesConfig {
@@ -85,6 +88,15 @@ impl TilesConfig {
             max_backoff: Duration::from_secs(10),
             timeout: Duration::from_secs(10),
             max_entries: crate::follower::MAX_PENDING as u64,
+            store: None,
+        }
+    }
+
+    /// The reader this configuration names.
+    fn client(&self) -> Result<TileClient, Fault> {
+        match &self.store {
+            Some(store) => TileClient::from_store(&self.url, store.clone(), self.timeout),
+            None => TileClient::new(&self.url, self.timeout),
         }
     }
 }
@@ -111,7 +123,7 @@ impl TileFollower {
         status: SharedStatus,
         clock: WallClock,
     ) -> Result<Self, Fault> {
-        let client = TileClient::new(&config.url, config.timeout)?;
+        let client = config.client()?;
         {
             let mut st = lock(&status);
             let base = replica
@@ -519,7 +531,7 @@ async fn check_earlier(
 /// checkpoint's size line; the checkpoint is verified once the key is known): resolves a
 /// fingerprint anchor without a registry (the key must hash to the fingerprint).
 pub async fn first_entry(config: &TilesConfig) -> Result<Entry, Fault> {
-    let client = TileClient::new(&config.url, config.timeout)?;
+    let client = config.client()?;
     let note = client.get("checkpoint", MAX_CHECKPOINT_BYTES).await?.bytes;
     let size: u64 = std::str::from_utf8(&note)
         .ok()

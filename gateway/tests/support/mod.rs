@@ -80,6 +80,16 @@ pub async fn registry_with_tiles<T: Send + 'static>(
     .await
 }
 
+/// [`registry_with_tiles`] publishing into `tiles` (an S3 bucket, say).
+pub async fn registry_with_tile_store(
+    tiles: Arc<dyn dgsp_tilestore::TileStore>,
+    cadence: Duration,
+) -> Registry {
+    start_on_log(ParamSet::Sha2_128f, Some(cadence), Some(tiles), |_, _| ())
+        .await
+        .0
+}
+
 /// Starts a registry for a new group of `params` on a log that `write` extends first (with
 /// its own writer, as a registry that ran before did), and returns what `write` returns.
 pub async fn registry_on_log<T: Send + 'static>(

@@ -261,11 +261,15 @@ impl Lease {
         }
     }
 
-    /// Renews every quarter of the time to live until the lease is lost, then returns why.
+    /// Renews every quarter of the time to live until the lease is lost, or no renewal
+    /// succeeded for longer than it is trusted, then returns why.
     pub async fn keep(self: Arc<Self>) -> LeaseError {
         loop {
             tokio::time::sleep(self.ttl / 4).await;
             if let Err(e) = self.renew().await {
+                return e;
+            }
+            if let Err(e) = self.check() {
                 return e;
             }
         }
