@@ -12,7 +12,10 @@
 //! retried with backoff (1 s to 30 s) and the failure logged and counted; the registry keeps
 //! serving the same layout itself (`api::tiles`). Where it got to is kept in the store's
 //! `meta` column family (`tiles_published`), so a restart continues there (it writes the
-//! named snapshot's bundle again, which is `AlreadySame`).
+//! named snapshot's bundle again, which is `AlreadySame`). A database with no such record
+//! (a registry that took over from another, or one restored onto a new disk) continues
+//! from the store's own `checkpoint` when it verifies under the group's key and has this
+//! log's root at its size ([`already_published`]), instead of writing every tile again.
 //!
 //! The snapshot's zetas come from the publisher's state (`Published::set`, exactly the
 //! zetas of `Published::snapshot`), remembered for the last few snapshots seen at each
@@ -93,7 +96,8 @@ pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn T
     };
     let mut progress = loop {
         match store.tiles_published() {
-            Ok(d) => break Progress::new(d.unwrap_or_default()),
+            Ok(Some(d)) => break Progress::new(d),
+            Ok(None) => break Progress::new(already_published(&store, tiles.as_ref()).await),
             Err(e) => tokio::time::sleep(failed(e.to_string(), &mut backoff)).await,
         }
     };
@@ -102,6 +106,37 @@ pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn T
             Ok(true) => backoff = Duration::from_secs(1),
             Ok(false) => tokio::time::sleep(POLL).await,
             Err(e) => tokio::time::sleep(failed(e, &mut backoff)).await,
+        }
+    }
+}
+
+/// Where a store this registry has no record of publishing to already is: its
+/// `checkpoint`, if it verifies under the group's key and its root is this log's root at
+/// its size (a registry that took over from another, or restored on a new disk, continues
+/// there instead of writing every tile again). Anything else starts from 0.
+pub async fn already_published(store: &Store, tiles: &dyn TileStore) -> (u64, String) {
+    let Ok(Some(obj)) = tiles.get("checkpoint").await else {
+        return Default::default();
+    };
+    let group = match store.entry(1) {
+        Ok(Some(e)) => dgsp_wire::follow::group_key(&e),
+        _ => None,
+    };
+    let (Some(group), Ok(note)) = (group, String::from_utf8(obj.bytes.to_vec())) else {
+        return Default::default();
+    };
+    let Ok(cp) = group.verify_checkpoint(&note) else {
+        tracing::warn!(store = %tiles.describe(), "the store's checkpoint is not this group's: publishing every tile");
+        return Default::default();
+    };
+    match store.tree_root(cp.size) {
+        Ok(root) if root == cp.root => {
+            tracing::info!(size = cp.size, store = %tiles.describe(), "the store already holds this log's tiles up to its checkpoint");
+            (cp.size, note)
+        }
+        _ => {
+            tracing::warn!(size = cp.size, store = %tiles.describe(), "the store's checkpoint is not of this log: publishing every tile");
+            Default::default()
         }
     }
 }

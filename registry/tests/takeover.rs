@@ -28,7 +28,10 @@ use serde_json::{json, Value};
 
 const TOKEN: &str = "takeover-test-admin-token";
 const PASSPHRASE: &str = "takeover test passphrase";
-const TTL_MS: u64 = 1000;
+/// Short enough for ten takeovers in a minute, long enough that a loaded 2-core machine
+/// (SeaweedFS, two registries and the clients on it) renews in time: at 1 s, a renewal
+/// delayed past 0.8 s under other builds halted a writer that was meant to live.
+const TTL_MS: u64 = 3000;
 const ROUNDS: u64 = 10;
 /// The round whose writer is frozen instead of killed.
 const FROZEN_ROUND: u64 = 4;
@@ -207,6 +210,25 @@ impl Drop for Registry {
     }
 }
 
+/// Waits until `r` answers `/readyz` with 200; on timeout, fails with its log.
+async fn serving(client: &reqwest::Client, r: &Registry) {
+    let base = format!("http://127.0.0.1:{}", r.port);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(resp) = client.get(format!("{base}/readyz")).send().await {
+            if resp.status().is_success() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "the registry on port {} never became ready\n{}",
+        r.port,
+        log_tail(&r.log)
+    );
+}
+
 fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
@@ -249,13 +271,7 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
     for round in 0..ROUNDS {
         let base = format!("http://127.0.0.1:{}", writer.port);
         let since = Instant::now();
-        support::wait_serving(
-            &client,
-            &base,
-            Duration::from_secs(60),
-            Duration::from_millis(20),
-        )
-        .await;
+        serving(&client, &writer).await;
         if round > 0 {
             takeovers.push(since.elapsed());
         }
@@ -284,14 +300,7 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
             // write (its lease expired; its segment names are taken).
             let pid = writer.child.id() as i32;
             unsafe_free_kill(pid, "STOP");
-            let next = format!("http://127.0.0.1:{}", standby.port);
-            support::wait_serving(
-                &client,
-                &next,
-                Duration::from_secs(60),
-                Duration::from_millis(20),
-            )
-            .await;
+            serving(&client, &standby).await;
             unsafe_free_kill(pid, "CONT");
             let url = format!("{base}/admin/v1/members");
             let late = post_ok(&client, url, Some(&json!({"username": "late-writer"}))).await;
@@ -330,13 +339,7 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
     }
     // The last writer serves; one more checkpoint after the last takeover.
     let base = format!("http://127.0.0.1:{}", writer.port);
-    support::wait_serving(
-        &client,
-        &base,
-        Duration::from_secs(60),
-        Duration::from_millis(20),
-    )
-    .await;
+    serving(&client, &writer).await;
     let last = checkpoints.last().copied().unwrap_or_default();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -349,6 +352,13 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
             other => panic!("no checkpoint after the last takeover: {other:?}"),
         }
     }
+    // The new writer's mirror continued from the bucket's checkpoint, not from tile 0.
+    let said = std::fs::read_to_string(&writer.log).unwrap_or_default();
+    assert!(
+        said.contains("already holds this log's tiles"),
+        "the mirror of the writer that took over did not continue from the bucket's checkpoint\n{}",
+        log_tail(&writer.log)
+    );
     // A clean stop releases the lease; the standby (never needed) is stopped too.
     for r in [&mut writer, &mut standby] {
         let _ = Command::new("kill")
