@@ -123,23 +123,6 @@ async fn readyz(g: &Gateway) -> (u16, Value) {
     g.get("/readyz").await
 }
 
-/// Member `id` gets `count` certificates reserved (no signing) and is revoked.
-async fn revoke_with(reg: &Registry, id: u64, count: u64) {
-    use dgsp_registry::writer::Command;
-    reg.writer()
-        .submit(
-            Command::Issue {
-                id,
-                count,
-                wots_pk_digests: Vec::new(),
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    reg.revoke(id).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_starts_from_the_tiles_and_follows_them() {
     let tiles = tempfile::tempdir().unwrap();
@@ -147,7 +130,7 @@ async fn a_gateway_starts_from_the_tiles_and_follows_them() {
         support::registry_with_tiles(tiles.path(), Duration::from_millis(200), |_, _| ()).await;
     bulk_join(&reg, "m", 600).await;
     let mut alice = reg.member("alice", 3).await;
-    revoke_with(&reg, 0, 7).await;
+    reg.reserve_and_revoke(0, 7).await;
     let note = published(&reg, tiles.path(), 7).await;
     let cp = reg.manager.public_key().verify_checkpoint(&note).unwrap();
     let key = reg.manager.public_key().clone();
@@ -264,7 +247,7 @@ async fn tampered_tiles_are_refused_with_named_faults() {
     let (reg, ()) =
         support::registry_with_tiles(tiles.path(), Duration::from_millis(200), |_, _| ()).await;
     bulk_join(&reg, "m", 300).await;
-    revoke_with(&reg, 0, 9).await;
+    reg.reserve_and_revoke(0, 9).await;
     bulk_join(&reg, "n", 10).await;
     let note = published(&reg, tiles.path(), 9).await;
     let manager = reg.manager.clone();
@@ -396,7 +379,7 @@ async fn two_gateways_keep_answering_from_the_directory_with_the_registry_stoppe
         support::registry_with_tiles(tiles.path(), Duration::from_millis(200), |_, _| ()).await;
     bulk_join(&reg, "m", 50).await;
     let mut alice = reg.member("alice", 2).await;
-    revoke_with(&reg, 0, 3).await;
+    reg.reserve_and_revoke(0, 3).await;
     published(&reg, tiles.path(), 3).await;
     let key = reg.manager.public_key().clone();
     let url = static_server(tiles.path().to_owned()).await;
@@ -453,7 +436,7 @@ async fn two_gateways_keep_answering_from_the_bucket_with_the_registry_stopped()
     let reg = support::registry_with_tile_store(bucket.clone(), Duration::from_millis(200)).await;
     bulk_join(&reg, "m", 50).await;
     let mut alice = reg.member("alice", 2).await;
-    revoke_with(&reg, 0, 3).await;
+    reg.reserve_and_revoke(0, 3).await;
     let head = reg.store.head().unwrap().seq;
     let group = reg.manager.public_key().clone();
     wait_for(

@@ -94,19 +94,7 @@ async fn a_large_group_starts_from_the_tiles_without_replaying_its_joins() {
     let mut id = 0;
     while left > 0 {
         let count = left.min(1 << 20);
-        use dgsp_registry::writer::Command;
-        reg.writer()
-            .submit(
-                Command::Issue {
-                    id,
-                    count,
-                    wots_pk_digests: Vec::new(),
-                },
-                None,
-            )
-            .await
-            .unwrap();
-        reg.revoke(id).await;
+        reg.reserve_and_revoke(id, count).await;
         left -= count;
         id += 1;
     }

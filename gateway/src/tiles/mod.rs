@@ -293,7 +293,6 @@ impl TileFollower {
         tree.read_edge(&self.client, cut).await?;
         let edge = tree.frontier_at(cut)?;
         check_earlier(&mut tree, &self.client, &rest, cut).await?;
-        tree.read_edge(&self.client, cut).await?;
         let (leaves, frontier) = roots::range_tree(&edge, &base_hash, &rest, cp)?;
         // The snapshot's own entry must be among them; the checkpoint must name the newest
         // snapshot among them and hold every revocation among them.

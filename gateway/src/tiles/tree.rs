@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use dgsp_wire::log::{Entry, Hash};
-use dgsp_wire::merkle::{leaf_hash, node_hash, Frontier, ProofError};
+use dgsp_wire::merkle::{self, leaf_hash, Frontier, ProofError};
 use dgsp_wire::tiles::{decode_bundle, decode_hash_tile, Tile, TileNodes, TILE_WIDTH};
 
 use super::client::TileClient;
@@ -43,15 +43,6 @@ pub fn tile_of(size: u64, level: u8, index: u64) -> Option<Tile> {
         index,
         width,
     })
-}
-
-/// The root of a full tile's 256 hashes: its parent node one tile level up.
-fn tile_root(hashes: &[Hash]) -> Hash {
-    let mut row = hashes.to_vec();
-    while row.len() > 1 {
-        row = row.chunks(2).map(|p| node_hash(&p[0], &p[1])).collect();
-    }
-    row[0]
 }
 
 /// Verified hash tiles of the tree of `size` entries.
@@ -137,7 +128,8 @@ impl TileTree {
                 path: t.path(),
                 detail: e.to_string(),
             })?;
-            let got = tile_root(&hashes);
+            // A full tile's root is its parent node one tile level up.
+            let got = merkle::root(&hashes);
             if got != parent {
                 return Err(Fault::TileMismatch {
                     path: t.path(),
