@@ -19,7 +19,7 @@ use axum::response::IntoResponse;
 use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::{Manager, ParamSet};
 use dgsp_manager::audit::tiles::{self, TileBase};
-use dgsp_manager::audit::{self, Auditor, Report, Skipped};
+use dgsp_manager::audit::{self, Auditor, Report, Skipped, Violation};
 use dgsp_manager::cli::{AuditArgs, HttpArgs};
 use dgsp_manager::config::Config;
 use dgsp_manager::output::Output;
@@ -193,6 +193,12 @@ fn last_bundle(size: u64) -> String {
     .path()
 }
 
+/// Asserts that `ok` holds of `v`'s detail (shown when it does not).
+#[track_caller]
+fn assert_detail(v: &Violation, ok: impl FnOnce(&str) -> bool) {
+    assert!(ok(&v.detail), "{}", v.detail);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_published_tiles_of_an_honest_log_report_nothing() {
     let p = published();
@@ -278,7 +284,7 @@ async fn a_changed_byte_in_a_bundle_is_found() {
     let report = audit_dir(dir.path(), &p.manager).await;
     // The entry no longer has its hash; the served leaf hash is not its bytes' hash.
     assert_eq!(report.kinds(), vec![("chain", 5), ("tile_hash", 5)]);
-    assert!(report.violations[1].detail.contains("tile/0/000"));
+    assert_detail(&report.violations[1], |d| d.contains("tile/0/000"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,13 +297,9 @@ async fn a_changed_byte_in_a_hash_tile_is_found() {
     std::fs::write(&path, bytes).unwrap();
     let report = audit_dir(dir.path(), &p.manager).await;
     assert_eq!(report.kinds(), vec![("tile_hash", 8)]);
-    assert!(
-        report.violations[0]
-            .detail
-            .contains("hash tile tile/0/000 differs from the hashes recomputed from the entry bundles at 1 of 256 positions"),
-        "{}",
-        report.violations[0].detail
-    );
+    assert_detail(&report.violations[0], |d| {
+        d.contains("hash tile tile/0/000 differs from the hashes recomputed from the entry bundles at 1 of 256 positions")
+    });
 
     // The same in the level-1 tile: found there, at the first entry under that node.
     let dir = copy_dir(p.dir.path());
@@ -307,7 +309,7 @@ async fn a_changed_byte_in_a_hash_tile_is_found() {
     std::fs::write(&path, bytes).unwrap();
     let report = audit_dir(dir.path(), &p.manager).await;
     assert_eq!(report.kinds(), vec![("tile_hash", 1)]);
-    assert!(report.violations[0].detail.contains("tile/1/000.p/1"));
+    assert_detail(&report.violations[0], |d| d.contains("tile/1/000.p/1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,11 +322,7 @@ async fn a_truncated_bundle_stops_the_audit_with_a_named_fault() {
     std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
     let report = audit_dir(dir.path(), &p.manager).await;
     assert_eq!(report.kinds(), vec![("tile_bundle", p.size)]);
-    assert!(
-        report.violations[0].detail.contains("truncated"),
-        "{}",
-        report.violations[0].detail
-    );
+    assert_detail(&report.violations[0], |d| d.contains("truncated"));
     // The bundle is refused whole: the entries of the bundles before it were judged; the
     // served root could not be compared.
     let read = report.tiles.as_ref().unwrap();
@@ -348,13 +346,9 @@ async fn a_tile_of_another_tree_size_is_found() {
     .unwrap();
     let report = audit_dir(dir.path(), &p.manager).await;
     assert_eq!(report.kinds(), vec![("tile_bundle", 1)]);
-    assert!(
-        report.violations[0]
-            .detail
-            .contains(&format!("holds {w} entries where its path says 256")),
-        "{}",
-        report.violations[0].detail
-    );
+    assert_detail(&report.violations[0], |d| {
+        d.contains(&format!("holds {w} entries where its path says 256"))
+    });
     assert_eq!(report.entries, 0);
 
     // The same with the level-0 hash tile (`tile/0/000.p/17`).
@@ -364,14 +358,12 @@ async fn a_tile_of_another_tree_size_is_found() {
     std::fs::write(&path, &hashes[..32 * w]).unwrap();
     let report = audit_dir(dir.path(), &p.manager).await;
     assert_eq!(report.kinds(), vec![("tile_hash", 1)]);
-    assert!(
-        report.violations[0].detail.contains(&format!(
+    assert_detail(&report.violations[0], |d| {
+        d.contains(&format!(
             "is {} bytes, a tile of 256 hashes is 8192",
             32 * w
-        )),
-        "{}",
-        report.violations[0].detail
-    );
+        ))
+    });
 
     // A bundle at the wrong position: the second one where the first belongs would not
     // fit; entries of the last bundle moved one place.
@@ -386,9 +378,9 @@ async fn a_tile_of_another_tree_size_is_found() {
     .unwrap();
     let report = audit_dir(dir.path(), &p.manager).await;
     assert_eq!(report.kinds(), vec![("tile_bundle", 257)]);
-    assert!(report.violations[0]
-        .detail
-        .contains("a tile of another tree"));
+    assert_detail(&report.violations[0], |d| {
+        d.contains("a tile of another tree")
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -423,11 +415,7 @@ async fn a_full_tile_of_another_log_is_found() {
         .iter()
         .find(|v| v.kind.as_str() == "tile_hash")
         .unwrap();
-    assert!(
-        level1.detail.contains("tile/1/000.p/1"),
-        "{}",
-        level1.detail
-    );
+    assert_detail(level1, |d| d.contains("tile/1/000.p/1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -445,13 +433,9 @@ async fn a_checkpoint_whose_root_is_not_the_entries_is_found() {
     std::fs::write(dir.path().join("checkpoint"), forged).unwrap();
     let report = audit_dir(dir.path(), m).await;
     assert_eq!(report.kinds(), vec![("checkpoint_mismatch", p.size)]);
-    assert!(
-        report.violations[0]
-            .detail
-            .starts_with("the served checkpoint signs root"),
-        "{}",
-        report.violations[0].detail
-    );
+    assert_detail(&report.violations[0], |d| {
+        d.starts_with("the served checkpoint signs root")
+    });
 
     // The right root, signed by another key.
     let dir = copy_dir(p.dir.path());
@@ -463,9 +447,9 @@ async fn a_checkpoint_whose_root_is_not_the_entries_is_found() {
     std::fs::write(dir.path().join("checkpoint"), forged).unwrap();
     let report = audit_dir(dir.path(), m).await;
     assert_eq!(report.kinds(), vec![("checkpoint_signature", p.size)]);
-    assert!(report.violations[0]
-        .detail
-        .starts_with("the served checkpoint (size"));
+    assert_detail(&report.violations[0], |d| {
+        d.starts_with("the served checkpoint (size")
+    });
 
     // A correct note for an earlier size whose partial tiles were never published: the
     // tiles it needs are missing, a typed HTTP error naming the URL.

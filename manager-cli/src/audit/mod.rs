@@ -41,7 +41,8 @@
 //!
 //! With `--tiles` the served checkpoint is judged like a checkpoint entry (its root, its
 //! signature, the snapshot it names), its findings at entry `size` and naming "the served
-//! checkpoint".//!
+//! checkpoint".
+//!
 //! The auditor cannot recompute zetas (they derive from the manager's secret), only count
 //! them. The log does not hold an opened message, only its DGSP digest `d`; from it the
 //! auditor verifies the opened signature under the group key
