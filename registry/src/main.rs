@@ -335,9 +335,14 @@ fn take_over(
             }
         })
         .await;
-        let done = journal::catch_up(tiles.as_ref(), &key, store, Some(&lease))
-            .await
-            .map_err(fail)?;
+        let done = match journal::catch_up(tiles.as_ref(), &key, store, Some(&lease)).await {
+            Ok(done) => done,
+            Err(e) => {
+                // Not serving after all: let a standby have the lease at once.
+                lease.release().await;
+                return Err(fail(e));
+            }
+        };
         tracing::info!(
             restored = done.restored,
             uploaded = done.uploaded,

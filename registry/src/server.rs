@@ -48,8 +48,8 @@ pub struct Running {
     signer: (tokio::task::AbortHandle, JoinHandle<()>),
     mirror: Option<JoinHandle<()>>,
     writer_thread: std::thread::JoinHandle<()>,
-    /// the write lease and the task renewing it, with a journal
-    lease: Option<(Arc<Lease>, JoinHandle<()>)>,
+    /// the write lease, what stops its renewals and the task renewing it, with a journal
+    lease: Option<(Arc<Lease>, oneshot::Sender<()>, JoinHandle<()>)>,
 }
 
 /// Starts the writer, the publisher and the HTTP server on `listener`. Refuses a store
@@ -77,11 +77,16 @@ pub async fn start_journaled(
     let health = Arc::new(Health::default());
     let lease = journal.as_ref().map(|j| {
         let (lease, halts) = (j.lease().clone(), health.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
         let keeper = tokio::spawn(async move {
-            let why = lease.clone().keep().await;
-            halts.halt(why.to_string());
+            if let Some(why) = lease
+                .keep_until(async { stopped.await.unwrap_or(()) })
+                .await
+            {
+                halts.halt(why.to_string());
+            }
         });
-        (j.lease().clone(), keeper)
+        (j.lease().clone(), stop, keeper)
     });
     let (writer, writer_thread) =
         Writer::start_journaled(store.clone(), manager.clone(), health.clone(), journal)?;
@@ -238,8 +243,10 @@ impl Running {
             .map_err(std::io::Error::other)?
             .map_err(|_| std::io::Error::other("the writer thread panicked"))?;
         // Nothing writes any more: a standby may take over at once.
-        if let Some((lease, keeper)) = lease {
-            keeper.abort();
+        if let Some((lease, stop, keeper)) = lease {
+            // Between renewals, never during one: then the release matches the store.
+            let _ = stop.send(());
+            let _ = keeper.await;
             lease.release().await;
         }
         served

@@ -4,17 +4,14 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
 use dgsp_registry::store::Store;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use serde_json::{json, Value};
+use support::load::{client_loop, Acked};
 
 const TOKEN: &str = "crash-test-admin-token";
 const PASSPHRASE: &str = "crash test passphrase";
@@ -31,72 +28,6 @@ fn start(data: &std::path::Path, port: u16) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-/// What the registry acknowledged (answered with success) before being killed.
-#[derive(Default)]
-struct Acked {
-    joined: HashMap<String, u64>,
-    /// member -> highest first_counter + count acknowledged
-    issued: HashMap<u64, u64>,
-    revoked: Vec<u64>,
-}
-
-/// An admin POST that succeeded; `None` when the registry died or refused.
-async fn post_ok(
-    client: &reqwest::Client,
-    url: String,
-    body: Option<&Value>,
-) -> Option<reqwest::Response> {
-    let mut request = client.post(url).bearer_auth(TOKEN);
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    let r = request.send().await.ok()?;
-    r.status().is_success().then_some(r)
-}
-
-async fn client_loop(
-    client: reqwest::Client,
-    base: String,
-    worker: u64,
-    round: u64,
-    acked: Arc<Mutex<Acked>>,
-) {
-    let mut rng = ChaCha20Rng::seed_from_u64(worker * 1000 + round);
-    for i in 0.. {
-        let name = format!("w{worker}-r{round}-{i}");
-        let body = json!({"username": name});
-        let url = format!("{base}/admin/v1/members");
-        let Some(r) = post_ok(&client, url, Some(&body)).await else {
-            return;
-        };
-        let Ok(v) = r.json::<Value>().await else {
-            return;
-        };
-        let id = v["id"].as_u64().unwrap();
-        acked.lock().unwrap().joined.insert(name, id);
-        if rng.next_u32() % 2 == 0 {
-            let pks: Vec<String> = (0..2).map(|k| B64.encode([(i as u8) ^ k; 16])).collect();
-            let body = json!({"cid_star": v["cid_star"], "wots_pks": pks});
-            let url = format!("{base}/admin/v1/members/{id}/certificates");
-            let Some(r) = post_ok(&client, url, Some(&body)).await else {
-                return;
-            };
-            let Ok(v) = r.json::<Value>().await else {
-                return;
-            };
-            let end = v["first_counter"].as_u64().unwrap() + 2;
-            acked.lock().unwrap().issued.insert(id, end);
-        }
-        if rng.next_u32() % 4 == 0 {
-            let url = format!("{base}/admin/v1/members/{id}/revoke");
-            if post_ok(&client, url, None).await.is_none() {
-                return;
-            }
-            acked.lock().unwrap().revoked.push(id);
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,8 +53,9 @@ async fn every_acknowledged_write_survives_kill_minus_nine() {
                 tokio::spawn(client_loop(
                     client.clone(),
                     base.clone(),
-                    w,
-                    round,
+                    TOKEN,
+                    format!("w{w}-r{round}"),
+                    w * 1000 + round,
                     acked.clone(),
                 ))
             })

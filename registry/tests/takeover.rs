@@ -12,7 +12,6 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
@@ -24,7 +23,8 @@ use dgsp_tilestore::TileStore;
 use dgsp_wire::merkle;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use serde_json::{json, Value};
+use serde_json::json;
+use support::load::{client_loop, post_ok, Acked};
 
 const TOKEN: &str = "takeover-test-admin-token";
 const PASSPHRASE: &str = "takeover test passphrase";
@@ -111,61 +111,6 @@ fn start(b: &Bucket, data: &Path, key: &Path, port: u16, log: &Path) -> Child {
         c.env(k, v);
     }
     c.spawn().unwrap()
-}
-
-#[derive(Default)]
-struct Acked {
-    joined: HashMap<String, u64>,
-    issued: HashMap<u64, u64>,
-    revoked: Vec<u64>,
-}
-
-async fn post_ok(client: &reqwest::Client, url: String, body: Option<&Value>) -> Option<Value> {
-    let mut request = client.post(url).bearer_auth(TOKEN);
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    let r = request.send().await.ok()?;
-    if !r.status().is_success() {
-        return None;
-    }
-    r.json().await.ok()
-}
-
-/// Joins, issues and revokes until the registry stops answering; records what it acked.
-async fn client_loop(client: reqwest::Client, base: String, tag: String, acked: Arc<Mutex<Acked>>) {
-    let mut rng = ChaCha20Rng::seed_from_u64(tag.len() as u64 * 7919 + tag.as_bytes()[0] as u64);
-    for i in 0.. {
-        let name = format!("{tag}-{i}");
-        let url = format!("{base}/admin/v1/members");
-        let Some(v) = post_ok(&client, url, Some(&json!({ "username": name }))).await else {
-            return;
-        };
-        let id = v["id"].as_u64().unwrap();
-        acked.lock().unwrap().joined.insert(name, id);
-        if rng.next_u32() % 2 == 0 {
-            let pks: Vec<String> = (0..2)
-                .map(|k| {
-                    use base64::Engine;
-                    base64::engine::general_purpose::STANDARD.encode([(i as u8) ^ k; 16])
-                })
-                .collect();
-            let body = json!({"cid_star": v["cid_star"], "wots_pks": pks});
-            let url = format!("{base}/admin/v1/members/{id}/certificates");
-            let Some(v) = post_ok(&client, url, Some(&body)).await else {
-                return;
-            };
-            let end = v["first_counter"].as_u64().unwrap() + 2;
-            acked.lock().unwrap().issued.insert(id, end);
-        }
-        if rng.next_u32() % 4 == 0 {
-            let url = format!("{base}/admin/v1/members/{id}/revoke");
-            if post_ok(&client, url, None).await.is_none() {
-                return;
-            }
-            acked.lock().unwrap().revoked.push(id);
-        }
-    }
 }
 
 /// Whether anything accepts connections on `port`.
@@ -281,7 +226,9 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
                 tokio::spawn(client_loop(
                     client.clone(),
                     base.clone(),
+                    TOKEN,
                     format!("w{w}-r{round}"),
+                    20_261_126 + w * 1000 + round,
                     acked.clone(),
                 ))
             })
@@ -303,7 +250,13 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
             serving(&client, &standby).await;
             unsafe_free_kill(pid, "CONT");
             let url = format!("{base}/admin/v1/members");
-            let late = post_ok(&client, url, Some(&json!({"username": "late-writer"}))).await;
+            let late = post_ok(
+                &client,
+                TOKEN,
+                url,
+                Some(&json!({"username": "late-writer"})),
+            )
+            .await;
             assert!(
                 late.is_none(),
                 "a writer that lost its lease acknowledged a write: {late:?}\n{}",

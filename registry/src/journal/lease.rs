@@ -264,13 +264,32 @@ impl Lease {
     /// Renews every quarter of the time to live until the lease is lost, or no renewal
     /// succeeded for longer than it is trusted, then returns why.
     pub async fn keep(self: Arc<Self>) -> LeaseError {
+        match self.keep_until(std::future::pending()).await {
+            Some(e) => e,
+            None => unreachable!("a pending future never completes"),
+        }
+    }
+
+    /// [`keep`](Self::keep) until `stop` completes: `None` then. `stop` is only heeded
+    /// between renewals, never during one, so the version this process holds is the one in
+    /// the store and [`release`](Self::release) can give it up (a renewal cancelled after
+    /// its write landed would leave a version the release no longer matches, and a standby
+    /// waiting out the whole time to live).
+    pub async fn keep_until(
+        self: Arc<Self>,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Option<LeaseError> {
+        tokio::pin!(stop);
         loop {
-            tokio::time::sleep(self.ttl / 4).await;
+            tokio::select! {
+                () = tokio::time::sleep(self.ttl / 4) => {}
+                () = &mut stop => return None,
+            }
             if let Err(e) = self.renew().await {
-                return e;
+                return Some(e);
             }
             if let Err(e) = self.check() {
-                return e;
+                return Some(e);
             }
         }
     }

@@ -141,12 +141,7 @@ impl Journal {
             return Ok(());
         };
         let key = segment_key(first);
-        let segment = Segment {
-            first,
-            entries: entries.to_vec(),
-            idem: idem.to_vec(),
-        };
-        let bytes = self.key.seal(&key, &segment);
+        let bytes = self.key.seal(&key, entries, idem);
         let started = tokio::time::Instant::now();
         let mut wait = Duration::from_millis(20);
         loop {
@@ -249,7 +244,11 @@ pub async fn catch_up(
             .cloned()
             .collect();
         done.restored += new.len() as u64;
-        store.commit_journaled(&new, &seg.idem, seg.first)?;
+        // A segment the local log already holds and records needs no write (a standby
+        // re-reads its last one at every look).
+        if !new.is_empty() || store.journal_segment()? != Some(seg.first) {
+            store.commit_journaled(&new, &seg.idem, seg.first)?;
+        }
         pos = seg.last() + 1;
     }
     done.journal_head = pos - 1;
@@ -263,12 +262,7 @@ pub async fn catch_up(
             };
             lease.check()?;
             let name = segment_key(first.seq);
-            let segment = Segment {
-                first: first.seq,
-                entries: chunk.clone(),
-                idem: Vec::new(),
-            };
-            match tiles.put_new(&name, key.seal(&name, &segment)).await {
+            match tiles.put_new(&name, key.seal(&name, &chunk, &[])).await {
                 Ok(_) => {}
                 Err(StoreError::Conflict { .. }) => {
                     return Err(JournalError::Superseded { key: name })

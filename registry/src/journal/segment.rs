@@ -73,16 +73,16 @@ impl JournalKey {
         aad
     }
 
-    /// Encrypts `segment` as the object named `name`.
-    pub fn seal(&self, name: &str, segment: &Segment) -> Bytes {
+    /// Encrypts the segment of `entries` (consecutive, non-empty) and `idem` as the object
+    /// named `name`; borrowed, so the writer seals its batch without copying it.
+    pub fn seal(&self, name: &str, entries: &[Entry], idem: &[(String, Vec<u8>)]) -> Bytes {
         use rand_core::{OsRng, RngCore};
         let mut nonce = [0u8; NONCE_LEN];
         OsRng.fill_bytes(&mut nonce);
         let doc = Doc {
-            first: segment.first,
-            entries: &segment.entries,
-            idem: segment
-                .idem
+            first: entries.first().map_or(0, |e| e.seq),
+            entries,
+            idem: idem
                 .iter()
                 .map(|(k, v)| (k.clone(), B64.encode(v)))
                 .collect(),
@@ -214,7 +214,7 @@ mod tests {
         let k = key(1);
         let s = segment(5, 3);
         assert!(s.entries[0].private.is_some(), "joins carry a private part");
-        let bytes = k.seal("private/journal/5", &s);
+        let bytes = k.seal("private/journal/5", &s.entries, &s.idem);
         assert_eq!(k.open("private/journal/5", 5, &bytes).unwrap(), s);
         assert_eq!(s.last(), 7);
         // The private parts do not appear in clear.
@@ -226,7 +226,7 @@ mod tests {
     fn refused_under_another_key_name_or_byte() {
         let (k, other) = (key(1), key(2));
         let s = segment(5, 2);
-        let bytes = k.seal("private/journal/5", &s);
+        let bytes = k.seal("private/journal/5", &s.entries, &s.idem);
         assert!(matches!(
             other.open("private/journal/5", 5, &bytes),
             Err(SegmentError::Authentication)
@@ -252,7 +252,7 @@ mod tests {
     fn refused_when_named_for_another_seq() {
         let k = key(1);
         let s = segment(5, 2);
-        let bytes = k.seal("private/journal/9", &s);
+        let bytes = k.seal("private/journal/9", &s.entries, &s.idem);
         assert!(matches!(
             k.open("private/journal/9", 9, &bytes),
             Err(SegmentError::Placement(_))

@@ -5,6 +5,8 @@
 //! part of it.
 #![allow(dead_code)]
 
+pub mod load;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
