@@ -32,12 +32,22 @@ fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// A loopback port nothing listens on, never one handed out before in this process (a
+/// service binds its port only once it has started, so the kernel may offer it again).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// A running service process, stopped with SIGTERM (a clean RocksDB shutdown) on drop.

@@ -132,13 +132,24 @@ pub fn manager_key(data: &Path, passphrase: &str) -> Arc<Manager> {
     Arc::new(Manager::new(key))
 }
 
-/// A loopback port nothing listens on, for a `serve` child process.
+/// A loopback port nothing listens on, for a `serve` child process, and never one this test
+/// process handed out before: a standby binds its port only when it takes over, so until then
+/// the kernel may offer the same port again, and a second child given it would be mistaken
+/// for the first.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// `GET url`, with `token` as the bearer when given: the status and the JSON body.
