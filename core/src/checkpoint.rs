@@ -123,7 +123,7 @@ fn unhex32(s: &str) -> Option<[u8; 32]> {
 }
 
 /// A canonical decimal: digits only, no leading zero (so one number has one body).
-fn parse_decimal(s: &str) -> Option<u64> {
+pub(crate) fn parse_decimal(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
     {
         return None;
@@ -131,7 +131,7 @@ fn parse_decimal(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-fn key_id(origin: &str, group: &ManagerPublicKey) -> [u8; 4] {
+pub(crate) fn key_id(origin: &str, group: &ManagerPublicKey) -> [u8; 4] {
     let mut h = Sha3_256::new();
     h.update(b"DGSP-v1:checkpoint-key");
     h.update(origin.as_bytes());

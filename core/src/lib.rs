@@ -101,6 +101,7 @@ mod error;
 mod hashes;
 pub mod hazmat;
 mod keys;
+pub mod log_key;
 mod manager;
 mod member;
 mod params;
