@@ -15,6 +15,8 @@
 //! - [`merkle`]: the log's RFC 6962 Merkle tree: roots, inclusion and consistency proofs.
 //! - [`tiles`]: the log as C2SP tlog-tiles: tile paths, entry bundles, the entry bytes.
 //! - [`snapshot_bundle`]: a signed snapshot's revoked zetas, published beside the tiles.
+//! - [`note`]: C2SP signed notes, checkpoints, cosignatures and witness policies
+//!   (`docs/witnesses.md`).
 //!
 //! Builds for `wasm32-unknown-unknown`:
 //! `cargo check -p dgsp-wire --target wasm32-unknown-unknown`.
@@ -31,6 +33,7 @@ pub mod follow;
 pub mod limits;
 pub mod log;
 pub mod merkle;
+pub mod note;
 pub mod problem;
 pub mod registry_api;
 pub mod snapshot;
