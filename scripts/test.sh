@@ -33,6 +33,13 @@ tally cargo test -p dgsp-core --no-default-features --features baseline-shake-25
 say "the Go interop client (interop/tlogclient: torchwood, transparency-dev/merkle; go vet, gofmt, go test)"
 ./scripts/go-interop.sh check
 
+if [ "${DGSP_SKIP_WITNESSES:-0}" = 1 ]; then
+  say "real witnesses skipped (DGSP_SKIP_WITNESSES=1): the witness tests say SKIPPED and test nothing against them"
+else
+  say "the real witnesses, omniwitness and litewitness, built once into ~/.cache/dgsp/tools (about 2 min cold: Go from the module proxy; docs/witnesses.md; DGSP_SKIP_WITNESSES=1 skips)"
+  ./scripts/witnesses.sh install
+fi
+
 say "tests (all 24 parameter sets; the tile store against a real S3 server, SeaweedFS, built once into ~/.cache/dgsp/tools: docs/tilestore.md; the log's tiles checked by the Go client)"
 tally cargo test --workspace --locked
 

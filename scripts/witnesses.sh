@@ -6,7 +6,8 @@
 #   litewitness  filippo.io/torchwood/cmd/litewitness (BSD-3-Clause); its own key is Ed25519
 #                (cosignature type 0x04), held by a dedicated ssh-agent, as litewitness requires
 # Both are built from the Go module proxy at pinned versions and run on loopback, each with its
-# own state on disk (an SQLite file). Nothing here is wired into scripts/test.sh or .ci/run yet.
+# own state on disk (an SQLite file). scripts/test.sh (and so .ci/run) runs `install` before the
+# tests, unless DGSP_SKIP_WITNESSES=1; the tests start them through dgsp-witness's test_server.
 #
 #   scripts/witnesses.sh install                 build both once, cached under
 #                                                ${DGSP_TOOLS_DIR:-$HOME/.cache/dgsp/tools}
@@ -255,7 +256,6 @@ cmd_start() {
   if [ -n "$owner" ]; then
     # Stops the witnesses when their owner (a test binary) goes, even by SIGKILL.
     (
-      alive() { case "$(ps -o stat= -p "$1" 2>/dev/null)" in '' | Z*) return 1 ;; esac; }
       while alive "$owner" && kill -0 "$omni_pid" 2>/dev/null; do sleep 1; done
       for p in "$omni_pid" "$lite_pid" "$agent_pid"; do kill "$p" 2>/dev/null || true; done
       sleep 2
@@ -273,16 +273,35 @@ export DGSP_TEST_WITNESS_POLICY=$dir/policy
 EOF
 }
 
-stop_pidfile() {
-  local f=$1 name=$2 pid i
-  [ -f "$f" ] || return 0
-  pid=$(cat "$f")
-  if kill "$pid" 2>/dev/null; then
-    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
-    log "stopped $name (pid $pid)"
-  fi
-  rm -f "$f"
+# alive PID: the process runs (a zombie waiting for its reaper does not count).
+alive() { case "$(ps -o stat= -p "$1" 2>/dev/null)" in '' | Z*) return 1 ;; esac; }
+
+# stop_pidfiles NAME:FILE...: SIGTERM to all at once, up to 5 s for all to go, then SIGKILL.
+stop_pidfiles() {
+  local arg name f pid i left
+  local -a pids=() names=()
+  for arg in "$@"; do
+    name=${arg%%:*}
+    f=${arg#*:}
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    rm -f "$f"
+    if kill "$pid" 2>/dev/null; then
+      pids+=("$pid")
+      names+=("$name")
+    fi
+  done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  for i in $(seq 1 50); do
+    left=0
+    for pid in "${pids[@]}"; do if alive "$pid"; then left=1; fi; done
+    [ "$left" = 1 ] || break
+    sleep 0.1
+  done
+  for i in "${!pids[@]}"; do
+    if alive "${pids[$i]}"; then kill -9 "${pids[$i]}" 2>/dev/null || true; fi
+    log "stopped ${names[$i]} (pid ${pids[$i]})"
+  done
 }
 
 cmd_stop() {
@@ -292,9 +311,9 @@ cmd_stop() {
     kill "$(cat "$dir/watch.pid")" 2>/dev/null || true
     rm -f "$dir/watch.pid"
   fi
-  stop_pidfile "$dir/omniwitness/omniwitness.pid" omniwitness
-  stop_pidfile "$dir/litewitness/litewitness.pid" litewitness
-  stop_pidfile "$dir/litewitness/ssh-agent.pid" "litewitness's ssh-agent"
+  stop_pidfiles "omniwitness:$dir/omniwitness/omniwitness.pid" \
+    "litewitness:$dir/litewitness/litewitness.pid" \
+    "litewitness's ssh-agent:$dir/litewitness/ssh-agent.pid"
   rm -f "$dir/litewitness/agent.sock"
 }
 
