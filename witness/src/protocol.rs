@@ -199,9 +199,9 @@ pub fn parse_conflict(body: &[u8]) -> Result<u64, ProtocolError> {
 }
 
 /// Splits a 200 answer into its cosignature lines, each returned without its `\n`. Every line
-/// must be `— <name> <base64>` (signed-note: em dash, a key name without spaces or `+`,
-/// standard base64 of at least a 4-byte key ID and an 8-byte timestamp) and end in `\n`; at
-/// least one, at most [`MAX_COSIGNATURE_LINES`], each at most [`MAX_COSIGNATURE_LINE`] bytes.
+/// must be `— <name> <base64>` (signed-note: em dash, a key name without whitespace, control
+/// characters or `+`, standard base64 of at least a 4-byte key ID and an 8-byte timestamp)
+/// and end in `\n`; at least one, at most [`MAX_COSIGNATURE_LINES`], each at most [`MAX_COSIGNATURE_LINE`] bytes.
 pub fn split_cosignatures(body: &[u8]) -> Result<Vec<String>, ProtocolError> {
     if body.len() > MAX_COSIGNATURE_BODY {
         return Err(ProtocolError::TooLarge {
@@ -244,7 +244,11 @@ fn check_cosignature_line(line: &str) -> Result<(), &'static str> {
     }
     let rest = line.strip_prefix("— ").ok_or("does not start with `— `")?;
     let (name, sig) = rest.split_once(' ').ok_or("no space after the key name")?;
-    if name.is_empty() || name.contains('+') || name.chars().any(char::is_control) {
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| c == '+' || c.is_whitespace() || c.is_control())
+    {
         return Err("bad key name");
     }
     let blob = STANDARD
