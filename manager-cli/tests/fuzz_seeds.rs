@@ -235,6 +235,7 @@ fn gateway_feed_seeds() {
         head: entries[6].public["head"].as_str().unwrap().to_owned(),
         time_unix_ms: TIME + 10,
         note: apply::checkpoint_note(cp).unwrap().to_owned(),
+        witnessed: None,
     };
     let answer = serde_json::to_vec(&answer).unwrap();
     let snapshot = serde_json::to_vec(&entries[5].public["snapshot"]).unwrap();
@@ -569,6 +570,7 @@ fn cli_file_seeds() {
                 time_unix_ms: TIME + 1,
                 snapshot_number: Some(1),
                 note: Some(Note::new(note)),
+                witnessed: None,
             }),
             age_ms: Some(999),
             max_staleness_ms: 60_000,

@@ -156,6 +156,22 @@ pub enum Command {
             value_parser = clap::value_parser!(u64).range(200..=600_000)
         )]
         lease_ttl_ms: u64,
+        /// Witnesses (docs/witnesses.md).
+        #[command(flatten)]
+        witnesses: WitnessArgs,
+    },
+    /// Print the group's ML-DSA-44 log key (its vkey, for witnesses' configuration and
+    /// policy `log` lines) and the statement the group key signs naming it.
+    LogKey {
+        /// Data directory (for the default key file).
+        #[arg(long, env = "DGSP_DATA")]
+        data: PathBuf,
+        /// Manager key location and passphrase.
+        #[command(flatten)]
+        key: KeyArgs,
+        /// Which generation of the log key (docs/witnesses.md, "Key rotation").
+        #[arg(long, env = "DGSP_LOG_KEY_GENERATION", default_value_t = 0)]
+        generation: u64,
     },
     /// Back the group up into a new directory, online or with the registry stopped.
     ///
@@ -235,6 +251,25 @@ pub struct BackupArgs {
     /// Registry stopped: the encrypted manager key file (default DATA/manager.key).
     #[arg(long, env = "DGSP_KEY_FILE")]
     pub key_file: Option<PathBuf>,
+}
+
+/// `serve`'s witnesses.
+#[derive(Debug, Args)]
+pub struct WitnessArgs {
+    /// A C2SP tlog-policy file naming the witnesses (with their submission URLs) and the
+    /// quorum that must cosign each checkpoint before it is published; its `log` line must
+    /// name this registry's log key (`dgsp-registry log-key` prints it). Without it,
+    /// checkpoints are published unwitnessed.
+    #[arg(long, env = "DGSP_WITNESS_POLICY", value_name = "FILE")]
+    pub witness_policy: Option<PathBuf>,
+    /// Which generation of the log key signs the witnessed checkpoints (docs/witnesses.md,
+    /// "Key rotation").
+    #[arg(long, env = "DGSP_LOG_KEY_GENERATION", default_value_t = 0)]
+    pub log_key_generation: u64,
+    /// How long one witness has to answer one add-checkpoint request.
+    #[arg(long, env = "DGSP_WITNESS_TIMEOUT_MS", default_value_t = 5000, value_name = "MS",
+        value_parser = clap::value_parser!(u64).range(100..=120_000))]
+    pub witness_timeout_ms: u64,
 }
 
 /// Where the manager key is and how to unlock it.

@@ -9,6 +9,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("keyfile", 0),
     ("store", 1),
     ("journal", 2),
+    ("witnessing", 2),
     ("writer", 3),
     ("publisher", 4),
     ("issuance", 4),

@@ -13,7 +13,7 @@
 //! |---|---|
 //! | 0 | [`health`], [`keyfile`] |
 //! | 1 | [`store`] |
-//! | 2 | [`journal`] |
+//! | 2 | [`journal`], [`witnessing`] |
 //! | 3 | [`writer`] |
 //! | 4 | [`publisher`], [`issuance`], [`feed`], [`views`], [`backup`] |
 //! | 5 | [`api`], [`mirror`] |
@@ -36,6 +36,7 @@ pub mod publisher;
 pub mod server;
 pub mod store;
 pub mod views;
+pub mod witnessing;
 pub mod writer;
 
 #[cfg(test)]

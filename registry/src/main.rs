@@ -14,6 +14,7 @@ use dgsp_registry::keyfile::{self, KdfParams};
 use dgsp_registry::publisher::PublisherConfig;
 use dgsp_registry::server;
 use dgsp_registry::store::{ProjectionState, Store};
+use dgsp_registry::witnessing;
 use dgsp_wire::events::Event;
 use dgsp_wire::log;
 
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
             tiles_s3_prefix,
             journal,
             lease_ttl_ms,
+            witnesses,
         } => token(admin_token, admin_token_file).and_then(|admin| {
             let tiles = match (tiles_dir, tiles_s3_bucket) {
                 (Some(dir), _) => Some(dgsp_tilestore::StoreConfig::Local(dir)),
@@ -79,7 +81,20 @@ fn main() -> ExitCode {
                     mode: journal,
                     lease_ttl: std::time::Duration::from_millis(lease_ttl_ms),
                 },
+                &witnesses,
             )
+        }),
+        Command::LogKey {
+            data,
+            key,
+            generation,
+        } => read_key(&data, &key).and_then(|sk| {
+            let manager = Manager::new(sk);
+            let log_key = witnessing::LogKey::derive(&manager, generation, log::now_ms())?;
+            println!("vkey {}", log_key.vkey());
+            println!();
+            print!("{}", log_key.statement);
+            Ok(())
         }),
         Command::Backup(args) => make_backup(args),
         Command::Restore {
@@ -218,6 +233,7 @@ fn serve(
     backups: backup::Settings,
     tiles: Option<dgsp_tilestore::StoreConfig>,
     durability: Durability,
+    witness_args: &cli::WitnessArgs,
 ) -> Fallible {
     use cli::JournalMode;
     use dgsp_tilestore::StoreConfig;
@@ -266,6 +282,30 @@ fn serve(
         dgsp_wire::tiles::check_params(manager.params()).map_err(|e| {
             format!("--tiles-dir / --tiles-s3-bucket: {e}; this group's log cannot be published as tiles (docs/format.md, \"Entries that would not fit\")")
         })?;
+    }
+    let mut publisher = publisher;
+    if let Some(path) = &witness_args.witness_policy {
+        let policy = std::fs::read_to_string(path)
+            .map_err(|e| format!("--witness-policy {}: {e}", path.display()))?;
+        let log_key = witnessing::LogKey::derive(
+            &manager,
+            witness_args.log_key_generation,
+            publisher.clock.now_ms(),
+        )?;
+        let vkey = log_key.vkey();
+        let w = witnessing::Witnesses::new(
+            log_key,
+            &policy,
+            std::time::Duration::from_millis(witness_args.witness_timeout_ms),
+            publisher.clock.clone(),
+        )
+        .map_err(|e| format!("--witness-policy {}: {e}", path.display()))?;
+        tracing::info!(
+            policy = %path.display(),
+            log_key = %vkey,
+            "checkpoints are published once the policy's quorum of witnesses cosigns them"
+        );
+        publisher.witnesses = Some(Arc::new(w));
     }
     let head = store.head().map_err(|e| e.to_string())?;
     rt.block_on(async move {

@@ -53,6 +53,8 @@ pub struct SignedCheckpoint {
     pub checkpoint: Checkpoint,
     /// The signed note.
     pub note: String,
+    /// The witnessed note of the same tree, when the registry has witnesses.
+    pub witnessed: Option<String>,
     /// [`StoredNote`] JSON: what `meta` keeps and `GET /v1/checkpoint` answers.
     pub json: axum::body::Bytes,
 }
@@ -60,16 +62,23 @@ pub struct SignedCheckpoint {
 impl SignedCheckpoint {
     /// Pairs a checkpoint with its note and serializes the served form.
     pub fn new(checkpoint: Checkpoint, note: String) -> Self {
+        Self::witnessed(checkpoint, note, None)
+    }
+
+    /// [`new`](Self::new), with the witnessed note of the same tree.
+    pub fn witnessed(checkpoint: Checkpoint, note: String, witnessed: Option<String>) -> Self {
         let stored = StoredNote {
             size: checkpoint.size,
             head: hex::encode(checkpoint.root),
             time_unix_ms: checkpoint.time_unix_ms.unwrap_or(0),
             note,
+            witnessed,
         };
         let json = serde_json::to_vec(&stored).expect("notes serialize").into();
         SignedCheckpoint {
             checkpoint,
             note: stored.note,
+            witnessed: stored.witnessed,
             json,
         }
     }
@@ -158,7 +167,7 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, store::
         }
     }
     let checkpoint = match store.latest_note()? {
-        Some(n) => Some(parse_note(manager, &n.note)?),
+        Some(n) => Some(parse_witnessed(manager, &n.note, n.witnessed)?),
         None => match store.latest_checkpoint()?.map(|e| e.event()).transpose()? {
             // Only a starting point for the signed time: a fresh checkpoint is signed at
             // once, so a log note this key cannot verify is logged and skipped.
@@ -180,6 +189,14 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, store::
 }
 
 fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, store::Error> {
+    parse_witnessed(manager, note, None)
+}
+
+fn parse_witnessed(
+    manager: &Manager,
+    note: &str,
+    witnessed: Option<String>,
+) -> Result<SignedCheckpoint, store::Error> {
     let checkpoint =
         manager
             .public_key()
@@ -188,7 +205,11 @@ fn parse_note(manager: &Manager, note: &str) -> Result<SignedCheckpoint, store::
                 what: "stored checkpoint note".into(),
                 reason: e.to_string(),
             })?;
-    Ok(SignedCheckpoint::new(checkpoint, note.to_owned()))
+    Ok(SignedCheckpoint::witnessed(
+        checkpoint,
+        note.to_owned(),
+        witnessed,
+    ))
 }
 
 /// How far behind its last signed time the clock may read before the registry halts: the
@@ -200,6 +221,10 @@ pub const DEFAULT_CLOCK_TOLERANCE: Duration =
 /// How long the publisher waits before reading a clock that was behind again.
 const CLOCK_REREAD: Duration = Duration::from_millis(250);
 
+/// How soon a checkpoint the witnesses did not cosign is tried again (or the cadence, if
+/// shorter).
+pub const WITNESS_RETRY: Duration = Duration::from_secs(2);
+
 /// How the publisher runs.
 #[derive(Clone, Debug)]
 pub struct PublisherConfig {
@@ -210,6 +235,9 @@ pub struct PublisherConfig {
     /// How far behind the last signed time the clock may be before the registry halts
     /// rather than sign.
     pub clock_tolerance: Duration,
+    /// The witnesses whose quorum must cosign a checkpoint before it is published
+    /// (`crate::witnessing`); `None`: checkpoints are published as signed.
+    pub witnesses: Option<Arc<crate::witnessing::Witnesses>>,
 }
 
 impl Default for PublisherConfig {
@@ -218,6 +246,7 @@ impl Default for PublisherConfig {
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
             clock: Arc::new(SystemClock),
             clock_tolerance: DEFAULT_CLOCK_TOLERANCE,
+            witnesses: None,
         }
     }
 }
@@ -231,6 +260,7 @@ struct Publisher {
     interval: Duration,
     clock: Arc<dyn Clock>,
     tolerance_ms: u64,
+    witnessing: Option<Arc<crate::witnessing::Witnesses>>,
     /// Every revoked zeta folded so far (a copy-on-write clone of the served set plus what
     /// came since). Nothing read from the log is ever dropped from it.
     working: RevocationSet,
@@ -338,6 +368,7 @@ impl Publisher {
             interval: config.checkpoint_interval,
             clock: config.clock,
             tolerance_ms: config.clock_tolerance.as_millis() as u64,
+            witnessing: config.witnesses,
             working,
             processed,
             // Revocations up to the cut are in the latest snapshot ([`load`] checked it,
@@ -370,7 +401,7 @@ impl Publisher {
         {
             return Ok(());
         }
-        let _fence = self.writer.fence_revocations().await;
+        let fence = self.writer.fence_revocations().await;
         let started = Instant::now();
         let added = self.fold()?;
         let root_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -387,10 +418,14 @@ impl Publisher {
                 return Ok(());
             }
         }
-        if self.owes_checkpoint() || cadence_due {
-            self.publish_checkpoint().await?;
+        if !(self.owes_checkpoint() || cadence_due) {
+            return Ok(());
         }
-        Ok(())
+        let signed = self.sign_checkpoint().await?;
+        // Witnesses answer over the network (seconds, when one is slow): revocations do not
+        // wait for them. What is published is decided by the checkpoint signed above.
+        drop(fence);
+        self.publish_checkpoint(signed).await
     }
 
     /// Whether entries other than our own checkpoints came after the last checkpoint in
@@ -534,7 +569,9 @@ impl Publisher {
         Ok(())
     }
 
-    async fn publish_checkpoint(&mut self) -> Result<(), StepError> {
+    /// Signs a checkpoint of the entries folded, with the next signed time (under the
+    /// fence: the snapshot it names holds every revocation it covers).
+    async fn sign_checkpoint(&mut self) -> Result<SignedCheckpoint, StepError> {
         // What was folded, never the store's head: a checkpoint covers only what the
         // snapshot it names was checked against.
         let size = self.processed;
@@ -567,16 +604,38 @@ impl Publisher {
             .await
             .map_err(|e| StepError::Failed(format!("checkpoint signing: {e}")))?;
         let sign_ms = started.elapsed().as_secs_f64() * 1e3;
-        let signed = SignedCheckpoint::new(cp, note);
+        tracing::debug!(size, time, sign_ms, "checkpoint signed");
+        write(&self.published).last_checkpoint_sign_ms = sign_ms;
+        // Times only increase, whether or not this one is published.
+        self.last_time = time;
+        Ok(SignedCheckpoint::new(cp, note))
+    }
+
+    /// Has `signed` cosigned by a quorum of the witnesses (when the registry has any), then
+    /// serves it and, if the log owes one, appends it. Without a quorum nothing is
+    /// published: the served note keeps its older signed time, so followers see the
+    /// registry's freshness age (never a fresh time no quorum vouched for), and the next
+    /// try comes after [`WITNESS_RETRY`] at the latest.
+    async fn publish_checkpoint(&mut self, signed: SignedCheckpoint) -> Result<(), StepError> {
+        let size = signed.checkpoint.size;
+        let root = signed.checkpoint.root;
+        let signed = match self.witnessing.as_ref() {
+            None => signed,
+            Some(w) => match w.witness(&signed.checkpoint, &self.store).await {
+                Ok(witnessed) => {
+                    SignedCheckpoint::witnessed(signed.checkpoint, signed.note, Some(witnessed))
+                }
+                Err(why) => {
+                    tracing::warn!(size, %why, "checkpoint not published: no witness quorum");
+                    self.due = Instant::now() + self.interval.min(WITNESS_RETRY);
+                    return Ok(());
+                }
+            },
+        };
         // Served first, logged second: the note a follower fetches is never older than a
         // checkpoint entry it has already read from the log.
         self.store.put_latest_note(&signed.json)?;
-        tracing::debug!(size, time, sign_ms, "checkpoint signed");
-        {
-            let mut p = write(&self.published);
-            p.checkpoint = Some(signed.clone());
-            p.last_checkpoint_sign_ms = sign_ms;
-        }
+        write(&self.published).checkpoint = Some(signed.clone());
         if self.owes_checkpoint() {
             let event = Event::Checkpoint {
                 size,
@@ -585,11 +644,10 @@ impl Publisher {
             };
             self.writer.submit(Command::Append { event }, None).await?;
             self.last_logged_checkpoint = size;
-            // Our own entry, folded while the fence is held, so that it alone does not wake
+            // Our own entry, folded now, so that it alone does not wake
             // another round (a fence and a fold for nothing after every change).
             self.fold()?;
         }
-        self.last_time = time;
         self.due = Instant::now() + self.interval;
         Ok(())
     }

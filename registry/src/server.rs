@@ -91,9 +91,10 @@ pub async fn start_journaled(
     let (writer, writer_thread) =
         Writer::start_journaled(store.clone(), manager.clone(), health.clone(), journal)?;
     let published = publisher::load(&store, &manager)?;
-    let (checkpoint_interval, clock) = (
+    let (checkpoint_interval, clock, witnesses) = (
         config.publisher.checkpoint_interval,
         config.publisher.clock.clone(),
+        config.publisher.witnesses.clone(),
     );
     let publisher = tokio::spawn(publisher::run(
         store.clone(),
@@ -145,6 +146,7 @@ pub async fn start_journaled(
         backups: config.backups,
         checkpoint_interval,
         clock,
+        witnesses,
         started: std::time::Instant::now(),
     });
     let addr = listener.local_addr().map_err(|e| store::Error::Corrupt {

@@ -23,6 +23,7 @@ async fn start(clock: Arc<OffsetClock>) -> (tempfile::TempDir, server::Running) 
             checkpoint_interval: Duration::from_millis(200),
             clock,
             clock_tolerance: Duration::from_secs(5),
+            witnesses: None,
         },
         ..support::config("clock-test-admin-token")
     };

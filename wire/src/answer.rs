@@ -189,6 +189,14 @@ pub struct CheckpointEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub note: Option<Note>,
+    /// The same tree (origin, size, root) as a witnessed C2SP checkpoint note: signed by
+    /// the group's ML-DSA-44 log key and cosigned by the witnesses of the gateway's policy
+    /// (docs/witnesses.md). Verify it against your own policy: a quorum of cosignatures, each
+    /// no older than your maximum age. Absent when the gateway has no witness policy, and
+    /// in the items of a batch answer (like `note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub witnessed: Option<Note>,
 }
 
 /// A signed checkpoint note as an answer carries it: the text, and its JSON string form made
@@ -271,6 +279,7 @@ impl Freshness {
         let mut f = self.clone();
         if let Some(c) = &mut f.checkpoint {
             c.note = None;
+            c.witnessed = None;
         }
         f
     }

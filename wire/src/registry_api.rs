@@ -229,6 +229,11 @@ pub struct StoredNote {
     pub time_unix_ms: u64,
     /// The signed note (docs/checkpoints.md).
     pub note: String,
+    /// The same checkpoint as a witnessed C2SP note (origin, size and root only), signed
+    /// by the group's ML-DSA-44 log key and cosigned by a quorum of the registry's
+    /// witnesses (docs/witnesses.md); absent when the registry has no witnesses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witnessed: Option<String>,
 }
 
 fn round3() -> String {

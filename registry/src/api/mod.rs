@@ -56,6 +56,9 @@ pub struct AppState {
     pub checkpoint_interval: std::time::Duration,
     /// the clock notes are dated by (the publisher's)
     pub clock: Arc<dyn dgsp_http::clock::Clock>,
+    /// the witnesses whose quorum the publisher waits for, and the log key (`None`: no
+    /// witnesses)
+    pub witnesses: Option<Arc<crate::witnessing::Witnesses>>,
     /// why this group's log cannot be served as tiles (`dgsp_wire::tiles::check_params`:
     /// an entry kind of its parameter set does not fit a bundle); `None` when it can
     pub tiles_unavailable: Option<String>,
@@ -174,7 +177,14 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
         Some(t) => Duration::from_millis(s.clock.now_ms().saturating_sub(t)),
         None => s.started.elapsed(),
     };
-    if let Some(overdue) = checkpoint_overdue(age, signed.is_some(), s.checkpoint_interval) {
+    if let Some(mut overdue) = checkpoint_overdue(age, signed.is_some(), s.checkpoint_interval) {
+        if let Some(w) = &s.witnesses {
+            overdue.detail = format!(
+                "{}; checkpoints are published only once the witnesses' quorum cosigns them: {}",
+                overdue.detail,
+                witness_summary(w)
+            );
+        }
         return overdue.into_response();
     }
     match s.store.head() {
@@ -186,9 +196,17 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
                 ),
                 _ => String::new(),
             };
+            let witnesses = s
+                .witnesses
+                .as_ref()
+                .map(|w| format!("; witnesses: {}", witness_summary(w)))
+                .unwrap_or_default();
             (
                 StatusCode::OK,
-                format!("ready: log head {}, snapshot {snapshot}{note}\n", head.seq),
+                format!(
+                    "ready: log head {}, snapshot {snapshot}{note}{witnesses}\n",
+                    head.seq
+                ),
             )
                 .into_response()
         }
@@ -200,6 +218,26 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
         )
         .into_response(),
     }
+}
+
+/// Each witness in a word: `name ok (size N)` or `name failing N× (why)`.
+fn witness_summary(w: &crate::witnessing::Witnesses) -> String {
+    let mut parts: Vec<String> = w
+        .status()
+        .iter()
+        .map(|st| match &st.last_error {
+            None if st.last_success_unix.is_some() => {
+                format!("{} answers (cosigned size {})", st.name, st.size)
+            }
+            None => format!("{} not asked yet", st.name),
+            Some(e) => format!(
+                "{} failing ({}× in a row: {e})",
+                st.name, st.consecutive_failures
+            ),
+        })
+        .collect();
+    parts.extend(w.unreachable().iter().map(|n| format!("{n} has no URL")));
+    parts.join(", ")
 }
 
 /// 503 `checkpoint-overdue` when the newest signed checkpoint is `age` old, more than twice
@@ -254,6 +292,7 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/v1/log/entries", get(public::entries))
         .route("/v1/checkpoint", get(public::checkpoint))
         .route("/v1/log/checkpoint", get(tiles::checkpoint))
+        .route("/v1/log/key", get(public::log_key))
         .route("/v1/log/tile/{*path}", get(tiles::tile))
         .route("/v1/log/snapshot/{*path}", get(tiles::snapshot))
         .route("/v1/revocations/snapshot", get(public::latest_snapshot))

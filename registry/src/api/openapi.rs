@@ -19,7 +19,7 @@ use super::{admin, public, tiles};
     paths(
         admin::join, admin::join_bulk, admin::members, admin::member, admin::issue, admin::revoke, admin::open,
         admin::backup,
-        public::group, public::entries, public::checkpoint, public::latest_snapshot,
+        public::group, public::entries, public::checkpoint, public::log_key, public::latest_snapshot,
         public::snapshot, public::proof, tiles::checkpoint, tiles::tile, tiles::snapshot
     ),
     components(schemas(dgsp_http::problem::Problem)),

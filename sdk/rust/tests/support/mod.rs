@@ -108,6 +108,7 @@ impl Group {
                     time_unix_ms: T - 500,
                     snapshot_number: Some(2),
                     note: Some(Note::new(self.note(&self.s2, T - 500))),
+                    witnessed: None,
                 }),
                 age_ms: Some(500),
                 max_staleness_ms: 60_000,
