@@ -166,6 +166,14 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
         check_witnessed(&cp, &policy, &group);
     }
 
+    let metrics = support::get_text(&client, format!("{url}/metrics")).await;
+    for w in ["omniwitness", "litewitness"] {
+        assert!(
+            metrics.contains(&format!("dgsp_registry_witness_up{{witness=\"{w}\"}} 1")),
+            "{metrics}"
+        );
+    }
+
     // litewitness stops answering: nothing newer is published, writes still succeed.
     let lite_pid = witnesses.dir.join("litewitness/litewitness.pid");
     signal(&lite_pid, "STOP");
@@ -190,6 +198,13 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
     assert!(
         body.contains("checkpoint-overdue") && body.contains("litewitness failing"),
         "{body}"
+    );
+
+    let metrics = support::get_text(&client, format!("{url}/metrics")).await;
+    assert!(
+        metrics.contains("dgsp_registry_witness_up{witness=\"litewitness\"} 0")
+            && metrics.contains("dgsp_registry_witness_up{witness=\"omniwitness\"} 1"),
+        "{metrics}"
     );
 
     // It answers again: publication resumes and covers the write.

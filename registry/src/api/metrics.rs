@@ -5,6 +5,7 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use dgsp_witness::WitnessStatus;
 
 use super::Shared;
 
@@ -57,6 +58,56 @@ fn render_issuance(s: &Shared, out: &mut String) {
     );
 }
 
+/// One labelled gauge per witness of the policy.
+fn render_witnesses(w: &crate::witnessing::Witnesses, out: &mut String) {
+    let status = w.status();
+    let p = "dgsp_registry_witness";
+    let family =
+        |out: &mut String, name: &str, help: &str, value: &dyn Fn(&WitnessStatus) -> String| {
+            out.push_str(&format!(
+                "# HELP {p}_{name} {help}\n# TYPE {p}_{name} gauge\n"
+            ));
+            for st in &status {
+                out.push_str(&format!(
+                    "{p}_{name}{{witness=\"{}\"}} {}\n",
+                    label(&st.name),
+                    value(st)
+                ));
+            }
+        };
+    family(
+        out,
+        "up",
+        "1 if the witness cosigned the last checkpoint submitted to it, 0 if that failed or none was yet.",
+        &|st| u8::from(st.last_error.is_none() && st.last_success_unix.is_some()).to_string(),
+    );
+    family(
+        out,
+        "consecutive_failures",
+        "Submissions to the witness failed in a row since its last cosignature.",
+        &|st| st.consecutive_failures.to_string(),
+    );
+    family(
+        out,
+        "cosigned_size",
+        "The tree size the witness last cosigned, as far as the registry knows (0: unknown).",
+        &|st| st.size.to_string(),
+    );
+    family(
+        out,
+        "last_cosigned_unix_seconds",
+        "When the witness last cosigned (POSIX seconds; 0: never since the start).",
+        &|st| st.last_success_unix.unwrap_or(0).to_string(),
+    );
+}
+
+/// A Prometheus label value: backslash, double quote and newline escaped.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 /// Middleware: counts every request by method, matched route and status.
 pub async fn track(State(s): State<Shared>, req: Request, next: Next) -> Response {
     s.metrics.observe(req, next).await
@@ -92,6 +143,9 @@ pub async fn render(State(s): State<Shared>) -> impl IntoResponse {
         u64::from(s.health.halted().is_some()),
     );
     render_issuance(&s, &mut out);
+    if let Some(w) = &s.witnesses {
+        render_witnesses(w, &mut out);
+    }
     {
         let p = crate::publisher::read(&s.published);
         let number = p.snapshot.as_ref().map_or(0, |snap| snap.record.number);
