@@ -21,6 +21,11 @@ pub struct AnswerReport {
     pub gateway_valid: bool,
     /// Every check, in order, by its stable name (the constants of [`evidence`]).
     pub checks: Checks,
+    /// Whether the checkpoint's witnesses were checked ([`evidence::WITNESSED_CHECKPOINT`],
+    /// [`evidence::WITNESS_QUORUM`]): only when the trust root has a witness policy
+    /// ([`TrustRoot::with_witness_policy`]). When false, nothing excludes a checkpoint the
+    /// group key signed for this caller alone (a split view).
+    pub witnesses_checked: bool,
 }
 
 impl AnswerReport {
@@ -67,6 +72,9 @@ impl TrustRoot {
         let sig = Self::decode_signature(signature)?;
         let mut checks = Checks::default();
         let cp = evidence::check_answer(self.key(), message, &sig, answer, policy, &mut checks);
+        if let Some(witnesses) = self.witness_policy() {
+            evidence::check_witnesses(witnesses, answer, cp.as_ref(), policy, &mut checks);
+        }
         if let Some(cp) = cp {
             evidence::check_snapshot(self.key(), &sig, answer, &cp, snapshot, policy, &mut checks);
         }
@@ -75,6 +83,7 @@ impl TrustRoot {
             gateway_status: answer.status.label().to_owned(),
             gateway_valid: answer.valid,
             checks,
+            witnesses_checked: self.witness_policy().is_some(),
         })
     }
 }

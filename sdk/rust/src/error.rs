@@ -19,10 +19,11 @@ pub enum Error {
     /// The signature does not verify under the group key (or belongs to another group).
     #[error("signature: {0}")]
     Signature(String),
-    /// A signed checkpoint or snapshot does not verify under the group key.
+    /// A signed checkpoint, snapshot or log-key statement does not verify under the group
+    /// key.
     #[error("{what}: {detail}")]
     BadSignedObject {
-        /// `checkpoint` or `snapshot`
+        /// `checkpoint`, `snapshot` or `log-key statement`
         what: &'static str,
         /// why
         detail: String,

@@ -4,8 +4,10 @@
 //! not more than the policy's tolerance ahead of the caller's clock);
 //! the snapshot that note names (its signature, and that the note names exactly it: number
 //! and record hash); the revocation proof in the answer against that snapshot, for the zeta
-//! read from the signature itself; and optionally a minimum snapshot number. Any failure is
-//! a negative verdict. `dgsp-manager verify --group-key` and the SDKs report these names.
+//! read from the signature itself; optionally a minimum snapshot number; and, when the trust
+//! root has a witness policy, the answer's witnessed checkpoint and its witnesses' quorum
+//! ([`check_witnesses`]). Any failure is a negative verdict. `dgsp-manager verify
+//! --group-key` and the SDKs report these names.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -14,6 +16,9 @@ use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::revocation::{verify_revocation, Membership, RevocationProof, SignedSnapshot};
 use dgsp_core::{ManagerPublicKey, Signature};
 use dgsp_wire::answer::{Status, VerifyAnswer};
+use dgsp_wire::note::{
+    verify_witnessed, CheckpointBody, Policy as WitnessPolicy, SignedNote, WitnessedError,
+};
 use serde::Serialize;
 
 /// The gateway's own verdict: `ok`, not stale, not revoked or pending a snapshot.
@@ -28,6 +33,17 @@ pub const CHECKPOINT_AGE: &str = "checkpoint_age";
 /// caller's clock: a note from the future has age 0 by any clock, so it would pass
 /// [`CHECKPOINT_AGE`] for as long as the registry's clock was ahead.
 pub const FUTURE_CHECKPOINT: &str = "future_checkpoint";
+/// Only with a witness policy in the trust root: the answer carries a witnessed checkpoint
+/// (`freshness.checkpoint.witnessed`), signed by the policy's log key for its origin, that
+/// signature no older than the maximum age nor more than the tolerance ahead, naming the
+/// same origin, size and root as the group-signed checkpoint note.
+pub const WITNESSED_CHECKPOINT: &str = "witnessed_checkpoint";
+/// Only with a witness policy in the trust root: every cosignature on the witnessed
+/// checkpoint by a policy witness verifies (one over another tree, or replayed from an
+/// older one, fails this), and the witnesses whose cosignatures are no older than the
+/// maximum age (nor more than the tolerance ahead) meet the policy's quorum. The detail
+/// names the witnesses that counted and those whose cosignatures were too old.
+pub const WITNESS_QUORUM: &str = "witness_quorum";
 /// The snapshot the checkpoint names verifies under the group key.
 pub const SNAPSHOT_SIGNATURE: &str = "snapshot_signature";
 /// The checkpoint names that snapshot (number and record hash), and the answer's proof is
@@ -213,6 +229,176 @@ fn when(cp: &Checkpoint, now_unix_ms: u64) -> String {
             cp.age_ms(now_unix_ms).unwrap_or_default() as f64 / 1e3
         ),
     }
+}
+
+/// The policy's times in the witnesses' unit, seconds: now (rounded down), the maximum age
+/// (rounded down: never more lenient than the caller's milliseconds) and the clock
+/// tolerance (rounded up: cosignature timestamps are truncated to the second).
+fn witness_clock(policy: &Policy) -> (u64, u64, u64) {
+    (
+        policy.now_unix_ms / 1000,
+        policy.max_age_ms / 1000,
+        policy.clock_tolerance_ms.div_ceil(1000),
+    )
+}
+
+/// A witness timestamp (Unix s) relative to `now_s`, in words.
+fn ago_s(ts: u64, now_s: u64) -> String {
+    if ts > now_s {
+        format!("{} s ahead", ts - now_s)
+    } else {
+        format!("{} s ago", now_s - ts)
+    }
+}
+
+/// The checks of the answer's witnessed checkpoint against the trust root's witness
+/// policy ([`WITNESSED_CHECKPOINT`], [`WITNESS_QUORUM`]); `cp` is the group-signed
+/// checkpoint [`check_answer`] verified, if it did. The maximum age and the clock tolerance
+/// of `policy` apply to the log's and to every witness's timestamp: a cosignature older
+/// than the maximum age does not count towards the quorum.
+pub fn check_witnesses(
+    witnesses: &WitnessPolicy,
+    answer: &VerifyAnswer,
+    cp: Option<&Checkpoint>,
+    policy: &Policy,
+    checks: &mut Checks,
+) {
+    let Some(note) = answer
+        .freshness
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.witnessed.as_deref())
+    else {
+        checks.record(
+            WITNESSED_CHECKPOINT,
+            Err("the answer carries no witnessed checkpoint (freshness.checkpoint.witnessed), and the trust root's witness policy requires one".into()),
+        );
+        checks.record(
+            WITNESS_QUORUM,
+            Err("no witnessed checkpoint to count cosignatures on".into()),
+        );
+        return;
+    };
+    let (now_s, max_age_s, tolerance_s) = witness_clock(policy);
+    let parsed = SignedNote::parse(note)
+        .map_err(|e| format!("malformed witnessed checkpoint: {e}"))
+        .and_then(|n| {
+            CheckpointBody::parse(&n.body)
+                .map(|body| (n, body))
+                .map_err(|e| format!("malformed witnessed checkpoint: {e}"))
+        });
+    let same_tree = parsed
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|(_, body)| same_tree(body, cp));
+    let verdict = verify_witnessed(note, witnesses, now_s, Some(max_age_s), tolerance_s);
+    let log_part = match &verdict {
+        Ok(w) => Ok(format!(
+            "signed by the log key of {} at {} (Unix s, {})",
+            w.origin,
+            w.log_timestamp,
+            ago_s(w.log_timestamp, now_s)
+        )),
+        // The log's signature verified before the cosignatures were looked at.
+        Err(WitnessedError::BadCosignature { .. } | WitnessedError::QuorumNotMet { .. }) => Ok(
+            match parsed.as_ref().ok().and_then(|(n, body)| {
+                log_timestamp(n, witnesses, &body.origin).map(|ts| (ts, &body.origin))
+            }) {
+                Some((ts, origin)) => format!(
+                    "signed by the log key of {origin} at {ts} (Unix s, {})",
+                    ago_s(ts, now_s)
+                ),
+                None => "signed by the policy's log key, in time".to_owned(),
+            },
+        ),
+        Err(e @ WitnessedError::StaleLogSignature { .. }) => Err(format!("{e} of {max_age_s} s")),
+        Err(e @ WitnessedError::FutureLogSignature { .. }) => {
+            Err(format!("{e}, over the tolerance of {tolerance_s} s"))
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    checks.record(
+        WITNESSED_CHECKPOINT,
+        same_tree.and_then(|tree| log_part.map(|log| format!("{log}; {tree}"))),
+    );
+    checks.record(
+        WITNESS_QUORUM,
+        match verdict {
+            Ok(w) => {
+                let counted: Vec<String> = w
+                    .cosigners
+                    .iter()
+                    .map(|(name, ts)| format!("{name} ({})", ago_s(*ts, now_s)))
+                    .collect();
+                Ok(format!(
+                    "quorum {} met by {} (cosignatures no older than {max_age_s} s)",
+                    witnesses.quorum().unwrap_or("none"),
+                    if counted.is_empty() {
+                        "no witness".to_owned()
+                    } else {
+                        counted.join(", ")
+                    }
+                ))
+            }
+            Err(WitnessedError::BadCosignature { witness }) => Err(format!(
+                "the cosignature of witness {witness} does not verify on this checkpoint (a cosignature of another tree, or replayed from an older one)"
+            )),
+            Err(WitnessedError::QuorumNotMet { have, stale }) => {
+                let mut words = format!(
+                    "quorum {} not met: counted {}",
+                    witnesses.quorum().unwrap_or("none"),
+                    if have.is_empty() {
+                        "no witness".to_owned()
+                    } else {
+                        have.join(", ")
+                    }
+                );
+                if !stale.is_empty() {
+                    words.push_str(&format!(
+                        "; not counted, their cosignatures older than {max_age_s} s or more than {tolerance_s} s ahead: {}",
+                        stale.join(", ")
+                    ));
+                }
+                Err(words)
+            }
+            Err(_) => Err("cosignatures not counted: the witnessed checkpoint was refused".into()),
+        },
+    );
+}
+
+/// The newest timestamp of the note's signature lines by the policy's log keys for
+/// `origin` (lines already verified by [`verify_witnessed`]).
+fn log_timestamp(note: &SignedNote, witnesses: &WitnessPolicy, origin: &str) -> Option<u64> {
+    let keys: Vec<_> = witnesses.log_keys(origin).collect();
+    note.signatures
+        .iter()
+        .filter(|l| {
+            keys.iter()
+                .any(|k| k.name == l.name && k.key_id == l.key_id && k.kind.is_timestamped())
+        })
+        .filter_map(|l| Some(u64::from_be_bytes(l.sig.get(..8)?.try_into().ok()?)))
+        .max()
+}
+
+/// Whether the witnessed note's checkpoint is the group-signed one's tree: same origin,
+/// size and root.
+fn same_tree(body: &CheckpointBody, cp: Option<&Checkpoint>) -> Result<String, String> {
+    let cp = cp.ok_or("no verified group-signed checkpoint to compare it with")?;
+    if body.origin != cp.origin || body.size != cp.size || body.root != cp.root {
+        return Err(format!(
+            "another tree than the group-signed checkpoint: {} size {} root {}, against {} size {} root {}",
+            body.origin,
+            body.size,
+            hex::encode(body.root),
+            cp.origin,
+            cp.size,
+            hex::encode(cp.root)
+        ));
+    }
+    Ok(format!(
+        "same origin, size ({}) and root as the group-signed checkpoint",
+        cp.size
+    ))
 }
 
 /// The checks against the snapshot the checkpoint names (`fetched`: the snapshot served

@@ -24,7 +24,10 @@
 //!   signed checkpoint note in the answer (group key, this group's log, signed time no older
 //!   than the policy allows), the signed snapshot that checkpoint names (its signature, and
 //!   that the checkpoint names exactly it), and the revocation proof against it for the
-//!   zeta read from the signature itself. Each check is reported by a stable name.
+//!   zeta read from the signature itself. Each check is reported by a stable name. With a
+//!   witness policy in the trust root ([`TrustRoot::with_witness_policy`]), also the
+//!   answer's witnessed checkpoint: the group's log key signed the same tree, and a quorum
+//!   of the policy's witnesses cosigned it, each within the maximum age.
 //! - [`TrustRoot::judge`]: whether `(id, pi)` is the correct opening of a signature.
 //! - [`TrustRoot::verify_checkpoint`] and [`TrustRoot::verify_snapshot`]: a signed
 //!   checkpoint note or snapshot on its own.
@@ -43,6 +46,10 @@ pub use error::Error;
 pub use evidence::{Check, Checks, Policy};
 pub use judge::JudgeReport;
 pub use trust::{CheckpointInfo, SignatureInfo, SnapshotInfo, TrustRoot};
+
+/// A witness policy (`c2sp.org/tlog-policy`), as [`TrustRoot::with_witness_policy`] reads
+/// it.
+pub use dgsp_wire::note::Policy as WitnessPolicy;
 
 /// The wire types this crate reads (gateway answers, snapshots), re-exported.
 pub use dgsp_wire as wire;

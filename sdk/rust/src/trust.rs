@@ -2,18 +2,22 @@
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use dgsp_core::checkpoint::Checkpoint;
+use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_core::revocation::SignedSnapshot;
 use dgsp_core::{ManagerPublicKey, ParamSet, Signature};
+use dgsp_wire::note::{Policy as WitnessPolicy, Vkey};
 use serde::Serialize;
 
 use crate::error::Error;
 
-/// The group a caller trusts: its manager public key. Everything this crate checks is
-/// checked under it; nothing else is trusted.
+/// The group a caller trusts: its manager public key and, optionally, a witness policy
+/// (`c2sp.org/tlog-policy`: the group's log key, the witnesses, the quorum; see
+/// [`TrustRoot::with_witness_policy`]). Everything this crate checks is checked under them;
+/// nothing else is trusted.
 #[derive(Clone, Debug)]
 pub struct TrustRoot {
     group: ManagerPublicKey,
+    witnesses: Option<WitnessPolicy>,
 }
 
 /// What a verified signature shows.
@@ -81,7 +85,93 @@ impl SnapshotInfo {
 impl TrustRoot {
     /// The root for `key`.
     pub fn new(key: ManagerPublicKey) -> Self {
-        TrustRoot { group: key }
+        TrustRoot {
+            group: key,
+            witnesses: None,
+        }
+    }
+
+    /// This root with a witness policy (`c2sp.org/tlog-policy` text, `docs/witnesses.md`,
+    /// "Policy grammar we accept"): [`TrustRoot::check_answer`] then also requires the
+    /// answer's witnessed checkpoint, signed by the policy's log key and cosigned by a
+    /// quorum of its witnesses ([`crate::evidence::WITNESSED_CHECKPOINT`],
+    /// [`crate::evidence::WITNESS_QUORUM`]).
+    ///
+    /// The policy must parse (the error names the line) and have a `log` line for this
+    /// group's origin (`dgsp/<32 hex>`). With `log_key_statement` (the group key's
+    /// statement naming its log key, as the registry serves it at `GET /v1/log/key`), the
+    /// statement must verify under the group key and name the very key of the policy's
+    /// `log` line for this origin (the only one): so a caller who holds only the group key
+    /// knows the policy's log key is the group's. Without it, the policy's log key is
+    /// trusted as given.
+    pub fn with_witness_policy(
+        self,
+        policy_text: &str,
+        log_key_statement: Option<&str>,
+    ) -> Result<Self, Error> {
+        let policy = WitnessPolicy::parse(policy_text)
+            .map_err(|e| Error::TrustRoot(format!("witness policy: {e}")))?;
+        let origin = origin_for(&self.group);
+        let logs: Vec<&Vkey> = policy.log_keys(&origin).collect();
+        if logs.is_empty() {
+            return Err(Error::TrustRoot(format!(
+                "witness policy: no log line for this group's origin {origin}"
+            )));
+        }
+        if let Some(statement) = log_key_statement {
+            let named = self.log_key(statement)?;
+            if let Some(other) = logs.iter().find(|k| **k != &named) {
+                return Err(Error::TrustRoot(format!(
+                    "witness policy: the log line's key {}+{} is not the key the group's \
+                     log-key statement names ({}+{})",
+                    other.name,
+                    hex::encode(other.key_id),
+                    named.name,
+                    hex::encode(named.key_id)
+                )));
+            }
+        }
+        Ok(TrustRoot {
+            witnesses: Some(policy),
+            ..self
+        })
+    }
+
+    /// The policy `log` line of this group's log key, from the group key's log-key
+    /// statement (verified under the group key): `log <vkey>\n`, to start a witness policy
+    /// from when all a caller holds is the group key.
+    pub fn log_line_from_statement(&self, log_key_statement: &str) -> Result<String, Error> {
+        Ok(format!("log {}\n", self.log_key(log_key_statement)?))
+    }
+
+    /// The log key a log-key statement names, the statement verified under the group key.
+    fn log_key(&self, statement: &str) -> Result<Vkey, Error> {
+        let s = self
+            .group
+            .verify_log_key(statement)
+            .map_err(|e| Error::BadSignedObject {
+                what: "log-key statement",
+                detail: e.to_string(),
+            })?;
+        let vkey = Vkey::parse(&s.vkey).map_err(|e| Error::BadSignedObject {
+            what: "log-key statement",
+            detail: format!("the key it names is no verifier key: {e}"),
+        })?;
+        if vkey.name != s.origin {
+            return Err(Error::BadSignedObject {
+                what: "log-key statement",
+                detail: format!(
+                    "the key it names is called {:?}, not the log's origin {}",
+                    vkey.name, s.origin
+                ),
+            });
+        }
+        Ok(vkey)
+    }
+
+    /// The witness policy, if this root has one.
+    pub fn witness_policy(&self) -> Option<&WitnessPolicy> {
+        self.witnesses.as_ref()
     }
 
     /// The root from the key's encoding.

@@ -17,10 +17,11 @@ use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
 use dgsp_core::{ParamSet, Signature};
 use dgsp_verifier::evidence::DEFAULT_CLOCK_TOLERANCE_MS;
 use dgsp_verifier::wire::answer::{Note, ProofRef, SnapshotRef, Status, VerifyAnswer};
+use dgsp_verifier::wire::note::MlDsaCosigner;
 use dgsp_verifier::wire::snapshot::snapshot_json;
 use dgsp_verifier::{Policy, TrustRoot};
 use serde_json::{json, Value};
-use support::{Group, MSG, T};
+use support::{witnesses, Group, MSG, ROOT, SIZE, T, T_S};
 
 fn vectors_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../vectors/conformance.json")
@@ -62,7 +63,12 @@ fn d(v: &Value) -> Vec<u8> {
 /// What this SDK says about one case, in the vectors' `expect` form.
 fn run(groups: &serde_json::Map<String, Value>, case: &Value) -> Value {
     let key = d(&groups[case["group"].as_str().unwrap()]);
-    let root = match TrustRoot::from_key_bytes(&key) {
+    let root =
+        TrustRoot::from_key_bytes(&key).and_then(|r| match case["witness_policy"].as_str() {
+            Some(text) => r.with_witness_policy(text, case["log_key_statement"].as_str()),
+            None => Ok(r),
+        });
+    let root = match root {
         Ok(r) => r,
         Err(e) => return json!({"error": kind(&e)}),
     };
@@ -350,6 +356,8 @@ fn generate() -> Value {
         now.clone(),
     ));
 
+    witnessed_cases(&f, &mut cases);
+
     let opening = a.manager.open(MSG, &a.alice).unwrap();
     for (name, id, sig) in [
         ("a: judge, correct opening", opening.id, &a.alice),
@@ -378,6 +386,139 @@ fn generate() -> Value {
         case["expect"] = expect;
     }
     doc
+}
+
+/// An answer case checked with `witness_policy` (and the log-key statement, when given) in
+/// the trust root.
+fn witnessed_case(
+    name: &str,
+    g: &Group,
+    answer: &VerifyAnswer,
+    witness_policy: &str,
+    statement: Option<&str>,
+) -> Value {
+    let mut case = answer_case(
+        name,
+        "fips205",
+        &g.alice,
+        answer,
+        Some(&g.s2),
+        policy(T, None),
+    );
+    case["witness_policy"] = json!(witness_policy);
+    case["log_key_statement"] = json!(statement);
+    case
+}
+
+/// The witness cases (issue 28), on the FIPS 205 group (its key, and so its origin and log
+/// key, come from the seeded generator: with the fixed witness seeds and deterministic
+/// ML-DSA-44 signing, every witnessed note is the same at each regeneration): policy w1 w2
+/// w3, two of three; cosignatures 1 s old unless said otherwise; maximum age 300 s.
+fn witnessed_cases(a: &Group, cases: &mut Vec<Value>) {
+    let [w1, w2, w3, w4] = witnesses();
+    let policy_text = a.witness_policy();
+    let statement = a.log_key_statement();
+    let fresh = T_S - 1;
+    let at = |cosigs: &[String]| {
+        a.answer_witnessed(&a.alice, Some(a.witnessed(SIZE, &ROOT, fresh, cosigs)))
+    };
+    let good = |w| a.cosign(w, SIZE, &ROOT, fresh);
+    let case = |name: &str, answer: &VerifyAnswer| {
+        witnessed_case(name, a, answer, &policy_text, Some(&statement))
+    };
+    let met = at(&[good(&w1), good(&w2)]);
+    cases.push(case("fips205: witnessed, quorum met", &met));
+    cases.push(witnessed_case(
+        "fips205: witnessed, quorum met, policy without the log-key statement",
+        a,
+        &met,
+        &policy_text,
+        None,
+    ));
+    let short = at(&[good(&w1)]);
+    cases.push(case("fips205: witnessed, one cosignature short", &short));
+    cases.push(answer_case(
+        "fips205: witnessed, one cosignature short, no witness policy",
+        "fips205",
+        &a.alice,
+        &short,
+        Some(&a.s2),
+        policy(T, None),
+    ));
+    cases.push(case(
+        "fips205: witnessed, a cosignature over another tree",
+        &at(&[good(&w1), a.cosign(&w2, SIZE, &[8; 32], fresh), good(&w3)]),
+    ));
+    cases.push(case(
+        "fips205: witnessed, a replayed old cosignature",
+        &at(&[good(&w1), a.cosign(&w2, SIZE - 1, &[6; 32], fresh - 200)]),
+    ));
+    cases.push(case(
+        "fips205: witnessed, a witness not in the policy",
+        &at(&[good(&w1), good(&w4)]),
+    ));
+    cases.push(case(
+        "fips205: witnessed, a stale witness timestamp",
+        &at(&[good(&w1), a.cosign(&w2, SIZE, &ROOT, T_S - 400)]),
+    ));
+    cases.push(case(
+        "fips205: witnessed, a witness timestamp from the future",
+        &at(&[good(&w1), a.cosign(&w2, SIZE, &ROOT, T_S + 600)]),
+    ));
+    cases.push(case(
+        "fips205: witnessed, a stale log signature",
+        &a.answer_witnessed(
+            &a.alice,
+            Some(a.witnessed(SIZE, &ROOT, T_S - 400, &[good(&w1), good(&w2)])),
+        ),
+    ));
+    let other_root = [9; 32];
+    cases.push(case(
+        "fips205: witnessed checkpoint of another tree than the group-signed one",
+        &a.answer_witnessed(
+            &a.alice,
+            Some(a.witnessed(
+                SIZE + 1,
+                &other_root,
+                fresh,
+                &[
+                    a.cosign(&w1, SIZE + 1, &other_root, fresh),
+                    a.cosign(&w2, SIZE + 1, &other_root, fresh),
+                ],
+            )),
+        ),
+    ));
+    cases.push(case(
+        "fips205: no witnessed checkpoint, witness policy required",
+        &a.answer(&a.alice),
+    ));
+    // Trust roots that do not hold: a log key of the group's origin that the statement
+    // does not name, a policy for another log only.
+    let log_of = |origin: &str| MlDsaCosigner::from_seed(origin, &[9; 32]).unwrap().vkey();
+    let mut foreign = case(
+        "fips205: witness policy whose log key is not the statement's",
+        &met,
+    );
+    foreign["witness_policy"] =
+        json!(policy_text.replace(&a.log_key().vkey(), &log_of(a.log_key().name())));
+    cases.push(foreign);
+    cases.push(witnessed_case(
+        "fips205: witness policy with no log line for the group",
+        a,
+        &met,
+        &policy_text.replace(
+            &a.log_key().vkey(),
+            &log_of("dgsp/00000000000000000000000000000000"),
+        ),
+        None,
+    ));
+    cases.push(witnessed_case(
+        "fips205: witness policy that does not parse",
+        a,
+        &met,
+        &policy_text.replace("quorum two-of-three", "quorum three-of-three"),
+        None,
+    ));
 }
 
 /// The verdicts the cases were written for, so a regenerated file that an SDK bug made
@@ -466,6 +607,42 @@ fn vectors_read_as_intended() {
         expect("a: checkpoint note edited after signing")["valid"],
         false
     );
+    assert!(valid("fips205: witnessed, quorum met"));
+    assert!(valid(
+        "fips205: witnessed, quorum met, policy without the log-key statement"
+    ));
+    assert!(valid(
+        "fips205: witnessed, one cosignature short, no witness policy"
+    ));
+    for name in [
+        "fips205: witnessed, one cosignature short",
+        "fips205: witnessed, a cosignature over another tree",
+        "fips205: witnessed, a replayed old cosignature",
+        "fips205: witnessed, a witness not in the policy",
+        "fips205: witnessed, a stale witness timestamp",
+        "fips205: witnessed, a witness timestamp from the future",
+    ] {
+        assert_eq!(failed(name), json!(["witness_quorum"]), "{name}");
+    }
+    assert_eq!(
+        failed("fips205: witnessed, a stale log signature"),
+        json!(["witnessed_checkpoint", "witness_quorum"])
+    );
+    assert_eq!(
+        failed("fips205: witnessed checkpoint of another tree than the group-signed one"),
+        json!(["witnessed_checkpoint"])
+    );
+    assert_eq!(
+        failed("fips205: no witnessed checkpoint, witness policy required"),
+        json!(["witnessed_checkpoint", "witness_quorum"])
+    );
+    for name in [
+        "fips205: witness policy whose log key is not the statement's",
+        "fips205: witness policy with no log line for the group",
+        "fips205: witness policy that does not parse",
+    ] {
+        assert_eq!(expect(name)["error"], "trust_root", "{name}");
+    }
     assert_eq!(expect("a: judge, correct opening")["correct"], true);
     assert_eq!(expect("a: judge, wrong member")["opening_matches"], false);
     assert_eq!(expect("a: judge, another signature")["correct"], false);
