@@ -117,6 +117,14 @@ pub struct ServeArgs {
     /// `sdk/js/build.sh`: the page and its WebAssembly verifier); no page without it.
     #[arg(long, env = "DGSP_GATEWAY_WEB_DIR", value_name = "DIR")]
     pub web_dir: Option<PathBuf>,
+    /// A witness policy (C2SP tlog-policy: `log`, `witness`, `group`, `quorum` lines): the
+    /// registry's checkpoints must come with a witnessed note cosigned by the policy's
+    /// quorum, its `log` line must name this group's log key (as the registry's
+    /// `GET /v1/log/key` states it), and answers are fresh only as of such a checkpoint,
+    /// its cosignatures no older than --max-staleness-secs (docs/witnesses.md, "Gateways").
+    /// Not yet with --tiles.
+    #[arg(long, env = "DGSP_WITNESS_POLICY", value_name = "FILE")]
+    pub witness_policy: Option<PathBuf>,
     /// Pause between feed polls once caught up, in milliseconds.
     #[arg(long, env = "DGSP_GATEWAY_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
@@ -181,6 +189,14 @@ impl ServeArgs {
         if self.max_staleness_secs == 0 {
             return Err("--max-staleness-secs must be at least 1".into());
         }
+        if self.witness_policy.is_some() && self.tiles.is_some() {
+            return Err(crate::server::WITNESS_TILES.into());
+        }
+        let witness_policy = self
+            .witness_policy
+            .as_deref()
+            .map(crate::witness::WitnessPolicy::load)
+            .transpose()?;
         let anchor = crate::anchor::parse(&self.group_key)?;
         let mut c = Config::new(
             self.registry.clone().unwrap_or_default(),
@@ -203,6 +219,7 @@ impl ServeArgs {
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
         c.follow.max_pending_bytes = self.max_pending_bytes;
+        c.witness_policy = witness_policy.map(std::sync::Arc::new);
         c.tiles = self.tiles.as_ref().map(|url| {
             let mut t = crate::tiles::TilesConfig::new(url);
             t.poll = c.follow.poll;

@@ -48,6 +48,11 @@ impl WallClock {
         WallClock { tolerance, ..self }
     }
 
+    /// How far ahead of this clock a signed time may be.
+    pub fn tolerance(&self) -> Duration {
+        self.tolerance
+    }
+
     /// Now, Unix milliseconds.
     pub fn now_unix_ms(&self) -> u64 {
         self.source.now_ms()

@@ -11,7 +11,8 @@
 //! (RocksDB), [`state`] (the view in service, sync status), [`pool`] (bounded verification
 //! threads that coalesce signatures into engine batches), [`tiles`] (starting from and
 //! following the log's tiles and snapshot bundle, `--tiles`), [`layout`] (HTTP and verify threads
-//! sized from the cores), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
+//! sized from the cores), [`witness`] (the witness policy a checkpoint's cosignatures must
+//! meet, `--witness-policy`), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -27,3 +28,4 @@ pub mod replica;
 pub mod server;
 pub mod state;
 pub mod tiles;
+pub mod witness;

@@ -20,6 +20,7 @@ use crate::pool::{PoolConfig, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
 use crate::replica::Replica;
 use crate::state::{SyncStatus, View};
 use crate::tiles::{TileFollower, TilesConfig};
+use crate::witness::WitnessPolicy;
 
 /// Everything `serve` is configured with.
 #[derive(Clone, Debug)]
@@ -49,6 +50,10 @@ pub struct Config {
     /// Follow the log through its tiles instead of the registry's feed (`--tiles`): an
     /// empty replica starts from the newest checkpoint and the snapshot it names.
     pub tiles: Option<TilesConfig>,
+    /// The witness policy (`--witness-policy`): the registry's checkpoints must carry a
+    /// quorum of its witnesses' cosignatures, and answers are fresh only as of such a
+    /// checkpoint (docs/witnesses.md, "Gateways"). Not yet with `tiles`.
+    pub witness_policy: Option<Arc<WitnessPolicy>>,
 }
 
 impl Config {
@@ -65,6 +70,7 @@ impl Config {
             resolve_attempts: 0,
             clock: WallClock::system(),
             tiles: None,
+            witness_policy: None,
         }
     }
 }
@@ -107,7 +113,11 @@ pub struct Running {
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Opens the replica, pins the group, starts the follower and serves on `listener`.
-pub async fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
+pub async fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
+    if config.witness_policy.is_some() && config.tiles.is_some() {
+        return Err(StartError::Config(WITNESS_TILES.into()));
+    }
+    config.follow.witness_max_age = config.api.max_staleness;
     let pool = VerifyPool::new(&PoolConfig {
         workers: workers_for(&config),
         capacity: queue_for(&config)?,
@@ -137,7 +147,11 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
             pk
         }
     };
-    let view = View::resume(group, loaded).map_err(StartError::Anchor)?;
+    if let Some(policy) = &config.witness_policy {
+        check_witnessing(&config, &group, policy.clone()).await?;
+    }
+    let view = View::resume(group, loaded, config.witness_policy.clone(), &config.clock)
+        .map_err(StartError::Anchor)?;
     tracing::info!(
         group = %hex::encode(view.group.fingerprint()),
         applied = view.applied.seq,
@@ -201,6 +215,36 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<Running, Sta
         follower,
         replica_closed,
     })
+}
+
+/// Why `--witness-policy` and `--tiles` are refused together.
+pub const WITNESS_TILES: &str = "--witness-policy with --tiles is not supported yet: the tiles carry no witnessed checkpoint; follow the registry's feed (--registry) to demand a witness quorum";
+
+/// With a witness policy, at start: the policy must have a `log` line for this group's
+/// log, and the registry's log-key statement, when the registry answers, must verify and
+/// name that key (a registry that cannot be reached now is checked by the follower once it
+/// connects).
+async fn check_witnessing(
+    config: &Config,
+    group: &dgsp_core::ManagerPublicKey,
+    policy: Arc<WitnessPolicy>,
+) -> Result<(), StartError> {
+    policy
+        .log_keys(group)
+        .map_err(|e| StartError::Config(format!("--witness-policy: {e}")))?;
+    let client = crate::follower::client(config.follow.timeout)
+        .map_err(|e| StartError::Other(e.to_string()))?;
+    let group = Arc::new(group.clone());
+    match crate::follower::check_log_key(&client, &config.follow, group, policy).await {
+        Ok(()) => Ok(()),
+        Err(
+            e @ (crate::follower::Fault::Unreachable(_) | crate::follower::Fault::HttpStatus(_)),
+        ) => {
+            tracing::warn!(error = %e, "the registry's log key could not be read at start; the follower checks it once it connects");
+            Ok(())
+        }
+        Err(e) => Err(StartError::Config(format!("--witness-policy: {e}"))),
+    }
 }
 
 /// The queue capacity: `--queue` when given, which must hold a full batch; otherwise

@@ -22,6 +22,7 @@ use dgsp_wire::merkle::Frontier;
 use crate::api::model::Note;
 use crate::clock::WallClock;
 use crate::replica::{Applied, Loaded};
+use crate::witness::{Witness, WitnessPolicy};
 
 pub use dgsp_wire::log::now_ms;
 
@@ -35,6 +36,9 @@ pub struct Verified {
     /// When this gateway verified the note (monotonic): staleness is never less than the
     /// time since, whatever the wall clock says.
     pub verified_at: Instant,
+    /// The witnessed note of the same tree and the quorum it met (only from the registry's
+    /// `/v1/checkpoint`, with a witness policy; checkpoint entries of the feed carry none).
+    pub witness: Option<Arc<Witness>>,
 }
 
 impl Verified {
@@ -44,6 +48,15 @@ impl Verified {
             checkpoint,
             note: Note::new(note),
             verified_at: Instant::now(),
+            witness: None,
+        }
+    }
+
+    /// This checkpoint with its witnessed note.
+    pub fn with_witness(self, witness: Option<Witness>) -> Self {
+        Verified {
+            witness: witness.map(Arc::new),
+            ..self
         }
     }
 
@@ -76,6 +89,9 @@ pub struct View {
     /// `applied.seq`): the roots of the next checkpoints are computed from it without
     /// reading the replica.
     pub tree: Frontier,
+    /// The witness policy (`--witness-policy`): with one, the view is fresh only as of a
+    /// checkpoint that carries its witnessed note ([`Verified::witness`]).
+    pub witness_policy: Option<Arc<WitnessPolicy>>,
 }
 
 impl View {
@@ -84,7 +100,17 @@ impl View {
     /// checkpoint note must verify under the group key and cover the applied position: its
     /// size is the applied seq and its root the replica's tree root there (or, in a legacy
     /// note, the applied entry's hash).
-    pub fn resume(group: ManagerPublicKey, loaded: Loaded) -> Result<View, String> {
+    ///
+    /// With a witness policy, the stored witnessed note is verified again (under the policy
+    /// as it is now, with no maximum age: its cosignatures' age counts in the view's
+    /// staleness) and must be of the same tree; one that does not verify, or a replica
+    /// written without one, resumes without it (stale until the next witnessed checkpoint).
+    pub fn resume(
+        group: ManagerPublicKey,
+        loaded: Loaded,
+        witness_policy: Option<Arc<WitnessPolicy>>,
+        clock: &WallClock,
+    ) -> Result<View, String> {
         if loaded.tree.size() != loaded.applied.seq {
             return Err(format!(
                 "the replica's tree holds {} entries, {} are applied",
@@ -128,7 +154,25 @@ impl View {
                         hex::encode(loaded.applied.hash)
                     )
                 })?;
-                Some(Arc::new(Verified::new(checkpoint, note)))
+                let witness = match (&witness_policy, loaded.witnessed) {
+                    (Some(policy), Some(witnessed)) => match policy.verify(
+                        &witnessed,
+                        &checkpoint,
+                        clock.now_unix_ms(),
+                        None,
+                        clock.tolerance(),
+                    ) {
+                        Ok(w) => Some(w),
+                        Err(why) => {
+                            tracing::warn!(%why, "the stored witnessed checkpoint does not meet the witness policy; stale until the next witnessed checkpoint");
+                            None
+                        }
+                    },
+                    _ => None,
+                };
+                Some(Arc::new(
+                    Verified::new(checkpoint, note).with_witness(witness),
+                ))
             }
         };
         Ok(View {
@@ -139,6 +183,7 @@ impl View {
             set: Arc::new(set),
             unsnapshotted: Arc::new(later.into_iter().collect()),
             tree: loaded.tree,
+            witness_policy,
         })
     }
 
@@ -147,21 +192,29 @@ impl View {
         self.set.contains(zeta) || self.unsnapshotted.contains_key(zeta)
     }
 
-    /// The checkpoint that makes this view fresh: the covering one, when it is timed.
+    /// The checkpoint that makes this view fresh: the covering one, when it is timed and,
+    /// with a witness policy, carries its witnessed note.
     pub fn fresh(&self) -> Option<&Verified> {
-        self.checkpoint
-            .as_deref()
-            .filter(|v| v.time_unix_ms().is_some())
+        self.checkpoint.as_deref().filter(|v| {
+            v.time_unix_ms().is_some() && (self.witness_policy.is_none() || v.witness.is_some())
+        })
     }
 
     /// How stale the view is at `now_unix_ms`, in milliseconds: the larger of the age of
     /// [`View::fresh`]'s signed time by the wall clock and the monotonic time since this
-    /// gateway verified that note (`None`: no timed checkpoint, which counts as stale).
+    /// gateway verified that note, and, with a witness policy, the age of its quorum time
+    /// (the witnesses' timestamps, [`crate::witness::quorum_time`]) (`None`: no such
+    /// checkpoint, which counts as stale).
     pub fn age_ms(&self, now_unix_ms: u64) -> Option<u64> {
         let fresh = self.fresh()?;
         let wall = fresh.checkpoint.age_ms(now_unix_ms)?;
         let since = u64::try_from(fresh.verified_at.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Some(wall.max(since))
+        let witnessed = fresh
+            .witness
+            .as_ref()
+            .and_then(|w| w.quorum_time_s)
+            .map_or(0, |t| now_unix_ms.saturating_sub(t.saturating_mul(1000)));
+        Some(wall.max(since).max(witnessed))
     }
 
     /// Whether the view is stale at `now_unix_ms` by `clock`: older than
@@ -207,7 +260,9 @@ pub struct FaultReport {
     /// `pending_limit`, `chain`, `fork`, `rollback`, `wrong_group`, `malformed_entry`,
     /// `bad_checkpoint`, `replayed_checkpoint`, `future_checkpoint`, `withheld`,
     /// `bad_snapshot`, `snapshot_mismatch`, `storage`; reading tiles (`--tiles`) also
-    /// `bad_tile`, `tile_mismatch`, `root_mismatch`, `bad_snapshot_bundle`.
+    /// `bad_tile`, `tile_mismatch`, `root_mismatch`, `bad_snapshot_bundle`; with a witness
+    /// policy (`--witness-policy`) also `unwitnessed_checkpoint`, `witness_quorum`,
+    /// `bad_witnessed_checkpoint`, `log_key`.
     pub kind: String,
     /// What was wrong.
     pub detail: String,

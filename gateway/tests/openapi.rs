@@ -17,6 +17,7 @@ fn committed_openapi_document_is_up_to_date() {
         "/v1/verify/batch",
         "/v1/judge",
         "/v1/group",
+        "/v1/checkpoint",
         "/v1/revocations/snapshot",
         "/v1/revocations/snapshots/{n}",
         "/v1/revocations/{zeta}/proof",

@@ -252,6 +252,7 @@ fn served(log: &Log, e: &Entry) -> Note {
         head: hex::encode(cp.root),
         time_unix_ms: cp.time_unix_ms.unwrap(),
         note,
+        witnessed: None,
     }
 }
 

@@ -49,6 +49,7 @@ fn note_with_root(log: &Log, size: u64, root: Hash, time: Option<u64>) -> Note {
         head: hex::encode(root),
         time_unix_ms: time.unwrap_or(0),
         note,
+        witnessed: None,
     }
 }
 

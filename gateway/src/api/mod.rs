@@ -137,6 +137,7 @@ pub fn router(state: Shared) -> Router {
         .route("/v1/verify/batch", post(verify::verify_batch))
         .route("/v1/judge", limit_body(post(verify::judge), single))
         .route("/v1/group", get(revocations::group))
+        .route("/v1/checkpoint", get(revocations::checkpoint))
         .route(
             "/v1/revocations/snapshot",
             get(revocations::latest_snapshot),

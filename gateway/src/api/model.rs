@@ -28,6 +28,7 @@ impl FreshnessOf for Freshness {
                     time_unix_ms: v.checkpoint.time_unix_ms?,
                     snapshot_number: v.checkpoint.snapshot.map(|s| s.number),
                     note: Some(v.note.clone()),
+                    witnessed: v.witness.as_ref().map(|w| w.note.clone()),
                 })
             }),
             age_ms: view.age_ms(now_unix_ms),

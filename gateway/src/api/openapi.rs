@@ -21,13 +21,13 @@ use dgsp_http::problem;
     ),
     paths(
         verify::verify, verify::verify_batch, verify::judge,
-        revocations::group, revocations::latest_snapshot, revocations::snapshot, revocations::proof,
+        revocations::group, revocations::checkpoint, revocations::latest_snapshot, revocations::snapshot, revocations::proof,
         health::healthz, health::readyz, health::metrics
     ),
     components(schemas(problem::Problem, model::Status, model::ProofKind)),
     modifiers(&ProblemResponses),
     tags((name = "verify", description = "verification and judging, CPU-bound, load-shed with 503 + Retry-After"),
-         (name = "revocations", description = "the group, signed snapshots and revocation proofs"),
+         (name = "revocations", description = "the group, the checkpoint applied, signed snapshots and revocation proofs"),
          (name = "operations", description = "health, readiness, metrics"))
 )]
 pub struct GatewayApi;

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use dgsp_http::problem::{to_b64, Problem};
+use dgsp_wire::registry_api::StoredNote;
 use dgsp_wire::snapshot::snapshot_json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,6 +44,41 @@ pub async fn group(State(s): State<Shared>) -> Json<GroupAnswer> {
         checkpoint: view.checkpoint.as_ref().map(|c| c.note.clone()),
         freshness: Freshness::of(&view, &s.clock, s.config.max_staleness),
     })
+}
+
+/// The newest checkpoint this gateway has verified and applied, in the registry's
+/// `/v1/checkpoint` form (`{size, head, time_unix_ms, note, witnessed}`): the checkpoint its
+/// answers are fresh as of. With a witness policy it is a witnessed one and `witnessed`
+/// carries its witnessed note (the log key's signature and the witnesses' cosignatures), so
+/// that anyone can compare the views of several gateways (`dgsp-manager audit --compare`);
+/// without one, `witnessed` is absent. 503 before the first.
+#[utoipa::path(get, path = "/v1/checkpoint", tag = "revocations",
+    responses((status = 200, body = StoredNote),
+              (status = 503, body = Problem, content_type = "application/problem+json")))]
+pub async fn checkpoint(State(s): State<Shared>) -> Response {
+    let view = current(&s.view);
+    let Some(v) = view.fresh() else {
+        return Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no-checkpoint-yet",
+            "No checkpoint applied yet",
+            if view.witness_policy.is_some() {
+                "this gateway has not yet applied a checkpoint its witness policy's quorum cosigned; retry shortly"
+            } else {
+                "this gateway has not yet applied a timed signed checkpoint; retry shortly"
+            },
+        )
+        .retry_after(1)
+        .into_response();
+    };
+    Json(StoredNote {
+        size: v.checkpoint.size,
+        head: hex::encode(v.checkpoint.root),
+        time_unix_ms: v.checkpoint.time_unix_ms.unwrap_or_default(),
+        note: v.note.to_string(),
+        witnessed: v.witness.as_ref().map(|w| w.note.to_string()),
+    })
+    .into_response()
 }
 
 fn no_snapshot() -> Response {

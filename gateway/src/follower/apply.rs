@@ -120,6 +120,7 @@ pub fn apply_range(
     )
     .map_err(|detail| Fault::BadCheckpoint { seq: at, detail })?;
     update.checkpoint = checkpoint.note.to_string();
+    update.witnessed = checkpoint.witness.as_ref().map(|w| w.note.to_string());
     let next = View {
         group: view.group.clone(),
         applied: update.applied,
@@ -128,6 +129,7 @@ pub fn apply_range(
         set: set.map_or_else(|| view.set.clone(), Arc::new),
         unsnapshotted: Arc::new(unsnapshotted.into_iter().collect::<HashMap<_, _>>()),
         tree,
+        witness_policy: view.witness_policy.clone(),
     };
     Ok((update, next, superseded))
 }

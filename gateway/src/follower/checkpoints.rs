@@ -6,6 +6,13 @@
 //! ([`Follower::refuse`]), the registry's note is no longer held, and the follower goes on
 //! with the entries pending, until a checkpoint at least as large is applied
 //! ([`Follower::resumed`]).
+//!
+//! With a witness policy (`--witness-policy`), the registry's note must come with its
+//! witnessed note, which must meet the policy's quorum with cosignatures no older than the
+//! staleness bound and be of the same tree; otherwise the note is refused
+//! (`unwitnessed_checkpoint`, `witness_quorum`, `bad_witnessed_checkpoint`) like any other
+//! fault of the poll. Checkpoint entries of the feed carry no witnessed note: they still
+//! apply what they cover, but the view is fresh only as of a witnessed checkpoint.
 
 use std::sync::Arc;
 
@@ -14,20 +21,27 @@ use dgsp_wire::log::unhex32;
 
 use super::{apply, CheckpointInfo, Fault, Follower};
 use crate::state::{current, lock, Verified};
+use crate::witness::WitnessRefusal;
 
 impl Follower {
     /// The registry's newest note: verified (unless it is the note verified last time),
     /// checked against every timed checkpoint held, then held as `latest`; applied at once
     /// when it covers the applied position or entries already pending.
     pub(super) async fn on_registry_note(&mut self, info: CheckpointInfo) -> Result<(), Fault> {
-        if self.latest.as_ref().is_some_and(|l| *l.note == info.note) {
+        let view = current(&self.view);
+        let policy = view.witness_policy.clone();
+        let same = |l: &Verified| {
+            *l.note == info.note
+                && (policy.is_none()
+                    || l.witness.as_ref().map(|w| &*w.note) == info.witnessed.as_deref())
+        };
+        if self.latest.as_deref().is_some_and(same) {
             return self.try_latest().await;
         }
         if self.is_refused(&info.note) {
             // Refused already (its fault is in force): keep polling for a later one.
             return Ok(());
         }
-        let view = current(&self.view);
         let origin = origin_for(&view.group);
         let served = info.note.lines().next().unwrap_or_default();
         if served != origin {
@@ -57,7 +71,37 @@ impl Follower {
                 seq: info.size,
                 detail: format!("the registry's current checkpoint: {detail}"),
             })?;
-        let new = Arc::new(Verified::new(cp, info.note));
+        let witness = match &policy {
+            None => None,
+            Some(policy) => {
+                let seq = info.size;
+                let witnessed = info
+                    .witnessed
+                    .as_deref()
+                    .ok_or_else(|| Fault::Unwitnessed {
+                        seq,
+                        detail: WitnessRefusal::Missing.to_string(),
+                    })?;
+                let witness = policy
+                    .verify(
+                        witnessed,
+                        &cp,
+                        self.clock.now_unix_ms(),
+                        Some(self.config.witness_max_age),
+                        self.clock.tolerance(),
+                    )
+                    .map_err(|refusal| match refusal {
+                        WitnessRefusal::Missing => Fault::Unwitnessed {
+                            seq,
+                            detail: refusal.to_string(),
+                        },
+                        WitnessRefusal::Quorum(detail) => Fault::WitnessQuorum { seq, detail },
+                        WitnessRefusal::Bad(detail) => Fault::BadWitnessed { seq, detail },
+                    })?;
+                Some(witness)
+            }
+        };
+        let new = Arc::new(Verified::new(cp, info.note).with_witness(witness));
         let held = [view.checkpoint.as_deref(), self.latest.as_deref()];
         for h in held.into_iter().flatten() {
             let (new_t, held_t) = (new.time_unix_ms(), h.time_unix_ms());
@@ -106,11 +150,11 @@ impl Follower {
         let view = current(&self.view);
         let applied = view.applied.seq;
         let pending_has = self.pending.last().is_some_and(|h| h.entry.seq >= size);
+        // Applied already (unless it brings the witnessed note the applied one lacks).
         if size == applied
-            && view
-                .checkpoint
-                .as_ref()
-                .is_some_and(|c| c.note == latest.note)
+            && view.checkpoint.as_ref().is_some_and(|c| {
+                c.note == latest.note && (c.witness.is_some() || latest.witness.is_none())
+            })
         {
             return Ok(());
         }
@@ -156,7 +200,11 @@ impl Follower {
             .map_err(|detail| Fault::FutureCheckpoint { seq, detail })?;
         let view = current(&self.view);
         let advances = checked.checkpoint.size > view.applied.seq;
-        if advances && checked.time_unix_ms().is_none() && view.fresh().is_some() {
+        let timed = view
+            .checkpoint
+            .as_ref()
+            .is_some_and(|c| c.time_unix_ms().is_some());
+        if advances && checked.time_unix_ms().is_none() && timed {
             return Err(Fault::ReplayedCheckpoint(format!(
                 "the untimed checkpoint at entry {seq} follows timed ones"
             )));

@@ -111,6 +111,40 @@ pub enum Fault {
     /// The replica could not be written.
     #[error("the replica could not be written: {0}")]
     Storage(String),
+    /// With a witness policy: the registry's newest checkpoint note came without its
+    /// witnessed note (`witnessed` in `/v1/checkpoint`).
+    #[error("the registry's checkpoint of {seq} entries refused: {detail}")]
+    Unwitnessed {
+        /// the entries the note covers
+        seq: u64,
+        /// why
+        detail: String,
+    },
+    /// With a witness policy: the witnessed note verifies, but the policy's quorum did not
+    /// cosign it within the maximum age (a witness missing, or its cosignature too old or
+    /// dated too far ahead), or the log's own signature on it is too old or ahead.
+    #[error("the registry's checkpoint of {seq} entries refused: {detail}")]
+    WitnessQuorum {
+        /// the entries the note covers
+        seq: u64,
+        /// which witnesses counted, which were stale
+        detail: String,
+    },
+    /// With a witness policy: the witnessed note does not verify (malformed, no or a bad
+    /// log signature, a policy witness's cosignature that does not verify, as over another
+    /// tree) or is of another tree than the registry's checkpoint note.
+    #[error("the registry's checkpoint of {seq} entries refused: {detail}")]
+    BadWitnessed {
+        /// the entries the note covers
+        seq: u64,
+        /// why
+        detail: String,
+    },
+    /// With a witness policy: the registry's log-key statement (`GET /v1/log/key`) is
+    /// missing, does not verify under the group key, or names another key than the
+    /// policy's `log` line.
+    #[error("the registry's log key refused: {0}")]
+    LogKey(String),
     /// A tile (hash tile or entry bundle) that is not what its path says: not a whole
     /// number of hashes of its width, a bundle truncated or holding another number of
     /// entries (a tile of another tree size served under this one's path).
@@ -171,6 +205,10 @@ impl Fault {
             Fault::BadSnapshot { .. } => "bad_snapshot",
             Fault::SnapshotMismatch { .. } => "snapshot_mismatch",
             Fault::Storage(_) => "storage",
+            Fault::Unwitnessed { .. } => "unwitnessed_checkpoint",
+            Fault::WitnessQuorum { .. } => "witness_quorum",
+            Fault::BadWitnessed { .. } => "bad_witnessed_checkpoint",
+            Fault::LogKey(_) => "log_key",
             Fault::BadTile { .. } => "bad_tile",
             Fault::TileMismatch { .. } => "tile_mismatch",
             Fault::RootMismatch { .. } => "root_mismatch",
@@ -187,7 +225,10 @@ impl Fault {
             | Fault::BadCheckpoint { seq, .. }
             | Fault::FutureCheckpoint { seq, .. }
             | Fault::BadSnapshot { seq, .. }
-            | Fault::SnapshotMismatch { seq, .. } => Some(*seq),
+            | Fault::SnapshotMismatch { seq, .. }
+            | Fault::Unwitnessed { seq, .. }
+            | Fault::WitnessQuorum { seq, .. }
+            | Fault::BadWitnessed { seq, .. } => Some(*seq),
             Fault::Rollback { applied, .. } => Some(*applied),
             Fault::Withheld { head, .. } => Some(head.saturating_add(1)),
             Fault::RootMismatch { size, .. } => Some(*size),

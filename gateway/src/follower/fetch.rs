@@ -1,5 +1,6 @@
-//! The registry's two public reads the follower uses, each with a bound on what it reads:
-//! `GET /v1/checkpoint` (the newest signed note) and `GET /v1/log/entries` (a feed page).
+//! The registry's public reads the follower uses, each with a bound on what it reads:
+//! `GET /v1/checkpoint` (the newest signed note), `GET /v1/log/entries` (a feed page) and,
+//! with a witness policy, `GET /v1/log/key` (the group key's statement naming its log key).
 
 use std::time::Duration;
 
@@ -22,6 +23,10 @@ pub struct CheckpointInfo {
     pub head: String,
     /// The signed note.
     pub note: String,
+    /// The witnessed note of the same tree (docs/witnesses.md), when the registry has
+    /// witnesses.
+    #[serde(default)]
+    pub witnessed: Option<String>,
 }
 
 /// A feed page may take this many per-request timeouts in all: a legitimately large page
@@ -159,4 +164,49 @@ async fn fetch_checkpoint_within(
             ))
         })?;
     parse_checkpoint(&body).map(Some)
+}
+
+/// Largest `/v1/log/key` answer read: a statement (a 1.8 KB vkey) with the largest SPHINCS+
+/// signature in base64 is under 70 KiB.
+pub const MAX_LOG_KEY_BYTES: usize = 256 << 10;
+
+/// The registry's statement naming its log key (`GET /v1/log/key`): `Ok(None)` when the
+/// registry has none (404: it has no witnesses).
+pub async fn fetch_log_key(
+    client: &reqwest::Client,
+    config: &FollowConfig,
+) -> Result<Option<String>, Fault> {
+    let url = format!("{}/v1/log/key", config.registry);
+    let fetch = async {
+        let resp = client
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
+        let status = resp.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(Fault::HttpStatus(status.as_u16()));
+        }
+        let body = read_bounded(resp, MAX_LOG_KEY_BYTES)
+            .await?
+            .ok_or_else(|| {
+                Fault::LogKey(format!(
+                    "a log-key statement larger than {MAX_LOG_KEY_BYTES} bytes"
+                ))
+            })?;
+        String::from_utf8(body)
+            .map(Some)
+            .map_err(|_| Fault::LogKey("the log-key statement is not UTF-8".into()))
+    };
+    tokio::time::timeout(config.timeout, fetch)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Fault::Unreachable(format!(
+                "the log key took longer than {:?} in all",
+                config.timeout
+            )))
+        })
 }

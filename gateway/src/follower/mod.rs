@@ -104,6 +104,9 @@ pub struct FollowConfig {
     pub max_pending: usize,
     /// Most memory held by entries pending, by their parsed size.
     pub max_pending_bytes: usize,
+    /// With a witness policy: the oldest a witness's cosignature may be when the gateway
+    /// first verifies the registry's witnessed note (the gateway's staleness bound).
+    pub witness_max_age: Duration,
 }
 
 impl FollowConfig {
@@ -119,6 +122,7 @@ impl FollowConfig {
             max_page_bytes: MAX_PAGE_BYTES,
             max_pending: MAX_PENDING,
             max_pending_bytes: MAX_PENDING_BYTES,
+            witness_max_age: Duration::from_secs(60),
         }
     }
 }
@@ -150,6 +154,12 @@ pub struct Follower {
     /// fault in force). Kept so that one met again (after any fault, the follower reads on
     /// from its applied position) is neither checked nor counted again.
     refused: std::collections::VecDeque<(Arc<Verified>, FaultReport)>,
+    /// With a witness policy: whether the registry's log-key statement was checked since
+    /// the last fault (it is checked again after each).
+    log_key_checked: bool,
+    /// With a witness policy: whether the last poll already asked again at once for the
+    /// witnessed note of a checkpoint applied from the feed ([`Follower::recheck_witnessed`]).
+    rechecked: bool,
 }
 
 impl Follower {
@@ -175,6 +185,8 @@ impl Follower {
             latest: None,
             clock,
             refused: Default::default(),
+            log_key_checked: false,
+            rechecked: false,
         })
     }
 
@@ -210,6 +222,7 @@ impl Follower {
                 }
                 Err(fault) => {
                     failures = failures.saturating_add(1);
+                    self.log_key_checked = false;
                     tracing::warn!(kind = fault.kind(), error = %fault, "registry feed refused; serving the last verified state");
                     self.pending.clear();
                     self.pending_bytes = 0;
@@ -236,6 +249,17 @@ impl Follower {
     /// One poll: the newest signed note, then one feed page. `Ok(None)` when stopped,
     /// otherwise whether the registry has more to fetch at once.
     async fn poll(&mut self, stop: &mut watch::Receiver<bool>) -> Result<Option<bool>, Fault> {
+        if !self.log_key_checked {
+            let view = current(&self.view);
+            if let Some(policy) = view.witness_policy.clone() {
+                let group = view.group.clone();
+                tokio::select! {
+                    _ = stop.changed() => return Ok(None),
+                    r = check_log_key(&self.client, &self.config, group, policy) => r?,
+                };
+            }
+            self.log_key_checked = true;
+        }
         let info = tokio::select! {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_checkpoint(&self.client, &self.config) => r?,
@@ -254,7 +278,8 @@ impl Follower {
         let only_tip =
             tip > 0 && page.head_seq > tip && page.entries.len() == 1 && page.entries[0].seq == tip;
         if !only_tip {
-            return self.process(page, true).await.map(Some);
+            let more = self.process(page, true).await?;
+            return Ok(Some(more || self.recheck_witnessed()));
         }
         // The registry's page bound left room for the tip alone: the next entry is larger
         // than the bound (a revocation near the certificate limit is ~37 MB, the registry's
@@ -265,7 +290,24 @@ impl Follower {
             _ = stop.changed() => return Ok(None),
             r = fetch::fetch_page(&self.client, &self.config, tip, 1) => r?,
         };
-        self.process(page, false).await.map(Some)
+        let more = self.process(page, false).await?;
+        Ok(Some(more || self.recheck_witnessed()))
+    }
+
+    /// With a witness policy, a checkpoint entry of the feed applied beyond the registry's
+    /// witnessed note leaves the view without a witnessed checkpoint (stale): whether to
+    /// ask `/v1/checkpoint` again at once (once in a row) for the witnessed note of that
+    /// tree, which the registry serves before it logs the entry.
+    fn recheck_witnessed(&mut self) -> bool {
+        let view = current(&self.view);
+        let unwitnessed = view.witness_policy.is_some()
+            && view
+                .checkpoint
+                .as_ref()
+                .is_some_and(|c| c.witness.is_none());
+        let again = unwitnessed && !self.rechecked;
+        self.rechecked = unwitnessed;
+        again
     }
 
     /// The first entry of a page that starts at the tip must be the tip, byte for byte.
@@ -425,12 +467,22 @@ impl Follower {
                 .await
                 .map_err(|e| Fault::Storage(format!("root task: {e}")))??;
             }
-            let newer = cp.time_unix_ms
-                > view
-                    .checkpoint
-                    .as_ref()
-                    .and_then(|c| c.checkpoint.time_unix_ms);
-            if cp.size == view.applied.seq && newer {
+            let held = view.checkpoint.as_deref();
+            let held_time = held.and_then(|c| c.checkpoint.time_unix_ms);
+            let (witnessed, held_witnessed) = (
+                checkpoint.witness.is_some(),
+                held.is_some_and(|c| c.witness.is_some()),
+            );
+            // A newer note replaces the view's; a witnessed one of the same time replaces an
+            // unwitnessed one (the feed's entry of the note the registry serves witnessed),
+            // and an unwitnessed one never replaces a witnessed one (with a policy, it would
+            // make the state stale; without one, no note is witnessed).
+            let replaces = match (witnessed, held_witnessed) {
+                (true, false) => cp.time_unix_ms >= held_time,
+                (false, true) => false,
+                _ => cp.time_unix_ms > held_time,
+            };
+            if cp.size == view.applied.seq && replaces {
                 return self.confirm(&view, checkpoint, at).await;
             }
             return Ok(None);
@@ -516,10 +568,13 @@ impl Follower {
         }
         let replica = self.replica.clone();
         let signed = checkpoint.clone();
-        tokio::task::spawn_blocking(move || replica.confirm(&signed.note, &signed.checkpoint))
-            .await
-            .map_err(|e| Fault::Storage(format!("confirm task: {e}")))?
-            .map_err(|e| Fault::Storage(e.to_string()))?;
+        tokio::task::spawn_blocking(move || {
+            let witnessed = signed.witness.as_ref().map(|w| w.note.to_string());
+            replica.confirm_witnessed(&signed.note, witnessed.as_deref(), &signed.checkpoint)
+        })
+        .await
+        .map_err(|e| Fault::Storage(format!("confirm task: {e}")))?
+        .map_err(|e| Fault::Storage(e.to_string()))?;
         let mut next = view.clone();
         next.checkpoint = Some(checkpoint);
         replace(&self.view, next);
@@ -540,6 +595,26 @@ impl Follower {
         }
         report
     }
+}
+
+/// The registry's log-key statement (`GET /v1/log/key`) checked against `policy`: it must
+/// be served, verify under `group` and name the policy's log key for this group's log.
+pub async fn check_log_key(
+    client: &reqwest::Client,
+    config: &FollowConfig,
+    group: Arc<dgsp_core::ManagerPublicKey>,
+    policy: Arc<crate::witness::WitnessPolicy>,
+) -> Result<(), Fault> {
+    let Some(statement) = fetch::fetch_log_key(client, config).await? else {
+        return Err(Fault::LogKey(
+            "the registry serves no log key (GET /v1/log/key answers 404: it has no witnesses), and this gateway's witness policy requires witnessed checkpoints".into(),
+        ));
+    };
+    // A SPHINCS+ verification: off the async runtime.
+    tokio::task::spawn_blocking(move || policy.check_statement(&group, &statement))
+        .await
+        .map_err(|e| Fault::Storage(format!("log-key task: {e}")))?
+        .map_err(Fault::LogKey)
 }
 
 /// `cp`, of a size already applied, against the replica's tree (and, for a legacy note, the

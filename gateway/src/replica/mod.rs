@@ -7,6 +7,7 @@
 //! | `meta`      | `group`             | the pinned group public key encoding          |
 //! | `meta`      | `applied`           | `be64 seq ‖ hash (32) ‖ be64 time_ms`         |
 //! | `meta`      | `checkpoint`        | the newest signed note that covers `applied` exactly (its size is `applied`, its root the tree's root there, or in a legacy note `applied`'s hash); its signed time is the gateway's freshness |
+//! | `meta`      | `checkpoint_witnessed` | with a witness policy: the witnessed note of the same tree as `checkpoint` (absent otherwise, and in replicas written before witnessing) |
 //! | `meta`      | `tree_size`         | be64 entries in the tree (always `applied`'s seq) |
 //! | `meta`      | `tiles_base`        | started from tiles: `be64 log_seq ‖ be64 snapshot number` of the snapshot bundle it started from; no entry hash, tree hash or snapshot before them is held ([`Replica::commit_bootstrap`]) |
 //! | `hashes`    | `be64 seq`          | the entry's hash (fork detection)             |
@@ -36,6 +37,9 @@ use rocksdb::{ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOp
 use serde_json::Value;
 
 const CFS: [&str; 5] = ["meta", "hashes", "zetas", "snapshots", "tree"];
+
+/// `meta` key: the witnessed note of the checkpoint in `checkpoint`, when it has one.
+const CHECKPOINT_WITNESSED: &[u8] = b"checkpoint_witnessed";
 
 /// `meta` key: where a replica started from tiles begins ([`Replica::tiles_base`]).
 const TILES_BASE: &[u8] = b"tiles_base";
@@ -110,6 +114,9 @@ pub struct Update {
     /// The signed note of the checkpoint that covers the range (its size is `applied`'s
     /// seq, its root `tree`'s).
     pub checkpoint: String,
+    /// The witnessed note of the same tree, if it has one (stored beside it; none deletes
+    /// the stored one).
+    pub witnessed: Option<String>,
 }
 
 /// Everything needed to resume.
@@ -120,6 +127,8 @@ pub struct Loaded {
     pub applied: Applied,
     /// The signed note of the checkpoint covering it.
     pub checkpoint: Option<String>,
+    /// The witnessed note of the same tree, if one was stored with it.
+    pub witnessed: Option<String>,
     /// Every revoked zeta applied, with its revocation's seq.
     pub zetas: Vec<(Zeta, u64)>,
     /// The latest verified snapshot.
@@ -204,6 +213,14 @@ impl Replica {
                 String::from_utf8(b).map_err(|_| ReplicaError::Corrupt("checkpoint note".into()))
             })
             .transpose()?;
+        let witnessed = self
+            .db
+            .get_cf(meta, CHECKPOINT_WITNESSED)?
+            .map(|b| {
+                String::from_utf8(b)
+                    .map_err(|_| ReplicaError::Corrupt("witnessed checkpoint note".into()))
+            })
+            .transpose()?;
         let mut zetas = Vec::new();
         for item in self.db.iterator_cf(self.cf("zetas"), IteratorMode::Start) {
             let (k, v) = item?;
@@ -243,6 +260,7 @@ impl Replica {
             group,
             applied,
             checkpoint,
+            witnessed,
             zetas,
             snapshot,
             tree,
@@ -332,6 +350,15 @@ impl Replica {
         applied.extend_from_slice(&u.applied.time_ms.to_be_bytes());
         b.put_cf(self.cf("meta"), b"applied", applied);
         b.put_cf(self.cf("meta"), b"checkpoint", u.checkpoint.as_bytes());
+        self.put_witnessed(b, u.witnessed.as_deref());
+    }
+
+    /// Adds to `b` the witnessed note of the stored checkpoint, or its removal.
+    fn put_witnessed(&self, b: &mut WriteBatch, witnessed: Option<&str>) {
+        match witnessed {
+            Some(w) => b.put_cf(self.cf("meta"), CHECKPOINT_WITNESSED, w.as_bytes()),
+            None => b.delete_cf(self.cf("meta"), CHECKPOINT_WITNESSED),
+        }
     }
 
     /// Writes the state a gateway starts from the tiles with, in one synced batch, into an
@@ -413,6 +440,17 @@ impl Replica {
     /// must be of exactly the applied entries, its root the tree's there (or, in a legacy
     /// note, the applied entry's hash), or nothing is written.
     pub fn confirm(&self, note: &str, checkpoint: &Checkpoint) -> Result<(), ReplicaError> {
+        self.confirm_witnessed(note, None, checkpoint)
+    }
+
+    /// [`confirm`](Self::confirm), storing `witnessed` (the witnessed note of the same
+    /// tree, verified by the caller) beside the note in the same synced write.
+    pub fn confirm_witnessed(
+        &self,
+        note: &str,
+        witnessed: Option<&str>,
+        checkpoint: &Checkpoint,
+    ) -> Result<(), ReplicaError> {
         let applied = self.applied()?;
         if checkpoint.size != applied.seq {
             return Err(ReplicaError::Inconsistent(format!(
@@ -423,10 +461,12 @@ impl Replica {
         let chain = (applied.seq > 0).then_some(&applied.hash);
         check_root(checkpoint, &self.root_at(applied.seq)?, chain)
             .map_err(|why| ReplicaError::Inconsistent(format!("the note to store: {why}")))?;
+        let mut b = WriteBatch::default();
+        b.put_cf(self.cf("meta"), b"checkpoint", note.as_bytes());
+        self.put_witnessed(&mut b, witnessed);
         let mut w = WriteOptions::default();
         w.set_sync(true);
-        self.db
-            .put_cf_opt(self.cf("meta"), b"checkpoint", note.as_bytes(), &w)?;
+        self.db.write_opt(b, &w)?;
         Ok(())
     }
 }

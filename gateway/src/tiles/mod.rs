@@ -351,6 +351,7 @@ impl TileFollower {
             revocations: set.iter().map(|z| (*z, cut)).collect(),
             snapshots: vec![snapshot.clone()],
             checkpoint: verified.note.to_string(),
+            witnessed: None,
         };
         let replica = self.replica.clone();
         tokio::task::spawn_blocking(move || replica.commit_bootstrap(&base, &update))
@@ -368,6 +369,7 @@ impl TileFollower {
                 set,
                 unsnapshotted: Arc::new(HashMap::new()),
                 tree: frontier,
+                witness_policy: view.witness_policy.clone(),
             },
         );
         let ms = started.elapsed().as_millis() as u64;

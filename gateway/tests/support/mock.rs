@@ -27,6 +27,9 @@ pub struct Note {
     pub time_unix_ms: u64,
     /// The signed note.
     pub note: String,
+    /// The witnessed note of the same tree, when the registry has witnesses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witnessed: Option<String>,
 }
 
 /// A whole log (from entry 1) and the manager that signed it.
@@ -72,6 +75,7 @@ impl Log {
             head: hex::encode(head),
             time_unix_ms: time,
             note,
+            witnessed: None,
         }
     }
 
@@ -137,6 +141,8 @@ struct State {
     limits: Vec<usize>,
     /// While set, the feed answers with this status instead of a page.
     feed_status: Option<u16>,
+    /// The log-key statement served at `/v1/log/key` (`None`: 404).
+    log_key: Option<String>,
 }
 
 /// The mock registry.
@@ -191,6 +197,17 @@ impl Respond for CheckpointResponder {
     }
 }
 
+struct LogKeyResponder(Arc<Mutex<State>>);
+
+impl Respond for LogKeyResponder {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        match &self.0.lock().unwrap().log_key {
+            Some(statement) => ResponseTemplate::new(200).set_body_string(statement.clone()),
+            None => ResponseTemplate::new(404),
+        }
+    }
+}
+
 impl MockRegistry {
     /// Serves `entries` and no checkpoint note (503) until told otherwise.
     pub async fn start(entries: Vec<Entry>) -> MockRegistry {
@@ -203,6 +220,7 @@ impl MockRegistry {
             checkpoint: None,
             limits: Vec::new(),
             feed_status: None,
+            log_key: None,
         }));
         Mock::given(method("GET"))
             .and(path("/v1/log/entries"))
@@ -212,6 +230,11 @@ impl MockRegistry {
         Mock::given(method("GET"))
             .and(path("/v1/checkpoint"))
             .respond_with(CheckpointResponder(state.clone()))
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/v1/log/key"))
+            .respond_with(LogKeyResponder(state.clone()))
             .mount(&server)
             .await;
         MockRegistry {
@@ -234,6 +257,11 @@ impl MockRegistry {
     /// Serves `info` at `/v1/checkpoint` from now on (`None`: 503).
     pub fn note(&self, info: Option<Note>) {
         self.state.lock().unwrap().checkpoint = info;
+    }
+
+    /// Serves `statement` at `/v1/log/key` from now on (`None`: 404).
+    pub fn log_key(&self, statement: Option<String>) {
+        self.state.lock().unwrap().log_key = statement;
     }
 
     /// The `limit` of every feed request so far.
