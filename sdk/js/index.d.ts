@@ -11,6 +11,8 @@ export type CheckName =
   | 'checkpoint_signature'
   | 'checkpoint_age'
   | 'future_checkpoint'
+  | 'witnessed_checkpoint'
+  | 'witness_quorum'
   | 'snapshot_signature'
   | 'snapshot_named'
   | 'revocation_proof'
@@ -60,6 +62,19 @@ export interface AnswerReport {
   gateway_status: string;
   gateway_valid: boolean;
   checks: Check[];
+  /**
+   * Whether the checkpoint's witnesses were checked (`witnessed_checkpoint`,
+   * `witness_quorum`): only when the root has a witness policy.
+   */
+  witnesses_checked: boolean;
+}
+
+/** A witness policy for a trust root. */
+export interface TrustRootOptions {
+  /** A C2SP tlog-policy text with a `log` line for the group's origin. */
+  witnessPolicy?: Bytes | null;
+  /** The group key's statement naming its log key (`GET /v1/log/key`); must name the policy's log key. */
+  logKeyStatement?: Bytes | null;
 }
 
 export interface SignatureInfo {
@@ -96,9 +111,12 @@ export interface SnapshotRecord {
 
 export class TrustRoot {
   private constructor();
-  static fromKeyBytes(key: Bytes): TrustRoot;
-  static fromKeyFile(contents: Bytes): TrustRoot;
-  static fromKeyFilePinned(contents: Bytes, fingerprint: string): TrustRoot;
+  static fromKeyBytes(key: Bytes, options?: TrustRootOptions): TrustRoot;
+  static fromKeyFile(contents: Bytes, options?: TrustRootOptions): TrustRoot;
+  static fromKeyFilePinned(contents: Bytes, fingerprint: string, options?: TrustRootOptions): TrustRoot;
+  withWitnessPolicy(policy: Bytes, logKeyStatement?: Bytes | null): TrustRoot;
+  logLineFromStatement(logKeyStatement: Bytes): string;
+  readonly hasWitnessPolicy: boolean;
   readonly fingerprint: string;
   readonly params: string;
   verifySignature(message: Bytes, signature: Bytes): SignatureInfo;

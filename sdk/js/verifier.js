@@ -10,13 +10,18 @@ export function markReady() {
   ready = true;
 }
 
-/** Names of the checks of an answer, in the order they are made. */
+/**
+ * Names of the checks of an answer, in the order they are made (`witnessed_checkpoint` and
+ * `witness_quorum` only with a witness policy, `min_snapshot` only with a minimum).
+ */
 export const CHECKS = Object.freeze([
   'gateway_status',
   'signature',
   'checkpoint_signature',
   'checkpoint_age',
   'future_checkpoint',
+  'witnessed_checkpoint',
+  'witness_quorum',
   'snapshot_signature',
   'snapshot_named',
   'revocation_proof',
@@ -87,6 +92,19 @@ function jsonBytes(x, name) {
   return bytes(x, name);
 }
 
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+/** A string, or UTF-8 bytes of one. */
+function text(x, name) {
+  if (typeof x === 'string') return x;
+  try {
+    return dec.decode(bytes(x, name));
+  } catch (e) {
+    if (e instanceof DgspError) throw e;
+    throw new DgspError('malformed', `${name}: not UTF-8 text`);
+  }
+}
+
 function num(v, name) {
   if (typeof v === 'bigint') v = Number(v);
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
@@ -95,9 +113,29 @@ function num(v, name) {
   return v;
 }
 
+/** A root from `make()`, with the witness policy of `options` when it has one. */
+function build(make, options) {
+  const inner = call(make);
+  const policy = options?.witnessPolicy;
+  const statement = options?.logKeyStatement;
+  if (policy == null) {
+    if (statement != null) {
+      inner.free();
+      throw new DgspError('argument', 'logKeyStatement is only used with a witnessPolicy');
+    }
+    return new TrustRoot(inner);
+  }
+  try {
+    return new TrustRoot(inner).withWitnessPolicy(policy, statement);
+  } finally {
+    inner.free();
+  }
+}
+
 /**
  * The group a caller trusts: its manager public key, from bytes or a key file, optionally
- * pinned to a fingerprint obtained out of band. Every check is made under it.
+ * pinned to a fingerprint obtained out of band, and optionally a witness policy
+ * (`options.witnessPolicy`, see `withWitnessPolicy`). Every check is made under them.
  */
 export class TrustRoot {
   #inner;
@@ -107,22 +145,57 @@ export class TrustRoot {
     this.#inner = inner;
   }
 
-  /** From the key's raw encoding. */
-  static fromKeyBytes(key) {
-    return new TrustRoot(call(() => wasm.TrustRoot.fromKeyBytes(bytes(key, 'key'))));
+  /** From the key's raw encoding. `options`: `{ witnessPolicy?, logKeyStatement? }`. */
+  static fromKeyBytes(key, options) {
+    return build(() => wasm.TrustRoot.fromKeyBytes(bytes(key, 'key')), options);
   }
 
-  /** From a key file's contents (base64 on its first line, as `GET /v1/group` serves `public_key`). */
-  static fromKeyFile(contents) {
-    return new TrustRoot(call(() => wasm.TrustRoot.fromKeyFile(bytes(contents, 'contents'))));
+  /**
+   * From a key file's contents (base64 on its first line, as `GET /v1/group` serves
+   * `public_key`). `options`: `{ witnessPolicy?, logKeyStatement? }`.
+   */
+  static fromKeyFile(contents, options) {
+    return build(() => wasm.TrustRoot.fromKeyFile(bytes(contents, 'contents')), options);
   }
 
-  /** As fromKeyFile, and the key's fingerprint must be `fingerprint` (64 hex characters). */
-  static fromKeyFilePinned(contents, fingerprint) {
+  /**
+   * As fromKeyFile, and the key's fingerprint must be `fingerprint` (64 hex characters).
+   * `options`: `{ witnessPolicy?, logKeyStatement? }`.
+   */
+  static fromKeyFilePinned(contents, fingerprint, options) {
     if (typeof fingerprint !== 'string') throw new DgspError('argument', 'fingerprint: expected a string');
-    return new TrustRoot(
-      call(() => wasm.TrustRoot.fromKeyFilePinned(bytes(contents, 'contents'), fingerprint)),
-    );
+    return build(() => wasm.TrustRoot.fromKeyFilePinned(bytes(contents, 'contents'), fingerprint), options);
+  }
+
+  /**
+   * A new root: this one with a witness policy (a C2SP tlog-policy text with a `log` line
+   * for this group's origin). `checkAnswer` then also requires the answer's witnessed
+   * checkpoint, for the same tree, cosigned by a quorum of the policy's witnesses, each
+   * cosignature no older than the maximum age (`witnessed_checkpoint`, `witness_quorum`).
+   * With `logKeyStatement` (the group key's statement naming its log key, `GET
+   * /v1/log/key`), the statement must verify under the group key and name the policy's
+   * log key. Throws a DgspError `trust_root` (the policy does not parse, naming the line;
+   * no log line for the group; another log key than the statement's) or
+   * `bad_signed_object` (the statement does not verify).
+   */
+  withWitnessPolicy(policy, logKeyStatement) {
+    const p = text(policy, 'witnessPolicy');
+    const s = logKeyStatement == null ? undefined : text(logKeyStatement, 'logKeyStatement');
+    return new TrustRoot(call(() => this.#inner.withWitnessPolicy(p, s)));
+  }
+
+  /**
+   * The policy `log` line (`log <vkey>\n`) of the group's log key, from the group key's
+   * log-key statement, verified under the group key.
+   */
+  logLineFromStatement(logKeyStatement) {
+    const s = text(logKeyStatement, 'logKeyStatement');
+    return call(() => this.#inner.logLineFromStatement(s));
+  }
+
+  /** Whether this root has a witness policy. */
+  get hasWitnessPolicy() {
+    return call(() => this.#inner.hasWitnessPolicy);
   }
 
   /** The group's fingerprint (hex SHA3-256 of the key's encoding). */

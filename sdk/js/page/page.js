@@ -28,11 +28,50 @@ function el(tag, attrs = {}, ...kids) {
   return e;
 }
 
-/** The trust root: the gateway's key, pinned when a fingerprint is given. */
+/** The witness policy and log-key statement typed or loaded, or nulls. */
+function witnessOptions() {
+  const policy = $('witness-policy').value.trim();
+  const statement = $('log-key-statement').value.trim();
+  return {
+    witnessPolicy: policy ? `${policy}\n` : null,
+    logKeyStatement: policy && statement ? `${statement}\n` : null,
+  };
+}
+
+/**
+ * The trust root: the gateway's key, pinned when a fingerprint is given, with the witness
+ * policy when one is given.
+ */
 function trustRoot() {
   const pin = $('pin').value.trim().toLowerCase();
-  if (!pin) return { root: TrustRoot.fromKeyFile(group.public_key), pinned: false };
-  return { root: TrustRoot.fromKeyFilePinned(group.public_key, pin), pinned: true };
+  const options = witnessOptions();
+  if (!pin) return { root: TrustRoot.fromKeyFile(group.public_key, options), pinned: false };
+  return { root: TrustRoot.fromKeyFilePinned(group.public_key, pin, options), pinned: true };
+}
+
+/** Says whether a witness policy is in force, and whether it holds for this group's key. */
+function showWitnessMode() {
+  const t = $('witness-mode');
+  if (!group) return;
+  const options = witnessOptions();
+  if (!options.witnessPolicy) {
+    t.className = 'trust gateway';
+    t.dataset.witnesses = 'none';
+    t.textContent = "No witness policy: the checkpoint's witnesses are not checked, so nothing shows the gateway's log is the one everyone else sees.";
+    return;
+  }
+  try {
+    TrustRoot.fromKeyFile(group.public_key, options).free();
+    t.className = 'trust pinned';
+    t.dataset.witnesses = 'policy';
+    t.textContent = options.logKeyStatement
+      ? "Witness policy in force; its log key is the one the group key's statement names (checked here)."
+      : "Witness policy in force (its log key as you gave it; add the group's log-key statement to check it under the group key).";
+  } catch (e) {
+    t.className = 'trust mismatch';
+    t.dataset.witnesses = 'invalid';
+    t.textContent = `The witness policy does not hold: ${e?.message ?? e}. Nothing will be accepted.`;
+  }
 }
 
 function showTrustMode() {
@@ -103,7 +142,7 @@ async function verify() {
   button.disabled = true;
   button.textContent = 'Verifying…';
   $('result').hidden = false;
-  for (const id of ['signer-status', 'snapshot-info', 'checkpoint-info', 'key-info', 'gateway-said']) $(id).textContent = '';
+  for (const id of ['signer-status', 'snapshot-info', 'checkpoint-info', 'witness-info', 'key-info', 'gateway-said']) $(id).textContent = '';
   $('checks').replaceChildren();
   setVerdict('pending', 'Checking…', '');
   try {
@@ -181,6 +220,17 @@ async function run() {
     $('checkpoint-info').textContent = 'no checkpoint that verifies under the group key';
   }
 
+  const quorum = report.checks.find((c) => c.check === 'witness_quorum');
+  if (!report.witnesses_checked) {
+    $('witness-info').textContent = 'not checked (no witness policy given)';
+  } else {
+    $('witness-info').replaceChildren(
+      `${quorum.passed && passed('witnessed_checkpoint') ? 'quorum met' : 'quorum NOT met'}: ${quorum.detail} `,
+      el('span', { class: 'badge here' }, 'checked here'),
+    );
+  }
+  $('witness-info').dataset.witnessed = String(report.witnesses_checked && quorum.passed && passed('witnessed_checkpoint'));
+
   for (const c of report.checks) {
     const gw = c.check === GATEWAY_WORD;
     $('checks').append(el('tr', { 'data-check': c.check, 'data-passed': String(c.passed) },
@@ -230,7 +280,14 @@ async function main() {
   $('group-loading').hidden = true;
   $('group-info').hidden = false;
   showTrustMode();
+  showWitnessMode();
   $('pin').addEventListener('input', showTrustMode);
+  for (const id of ['witness-policy', 'log-key-statement']) $(id).addEventListener('input', showWitnessMode);
+  $('witness-policy-file').addEventListener('change', async () => {
+    const f = $('witness-policy-file').files[0];
+    if (f) $('witness-policy').value = await f.text();
+    showWitnessMode();
+  });
   $('verify').disabled = false;
   $('verify').addEventListener('click', verify);
   document.body.dataset.ready = 'true';

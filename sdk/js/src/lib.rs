@@ -77,6 +77,36 @@ impl TrustRoot {
             .map_err(err)
     }
 
+    /// This root with a witness policy (C2SP tlog-policy text) and, optionally, the group
+    /// key's log-key statement, which must name the policy's log key.
+    #[wasm_bindgen(js_name = withWitnessPolicy)]
+    pub fn with_witness_policy(
+        &self,
+        policy: &str,
+        log_key_statement: Option<String>,
+    ) -> Result<TrustRoot, JsValue> {
+        self.inner
+            .clone()
+            .with_witness_policy(policy, log_key_statement.as_deref())
+            .map(|inner| TrustRoot { inner })
+            .map_err(err)
+    }
+
+    /// The policy `log` line of the group's log key, from the group key's log-key
+    /// statement (verified under the group key).
+    #[wasm_bindgen(js_name = logLineFromStatement)]
+    pub fn log_line_from_statement(&self, log_key_statement: &str) -> Result<String, JsValue> {
+        self.inner
+            .log_line_from_statement(log_key_statement)
+            .map_err(err)
+    }
+
+    /// Whether this root has a witness policy.
+    #[wasm_bindgen(getter, js_name = hasWitnessPolicy)]
+    pub fn has_witness_policy(&self) -> bool {
+        self.inner.witness_policy().is_some()
+    }
+
     /// The group's fingerprint (hex).
     #[wasm_bindgen(getter)]
     pub fn fingerprint(&self) -> String {

@@ -20,7 +20,9 @@ function errorOf(e) {
 function run(groups, c) {
   let root;
   try {
-    root = TrustRoot.fromKeyBytes(d(groups[c.group]));
+    root = TrustRoot.fromKeyBytes(d(groups[c.group]), {
+      witnessPolicy: c.witness_policy, logKeyStatement: c.log_key_statement,
+    });
   } catch (e) {
     return errorOf(e);
   }
@@ -90,7 +92,9 @@ test('a checkpoint from the future: refused by name, unless the caller tolerates
   assert.equal(r.checks.find((x) => x.check === 'checkpoint_age').passed, true, 'the age alone lets it through');
   assert.equal(root.checkAnswer(...args, { max_age_ms, now_unix_ms, clock_tolerance_ms: 900_000 }).valid, true);
   assert.equal(DEFAULT_CLOCK_TOLERANCE_MS, 5000);
-  assert.deepStrictEqual(r.checks.map((x) => x.check), CHECKS.slice(0, -1));
+  assert.deepStrictEqual(r.checks.map((x) => x.check),
+    CHECKS.slice(0, -1).filter((n) => !n.startsWith('witness')));
+  assert.equal(r.witnesses_checked, false);
   assert.throws(() => root.checkAnswer(...args, { max_age_ms, now_unix_ms, clock_tolerance_ms: -1 }),
     (e) => e.kind === 'argument');
   root.free();
@@ -108,4 +112,37 @@ test('typed errors', () => {
   assert.throws(() => root.checkAnswer('m', 'x', '{}', null, { max_age_ms: -1, now_unix_ms: 0 }),
     (e) => e.kind === 'argument');
   assert.throws(() => root.verifyCheckpoint('not a note'), (e) => e.kind === 'bad_signed_object');
+});
+
+test('a witness policy: the quorum names stale witnesses; the report says whether witnesses were checked', () => {
+  const met = doc.cases.find((x) => x.name === 'fips205: witnessed, quorum met');
+  const stale = doc.cases.find((x) => x.name === 'fips205: witnessed, a stale witness timestamp');
+  const key = d(doc.groups[met.group]);
+  const root = TrustRoot.fromKeyBytes(key, {
+    witnessPolicy: met.witness_policy, logKeyStatement: met.log_key_statement,
+  });
+  assert.equal(root.hasWitnessPolicy, true);
+  const check = (r, c) => r.checkAnswer(d(c.message), d(c.signature), c.answer, c.snapshot, c.policy);
+  const ok = check(root, met);
+  assert.equal(ok.valid, true);
+  assert.equal(ok.witnesses_checked, true);
+  assert.deepStrictEqual(ok.checks.map((x) => x.check), CHECKS.slice(0, -1));
+  const r = check(root, stale);
+  assert.deepStrictEqual(r.checks.filter((x) => !x.passed).map((x) => x.check), ['witness_quorum']);
+  assert.match(r.checks.find((x) => x.check === 'witness_quorum').detail, /: w2$/);
+  const plain = TrustRoot.fromKeyBytes(key);
+  assert.equal(plain.hasWitnessPolicy, false);
+  const unchecked = check(plain, stale);
+  assert.equal(unchecked.valid, true);
+  assert.equal(unchecked.witnesses_checked, false);
+  const line = plain.logLineFromStatement(met.log_key_statement);
+  assert.ok(met.witness_policy.includes(line), line);
+  assert.equal(plain.withWitnessPolicy(met.witness_policy).hasWitnessPolicy, true);
+  assert.throws(() => plain.withWitnessPolicy(met.witness_policy.replace('quorum two-of-three', 'quorum x')),
+    (e) => e.kind === 'trust_root' && /policy line 7/.test(e.message));
+  assert.throws(() => TrustRoot.fromKeyBytes(d(doc.groups.a)).logLineFromStatement(met.log_key_statement),
+    (e) => e.kind === 'bad_signed_object');
+  assert.throws(() => TrustRoot.fromKeyBytes(key, { logKeyStatement: met.log_key_statement }),
+    (e) => e.kind === 'argument');
+  for (const x of [root, plain]) x.free();
 });
