@@ -16,6 +16,10 @@
 //!   (SeaweedFS on loopback, `scripts/s3.sh`, started by the bench; `DGSP_SKIP_S3=1` leaves
 //!   that row out, saying so), side by side in one run.
 //!
+//! - publication latency (`publication` rows): from a join's acknowledgement to a served
+//!   checkpoint covering it, without witnesses and with the two real witnesses of
+//!   `scripts/witnesses.sh` (omniwitness and litewitness, 2-of-2, on loopback), side by side.
+//!
 //! `cargo bench -p dgsp-registry --bench registry -- WORD` runs only the rows whose label
 //! contains `WORD`.
 
@@ -544,6 +548,92 @@ async fn cadence_cost() -> String {
     )
 }
 
+/// From a join's acknowledgement to a served checkpoint covering it (every join waits for
+/// its checkpoint: the publisher's latency, not its throughput), `n` joins, with the two
+/// real witnesses of `scripts/witnesses.sh` under their 2-of-2 policy or without
+/// witnesses; `None` when the witnesses are skipped (`DGSP_SKIP_WITNESSES=1`, said).
+async fn publication_latency(witnessed: bool, n: usize) -> String {
+    use dgsp_registry::witnessing::{LogKey, Witnesses};
+    let (dir, store, manager) = fresh();
+    store
+        .create_group(manager.public_key(), dgsp_wire::log::now_ms())
+        .unwrap();
+    let mut publisher = PublisherConfig::default();
+    let mut _witnesses = None;
+    if witnessed {
+        let log_key = LogKey::derive(&manager, 0, dgsp_wire::log::now_ms()).unwrap();
+        let Some(w) = dgsp_witness::test_server::TestWitnesses::start(
+            "publication latency bench",
+            &[&log_key.vkey()],
+        ) else {
+            return "skipped (DGSP_SKIP_WITNESSES=1)".into();
+        };
+        let policy = std::fs::read_to_string(&w.policy_path).unwrap();
+        let ws = Witnesses::new(
+            log_key,
+            &policy,
+            std::time::Duration::from_secs(5),
+            Arc::new(dgsp_http::clock::SystemClock),
+        )
+        .unwrap();
+        publisher.witnesses = Some(Arc::new(ws));
+        _witnesses = Some(w);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = server::Config {
+        admin_token: TOKEN.into(),
+        auditor_token: None,
+        body_limit: api::DEFAULT_BODY_LIMIT,
+        publisher,
+        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
+        backups: None,
+        tiles: None,
+    };
+    let running = server::start(store, manager, listener, config)
+        .await
+        .unwrap();
+    let (client, base) = (reqwest::Client::new(), running.url());
+    let mut ms = Vec::with_capacity(n);
+    let mut bytes = 0;
+    for i in 0..n {
+        let r = client
+            .post(format!("{base}/admin/v1/members"))
+            .bearer_auth(TOKEN)
+            .json(&json!({"username": format!("p{i}")}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+        let acked = Instant::now();
+        let seq = running.state.store.head().unwrap().seq;
+        loop {
+            if let Ok(v) = checkpoint(&client, &base).await {
+                let covered = v["size"].as_u64().unwrap_or(0) >= seq;
+                if covered && (!witnessed || v["witnessed"].is_string()) {
+                    bytes = v["witnessed"].as_str().map_or(0, str::len);
+                    break;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        ms.push(acked.elapsed().as_secs_f64() * 1e3);
+    }
+    running.shutdown().await.unwrap();
+    drop(dir);
+    ms.sort_by(f64::total_cmp);
+    let extra = if witnessed {
+        format!(", witnessed note {bytes} bytes")
+    } else {
+        String::new()
+    };
+    format!(
+        "p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms ({n} joins){extra}",
+        ms[n / 2],
+        ms[n * 9 / 10],
+        ms[n - 1]
+    )
+}
+
 /// Milliseconds per signed checkpoint note (median of `n`) for `params`: the publisher's
 /// cost per cadence tick, on its one blocking thread.
 async fn checkpoint_sign_ms(params: ParamSet, n: usize) -> f64 {
@@ -592,6 +682,16 @@ async fn main() {
         "checkpoint signature, shake-256f (median of 10)",
         "{:.1} ms",
         checkpoint_sign_ms(ParamSet::Shake256f, 10)
+    );
+    row!(
+        "publication latency (ack to covering checkpoint), no witnesses",
+        "{}",
+        publication_latency(false, 40)
+    );
+    row!(
+        "publication latency (ack to covering checkpoint), witnesses: omniwitness + litewitness 2-of-2, loopback",
+        "{}",
+        publication_latency(true, 40)
     );
     row!(
         "durable joins/s, writer, 1 client",
