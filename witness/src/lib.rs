@@ -7,10 +7,13 @@
 //!   per-request timeout, every answer a typed [`SubmitError`]; [`Submitter`], the per-witness
 //!   state machine (the size it last cosigned, one retry after a 409, [`WitnessStatus`] for
 //!   metrics).
+//! - [`server`]: a witness ([`server::Witness`]): the `add-checkpoint` logic per spec, its
+//!   state behind [`server::WitnessStore`] (an atomic, durable compare-and-set; a gateway
+//!   implements it on RocksDB), and an axum [`server::router`].
 //! - `test_server` (feature `test-server`): the two real witnesses, omniwitness and
 //!   litewitness, started by `scripts/witnesses.sh` for tests.
 //!
-//! The crate does not verify cosignatures: it returns the witness's lines, and the caller
+//! The client does not verify cosignatures: it returns the witness's lines, and the caller
 //! checks them against its policy (`dgsp_wire::note`).
 
 #![forbid(unsafe_code)]
@@ -18,6 +21,7 @@
 
 pub mod client;
 pub mod protocol;
+pub mod server;
 #[cfg(feature = "test-server")]
 pub mod test_server;
 
