@@ -38,8 +38,8 @@ fn to_py(e: Error) -> PyErr {
 type SignatureTuple = (String, String);
 /// `(check, passed, detail)`
 type CheckTuple = (&'static str, bool, String);
-/// `(valid, gateway_status, gateway_valid, checks)`
-type AnswerTuple = (bool, String, bool, Vec<CheckTuple>);
+/// `(valid, gateway_status, gateway_valid, checks, witnesses_checked)`
+type AnswerTuple = (bool, String, bool, Vec<CheckTuple>, bool);
 /// `(correct, signature_valid, opening_matches, params, detail)`
 type JudgeTuple = (bool, bool, bool, String, Option<String>);
 /// `(origin, size, head_hex, time_unix_ms, snapshot_number)`
@@ -80,6 +80,31 @@ impl TrustRoot {
             .map_err(to_py)
     }
 
+    /// This root with a witness policy (C2SP tlog-policy text) and, optionally, the group
+    /// key's log-key statement, which must name the policy's log key.
+    #[pyo3(signature = (policy, log_key_statement=None))]
+    fn with_witness_policy(&self, policy: &str, log_key_statement: Option<&str>) -> PyResult<Self> {
+        self.root
+            .clone()
+            .with_witness_policy(policy, log_key_statement)
+            .map(|root| TrustRoot { root })
+            .map_err(to_py)
+    }
+
+    /// The policy `log` line of the group's log key, from the group key's log-key
+    /// statement (verified under the group key).
+    fn log_line_from_statement(&self, log_key_statement: &str) -> PyResult<String> {
+        self.root
+            .log_line_from_statement(log_key_statement)
+            .map_err(to_py)
+    }
+
+    /// Whether this root has a witness policy.
+    #[getter]
+    fn has_witness_policy(&self) -> bool {
+        self.root.witness_policy().is_some()
+    }
+
     /// The group's fingerprint (hex SHA3-256 of the key's encoding).
     #[getter]
     fn fingerprint(&self) -> String {
@@ -107,7 +132,7 @@ impl TrustRoot {
     /// Checks a gateway's verify answer (JSON bytes) against the snapshot (JSON bytes, or
     /// None) and the policy (`clock_tolerance_ms`: how far the checkpoint's signed time may
     /// be ahead of `now_unix_ms`, the crate's default when None):
-    /// `(valid, gateway_status, gateway_valid, checks)`.
+    /// `(valid, gateway_status, gateway_valid, checks, witnesses_checked)`.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (message, signature, answer, snapshot, max_age_ms, now_unix_ms, min_snapshot=None, clock_tolerance_ms=None))]
     fn check_answer(
@@ -146,6 +171,7 @@ impl TrustRoot {
             report.gateway_status,
             report.gateway_valid,
             checks,
+            report.witnesses_checked,
         ))
     }
 

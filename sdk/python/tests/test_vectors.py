@@ -24,7 +24,11 @@ def d(v: str) -> bytes:
 def run(case: Dict[str, Any]) -> Dict[str, Any]:
     """One case, as sdk/rust/tests/conformance.rs `run` decides it."""
     try:
-        root = dv.TrustRoot.from_key_bytes(d(DATA["groups"][case["group"]]))
+        root = dv.TrustRoot.from_key_bytes(
+            d(DATA["groups"][case["group"]]),
+            witness_policy=case.get("witness_policy"),
+            log_key_statement=case.get("log_key_statement"),
+        )
         msg = d(case["message"])
         kind = case["kind"]
         if kind == "signature":
@@ -81,7 +85,9 @@ def test_answer_inputs_as_bytes_text_and_dict_agree() -> None:
     assert all(r == reports[0] for r in reports)
     r = reports[0]
     assert r.valid and bool(r) and r.first_failure is None and r.failed_checks == ()
-    assert [c.check for c in r.checks] == list(dv.CHECK_NAMES[:-1])
+    witness = ("witnessed_checkpoint", "witness_quorum")
+    assert [c.check for c in r.checks] == [n for n in dv.CHECK_NAMES[:-1] if n not in witness]
+    assert not r.witnesses_checked
     assert r.gateway_status == "ok" and r.gateway_valid
     # The same answer with a base64 signature (as signature files hold it).
     b64 = case["signature"].encode()
@@ -143,3 +149,45 @@ def test_errors_are_typed() -> None:
     with pytest.raises(ValueError):
         root.check_answer(b"m", b"s", "{}", None)  # no maximum age
     assert issubclass(dv.InvalidSignature, dv.DgspError) and issubclass(dv.DgspError, Exception)
+
+
+def test_witness_policy() -> None:
+    """The witness cases (issue 28): the quorum's words name stale witnesses, the report
+    says whether witnesses were checked, and the trust root's errors are typed."""
+    met = next(c for c in CASES if c["name"] == "fips205: witnessed, quorum met")
+    stale = next(c for c in CASES if c["name"] == "fips205: witnessed, a stale witness timestamp")
+    key = d(DATA["groups"][met["group"]])
+    root = dv.TrustRoot.from_key_bytes(
+        key, witness_policy=met["witness_policy"], log_key_statement=met["log_key_statement"]
+    )
+    assert root.witness_policy == met["witness_policy"]
+    assert root == dv.TrustRoot.from_key_bytes(key).with_witness_policy(met["witness_policy"])
+    assert root != dv.TrustRoot.from_key_bytes(key)
+    p = met["policy"]
+
+    def check(r: dv.TrustRoot, case: Dict[str, Any]) -> dv.AnswerReport:
+        return r.check_answer(
+            d(case["message"]), d(case["signature"]), case["answer"], case["snapshot"],
+            max_age_ms=p["max_age_ms"], now_unix_ms=p["now_unix_ms"],
+        )
+
+    r = check(root, met)
+    assert r.valid and r.witnesses_checked
+    assert [c.check for c in r.checks] == list(dv.CHECK_NAMES[:-1])
+    r = check(root, stale)
+    assert r.failed_checks == ("witness_quorum",)
+    assert r.first_failure is not None and r.first_failure.detail.endswith(": w2")
+    r = check(dv.TrustRoot.from_key_bytes(key), stale)
+    assert r.valid and not r.witnesses_checked
+
+    line = root.log_line_from_statement(met["log_key_statement"])
+    assert line.startswith("log dgsp/") and line in met["witness_policy"]
+    with pytest.raises(dv.TrustRootError) as e:
+        root.with_witness_policy(met["witness_policy"].replace("quorum two-of-three", "quorum x"))
+    assert "policy line 7" in str(e.value)
+    other = dv.TrustRoot.from_key_bytes(d(DATA["groups"]["a"]))
+    with pytest.raises(dv.BadSignedObject) as bad:
+        other.log_line_from_statement(met["log_key_statement"])
+    assert bad.value.what == "log-key statement"
+    with pytest.raises(ValueError):
+        dv.TrustRoot.from_key_bytes(key, log_key_statement=met["log_key_statement"])

@@ -14,6 +14,13 @@ Example::
     if not report.valid:
         print(report.first_failure)
 
+With a witness policy (a C2SP tlog-policy naming the group's log key, the witnesses and the
+quorum), answers must also carry a checkpoint cosigned by a quorum of those witnesses, each
+cosignature no older than the maximum age::
+
+    root = TrustRoot.from_key_file(key, witness_policy=open("policy").read(),
+                                   log_key_statement=statement)   # GET /v1/log/key
+
 A negative verdict is a report (``valid`` is False and every check says why), never an
 exception. Exceptions (all :class:`DgspError`) are for inputs that cannot be read at all,
 and for :meth:`TrustRoot.verify_signature` on a signature that does not verify.
@@ -28,7 +35,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from . import _native
 
@@ -53,7 +60,8 @@ __all__ = [
 __version__ = "0.1.0"
 
 #: The names of the checks :meth:`TrustRoot.check_answer` makes, in the order it makes them
-#: (``min_snapshot`` only when a minimum is given). Their meaning is documented in
+#: (``witnessed_checkpoint`` and ``witness_quorum`` only when the root has a witness policy,
+#: ``min_snapshot`` only when a minimum is given). Their meaning is documented in
 #: ``sdk/rust/src/evidence.rs``.
 CHECK_NAMES: Tuple[str, ...] = (
     "gateway_status",
@@ -61,6 +69,8 @@ CHECK_NAMES: Tuple[str, ...] = (
     "checkpoint_signature",
     "checkpoint_age",
     "future_checkpoint",
+    "witnessed_checkpoint",
+    "witness_quorum",
     "snapshot_signature",
     "snapshot_named",
     "revocation_proof",
@@ -99,7 +109,9 @@ class DgspError(Exception):
 
 
 class TrustRootError(DgspError):
-    """The trust root is not a group public key, or not the pinned fingerprint's."""
+    """The trust root is not a group public key, or not the pinned fingerprint's, or its
+    witness policy does not hold (does not parse, has no log line for the group, or names
+    another log key than the group's log-key statement)."""
 
     kind = "trust_root"
 
@@ -118,8 +130,8 @@ class InvalidSignature(DgspError):
 
 
 class BadSignedObject(DgspError):
-    """A signed checkpoint note or snapshot does not verify under the group key.
-    :attr:`what` is ``"checkpoint"`` or ``"snapshot"``."""
+    """A signed checkpoint note, snapshot or log-key statement does not verify under the
+    group key. :attr:`what` is ``"checkpoint"``, ``"snapshot"`` or ``"log-key statement"``."""
 
     kind = "bad_signed_object"
 
@@ -178,12 +190,17 @@ class AnswerReport:
             ``invalid_signature``, ``stale``, ...): its word, not evidence.
         gateway_valid: whether the gateway said valid.
         checks: every check, in the order made.
+        witnesses_checked: whether the checkpoint's witnesses were checked
+            (``witnessed_checkpoint``, ``witness_quorum``): only when the root has a
+            witness policy. When False, nothing excludes a checkpoint the group key signed
+            for this caller alone (a split view).
     """
 
     valid: bool
     gateway_status: str
     gateway_valid: bool
     checks: Tuple[Check, ...]
+    witnesses_checked: bool = False
 
     @property
     def first_failure(self) -> Optional[Check]:
@@ -271,6 +288,15 @@ def _bytes(value: BytesLike, name: str) -> bytes:
     raise TypeError(f"{name}: expected bytes or str, not {type(value).__name__}")
 
 
+def _text(value: BytesLike, name: str) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return _bytes(value, name).decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedInput(f"{name}: not UTF-8 text", what=name, detail="not UTF-8 text") from None
+
+
 def _json(value: JsonInput, name: str) -> bytes:
     if isinstance(value, Mapping):
         return json.dumps(value).encode("utf-8")
@@ -281,66 +307,162 @@ def _json(value: JsonInput, name: str) -> bytes:
 
 
 class TrustRoot:
-    """The group a caller trusts: its manager public key. Everything is checked under it;
-    nothing else is trusted, and nothing is fetched.
+    """The group a caller trusts: its manager public key and, optionally, a witness policy
+    (see :meth:`with_witness_policy`). Everything is checked under them; nothing else is
+    trusted, and nothing is fetched.
 
-    Build one with :meth:`from_key_file`, :meth:`from_key_bytes` or :meth:`pinned`.
-    Instances are immutable and safe to share between threads; the checks release the
-    interpreter while they run.
+    Build one with :meth:`from_key_file`, :meth:`from_key_bytes` or :meth:`pinned` (each
+    takes ``witness_policy`` and ``log_key_statement``). Instances are immutable and safe
+    to share between threads; the checks release the interpreter while they run.
     """
 
-    __slots__ = ("_root",)
+    __slots__ = ("_root", "_witness_policy")
 
-    def __init__(self, _native_root: "_native.TrustRoot") -> None:
+    def __init__(
+        self, _native_root: "_native.TrustRoot", _witness_policy: Optional[str] = None
+    ) -> None:
         """Internal: use :meth:`from_key_file`, :meth:`from_key_bytes` or :meth:`pinned`."""
         if not isinstance(_native_root, _native.TrustRoot):
             raise TypeError(
                 "use TrustRoot.from_key_file, TrustRoot.from_key_bytes or TrustRoot.pinned"
             )
         self._root = _native_root
+        self._witness_policy = _witness_policy
 
     @classmethod
-    def from_key_bytes(cls, key: bytes) -> "TrustRoot":
-        """The root from the group public key's binary encoding.
-
-        Raises:
-            TrustRootError: ``key`` is not a group public key.
-        """
+    def _build(
+        cls,
+        make: "Callable[[], _native.TrustRoot]",
+        witness_policy: Optional[BytesLike],
+        log_key_statement: Optional[BytesLike],
+    ) -> "TrustRoot":
         try:
-            return cls(_native.TrustRoot.from_key_bytes(_bytes(key, "key")))
+            root = cls(make())
         except _native.NativeError as e:
             raise _raise(e) from None
+        if witness_policy is None:
+            if log_key_statement is not None:
+                raise ValueError("a log-key statement is only used with a witness policy")
+            return root
+        return root.with_witness_policy(witness_policy, log_key_statement)
 
     @classmethod
-    def from_key_file(cls, contents: BytesLike) -> "TrustRoot":
+    def from_key_bytes(
+        cls,
+        key: bytes,
+        *,
+        witness_policy: Optional[BytesLike] = None,
+        log_key_statement: Optional[BytesLike] = None,
+    ) -> "TrustRoot":
+        """The root from the group public key's binary encoding (with a witness policy:
+        see :meth:`with_witness_policy`).
+
+        Raises:
+            TrustRootError: ``key`` is not a group public key, or the policy does not hold.
+        """
+        return cls._build(
+            lambda: _native.TrustRoot.from_key_bytes(_bytes(key, "key")),
+            witness_policy,
+            log_key_statement,
+        )
+
+    @classmethod
+    def from_key_file(
+        cls,
+        contents: BytesLike,
+        *,
+        witness_policy: Optional[BytesLike] = None,
+        log_key_statement: Optional[BytesLike] = None,
+    ) -> "TrustRoot":
         """The root from a group key file's contents: the key's standard base64 on its
         first non-blank line (as ``dgsp-registry public-key`` prints it and ``GET
-        /v1/group`` serves it as ``public_key``), or the raw encoding.
+        /v1/group`` serves it as ``public_key``), or the raw encoding (with a witness
+        policy: see :meth:`with_witness_policy`).
 
         Raises:
-            TrustRootError: the contents are not a group public key.
+            TrustRootError: the contents are not a group public key, or the policy does
+                not hold.
         """
+        return cls._build(
+            lambda: _native.TrustRoot.from_key_file(_bytes(contents, "key file")),
+            witness_policy,
+            log_key_statement,
+        )
+
+    @classmethod
+    def pinned(
+        cls,
+        contents: BytesLike,
+        fingerprint: str,
+        *,
+        witness_policy: Optional[BytesLike] = None,
+        log_key_statement: Optional[BytesLike] = None,
+    ) -> "TrustRoot":
+        """The root from a key file whose key must have ``fingerprint`` (64 hex characters:
+        the SHA3-256 of the key's encoding, obtained out of band, e.g. from the operator;
+        with a witness policy: see :meth:`with_witness_policy`).
+
+        Raises:
+            TrustRootError: not a group key, or not the one with that fingerprint, or the
+                policy does not hold.
+        """
+        return cls._build(
+            lambda: _native.TrustRoot.from_key_file_pinned(
+                _bytes(contents, "key file"), fingerprint
+            ),
+            witness_policy,
+            log_key_statement,
+        )
+
+    def with_witness_policy(
+        self, policy: BytesLike, log_key_statement: Optional[BytesLike] = None
+    ) -> "TrustRoot":
+        """This root with a witness policy: :meth:`check_answer` then also requires the
+        answer's witnessed checkpoint (``freshness.checkpoint.witnessed``), signed by the
+        policy's log key for the same tree as the group-signed checkpoint and cosigned by a
+        quorum of the policy's witnesses, each cosignature no older than the maximum age
+        (checks ``witnessed_checkpoint`` and ``witness_quorum``).
+
+        Args:
+            policy: a C2SP tlog-policy text (``log``, ``witness``, ``group``, ``quorum``
+                lines); it must have a ``log`` line for this group's origin.
+            log_key_statement: the group key's statement naming its log key (as the
+                registry serves it at ``GET /v1/log/key``); when given, it must verify under
+                the group key and name the policy's log key, so a caller holding only the
+                group key knows that log key is the group's.
+
+        Raises:
+            TrustRootError: the policy does not parse (the message names the line), has no
+                log line for this group, or its log key is not the statement's.
+            BadSignedObject: the statement does not verify under the group key
+                (``what == "log-key statement"``).
+        """
+        text = _text(policy, "witness policy")
+        statement = None if log_key_statement is None else _text(log_key_statement, "log-key statement")
         try:
-            return cls(_native.TrustRoot.from_key_file(_bytes(contents, "key file")))
+            return TrustRoot(self._root.with_witness_policy(text, statement), text)
         except _native.NativeError as e:
             raise _raise(e) from None
 
-    @classmethod
-    def pinned(cls, contents: BytesLike, fingerprint: str) -> "TrustRoot":
-        """The root from a key file whose key must have ``fingerprint`` (64 hex characters:
-        the SHA3-256 of the key's encoding, obtained out of band, e.g. from the operator).
+    def log_line_from_statement(self, log_key_statement: BytesLike) -> str:
+        """The policy ``log`` line (``log <vkey>\\n``) of the group's log key, from the
+        group key's log-key statement, verified under the group key: the start of a
+        witness policy for a caller who holds only the group key.
 
         Raises:
-            TrustRootError: not a group key, or not the one with that fingerprint.
+            BadSignedObject: the statement does not verify under the group key.
         """
         try:
-            return cls(
-                _native.TrustRoot.from_key_file_pinned(
-                    _bytes(contents, "key file"), fingerprint
-                )
+            return self._root.log_line_from_statement(
+                _text(log_key_statement, "log-key statement")
             )
         except _native.NativeError as e:
             raise _raise(e) from None
+
+    @property
+    def witness_policy(self) -> Optional[str]:
+        """The witness policy's text, or None."""
+        return self._witness_policy
 
     @property
     def fingerprint(self) -> str:
@@ -429,7 +551,7 @@ class TrustRoot:
             raise ValueError("the clock tolerance must not be negative")
         now = int(time.time() * 1000) if now_unix_ms is None else int(now_unix_ms)
         try:
-            valid, status, gateway_valid, checks = self._root.check_answer(
+            valid, status, gateway_valid, checks, witnessed = self._root.check_answer(
                 _bytes(message, "message"),
                 _bytes(signature, "signature"),
                 _json(answer, "answer"),
@@ -446,6 +568,7 @@ class TrustRoot:
             gateway_status=status,
             gateway_valid=gateway_valid,
             checks=tuple(Check(check=c, passed=p, detail=d) for c, p, d in checks),
+            witnesses_checked=witnessed,
         )
 
     def judge(
@@ -507,10 +630,14 @@ class TrustRoot:
         return f"TrustRoot(params={self.params!r}, fingerprint={self.fingerprint!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TrustRoot) and other.fingerprint == self.fingerprint
+        return (
+            isinstance(other, TrustRoot)
+            and other.fingerprint == self.fingerprint
+            and other._witness_policy == self._witness_policy
+        )
 
     def __hash__(self) -> int:
-        return hash(self.fingerprint)
+        return hash((self.fingerprint, self._witness_policy))
 
 
 from .client import verify_with_gateway  # noqa: E402  (network code, kept apart)
