@@ -213,6 +213,26 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_policy_file_is_refused_naming_the_file_and_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy");
+        let text = format!(
+            "log {}\nwitnes a {}\nquorum none\n",
+            vkey("dgsp/00", 1),
+            vkey("a", 2)
+        );
+        std::fs::write(&path, text).unwrap();
+        let err = WitnessPolicy::load(&path).unwrap_err();
+        assert!(err.starts_with("--witness-policy "), "{err}");
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(
+            err.contains("policy line 2: unknown keyword \"witnes\""),
+            "{err}"
+        );
+        assert!(WitnessPolicy::load(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
     fn the_quorum_time_is_the_oldest_cosignature_the_quorum_needs() {
         let two = policy("group two 2 a b c\nquorum two\n");
         let c = cos(&[("a", 100), ("b", 300), ("c", 200)]);

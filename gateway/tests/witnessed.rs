@@ -204,6 +204,19 @@ async fn answers_are_fresh_only_as_of_a_checkpoint_the_quorum_cosigned() {
         (Some(n1.note.as_str()), n1.witnessed.as_deref())
     );
     assert_eq!(readyz_status(&gw).await, (200, "ok".to_owned()));
+    let (_, r) = gw.get("/readyz").await;
+    let mut names: Vec<&str> = r["witnessed"]["cosigners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["w1", "w2"], "the outsider is not counted: {r}");
+    assert!(
+        r["witnessed"]["quorum_time_unix_s"].as_u64().is_some(),
+        "{r}"
+    );
 
     // b. w1 and a witness outside the policy: the outsider does not count, the quorum is not
     //    met. Refused, named; freshness stays.

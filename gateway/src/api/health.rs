@@ -79,6 +79,33 @@ pub struct Readiness {
     /// `before-bootstrap`; every other answer is complete), how long the start took.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tiles: Option<TilesStatus>,
+    /// With a witness policy (`--witness-policy`): the witnesses of the checkpoint in
+    /// service (absent without a policy, or before the first witnessed checkpoint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witnessed: Option<WitnessedReport>,
+}
+
+/// The witnesses of the checkpoint in service.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WitnessedReport {
+    /// The log key's signature time (Unix seconds).
+    pub log_timestamp_unix_s: u64,
+    /// The policy witnesses whose cosignatures counted, with their times.
+    pub cosigners: Vec<CosignerReport>,
+    /// The latest time such that the cosignatures made at or after it still meet the
+    /// quorum (Unix seconds): the state is stale once it is older than the bound. Absent
+    /// under `quorum none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum_time_unix_s: Option<u64>,
+}
+
+/// One witness's cosignature.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CosignerReport {
+    /// The witness's name in the policy.
+    pub name: String,
+    /// When it cosigned (Unix seconds).
+    pub timestamp_unix_s: u64,
 }
 
 /// Readiness: 200 while a verified snapshot is in service and the state is fresh by signed
@@ -138,6 +165,22 @@ pub fn readiness(s: &Shared) -> Readiness {
         fault: st.fault.clone(),
         last_integrity_fault: st.last_integrity_fault.clone(),
         tiles: st.tiles.clone(),
+        witnessed: view
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.witness.as_ref())
+            .map(|w| WitnessedReport {
+                log_timestamp_unix_s: w.log_timestamp,
+                cosigners: w
+                    .cosigners
+                    .iter()
+                    .map(|(name, t)| CosignerReport {
+                        name: name.clone(),
+                        timestamp_unix_s: *t,
+                    })
+                    .collect(),
+                quorum_time_unix_s: w.quorum_time_s,
+            }),
     }
 }
 
