@@ -570,7 +570,7 @@ async fn publication_latency(witnessed: bool, n: usize) -> String {
         };
         let policy = std::fs::read_to_string(&w.policy_path).unwrap();
         let ws = Witnesses::new(
-            log_key,
+            Arc::new(log_key),
             &policy,
             std::time::Duration::from_secs(5),
             Arc::new(dgsp_http::clock::SystemClock),

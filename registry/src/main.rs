@@ -284,14 +284,15 @@ fn serve(
         })?;
     }
     let mut publisher = publisher;
+    let log_key = Arc::new(witnessing::LogKey::derive(
+        &manager,
+        witness_args.log_key_generation,
+        publisher.clock.now_ms(),
+    )?);
+    publisher.log_key = Some(log_key.clone());
     if let Some(path) = &witness_args.witness_policy {
         let policy = std::fs::read_to_string(path)
             .map_err(|e| format!("--witness-policy {}: {e}", path.display()))?;
-        let log_key = witnessing::LogKey::derive(
-            &manager,
-            witness_args.log_key_generation,
-            publisher.clock.now_ms(),
-        )?;
         let vkey = log_key.vkey();
         let w = witnessing::Witnesses::new(
             log_key,

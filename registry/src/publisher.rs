@@ -238,6 +238,9 @@ pub struct PublisherConfig {
     /// The witnesses whose quorum must cosign a checkpoint before it is published
     /// (`crate::witnessing`); `None`: checkpoints are published as signed.
     pub witnesses: Option<Arc<crate::witnessing::Witnesses>>,
+    /// The group's log key, whose statement `GET /v1/log/key` serves (the one the witnesses
+    /// use, when there are witnesses); `None`: 404 there.
+    pub log_key: Option<Arc<crate::witnessing::LogKey>>,
 }
 
 impl Default for PublisherConfig {
@@ -247,6 +250,7 @@ impl Default for PublisherConfig {
             clock: Arc::new(SystemClock),
             clock_tolerance: DEFAULT_CLOCK_TOLERANCE,
             witnesses: None,
+            log_key: None,
         }
     }
 }

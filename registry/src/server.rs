@@ -96,6 +96,11 @@ pub async fn start_journaled(
         config.publisher.clock.clone(),
         config.publisher.witnesses.clone(),
     );
+    let log_key = config
+        .publisher
+        .log_key
+        .clone()
+        .or_else(|| witnesses.as_ref().map(|w| w.log_key().clone()));
     let publisher = tokio::spawn(publisher::run(
         store.clone(),
         writer.clone(),
@@ -147,6 +152,7 @@ pub async fn start_journaled(
         checkpoint_interval,
         clock,
         witnesses,
+        log_key,
         started: std::time::Instant::now(),
     });
     let addr = listener.local_addr().map_err(|e| store::Error::Corrupt {

@@ -83,7 +83,7 @@ impl std::fmt::Debug for LogKey {
 
 /// The registry's witnesses: its policy, its log key and one submitter per witness.
 pub struct Witnesses {
-    log_key: LogKey,
+    log_key: Arc<LogKey>,
     policy: Policy,
     clock: Arc<dyn Clock>,
     submitters: tokio::sync::Mutex<Vec<Submitter>>,
@@ -107,7 +107,7 @@ impl Witnesses {
     /// whose `log` line does not name this log key, and one whose quorum the witnesses it
     /// gives a URL for can never meet.
     pub fn new(
-        log_key: LogKey,
+        log_key: Arc<LogKey>,
         policy_text: &str,
         timeout: Duration,
         clock: Arc<dyn Clock>,
@@ -160,7 +160,7 @@ impl Witnesses {
     }
 
     /// The log key.
-    pub fn log_key(&self) -> &LogKey {
+    pub fn log_key(&self) -> &Arc<LogKey> {
         &self.log_key
     }
 

@@ -24,6 +24,7 @@ async fn start(clock: Arc<OffsetClock>) -> (tempfile::TempDir, server::Running) 
             clock,
             clock_tolerance: Duration::from_secs(5),
             witnesses: None,
+            log_key: None,
         },
         ..support::config("clock-test-admin-token")
     };

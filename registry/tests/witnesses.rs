@@ -107,7 +107,7 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
     let policy = Policy::parse(&policy_text).unwrap();
     let started = Instant::now();
     let w = Witnesses::new(
-        log_key,
+        Arc::new(log_key),
         &policy_text,
         Duration::from_secs(2),
         Arc::new(SystemClock),

@@ -59,6 +59,8 @@ pub struct AppState {
     /// the witnesses whose quorum the publisher waits for, and the log key (`None`: no
     /// witnesses)
     pub witnesses: Option<Arc<crate::witnessing::Witnesses>>,
+    /// the group's log key (`GET /v1/log/key`), when the registry has one
+    pub log_key: Option<Arc<crate::witnessing::LogKey>>,
     /// why this group's log cannot be served as tiles (`dgsp_wire::tiles::check_params`:
     /// an entry kind of its parameter set does not fit a bundle); `None` when it can
     pub tiles_unavailable: Option<String>,

@@ -127,23 +127,24 @@ pub async fn checkpoint(State(s): State<Shared>) -> Response {
 
 /// The group's statement naming its ML-DSA-44 log key (docs/witnesses.md, "The log key"):
 /// a note signed by the group key, so that a verifier holding only the group key learns
-/// the key that signs the witnessed checkpoints. 404 `no-log-key` when the registry has no
-/// witnesses (it then signs no witnessed checkpoints).
+/// the key that signs the witnessed checkpoints. 404 `no-log-key` only for a registry
+/// started without one (an embedding that configured none; `dgsp-registry serve` always
+/// has one).
 #[utoipa::path(get, path = "/v1/log/key", tag = "public",
     responses((status = 200, body = String, content_type = "text/plain; charset=utf-8"),
               (status = 404, body = Problem)))]
 pub async fn log_key(State(s): State<Shared>) -> Response {
-    match &s.witnesses {
-        Some(w) => (
+    match &s.log_key {
+        Some(k) => (
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            w.log_key().statement.clone(),
+            k.statement.clone(),
         )
             .into_response(),
         None => Problem::new(
             StatusCode::NOT_FOUND,
             "no-log-key",
             "No log key",
-            "this registry has no witnesses configured (--witness-policy), so it signs no witnessed checkpoints",
+            "this registry was started without a log key, so it signs no witnessed checkpoints",
         )
         .into_response(),
     }
