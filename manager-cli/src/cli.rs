@@ -429,9 +429,21 @@ pub struct AuditArgs {
     #[arg(long, env = "DGSP_AUDITOR_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// pin the group: a key file or its 64-hex fingerprint (else entry 1 is trusted and its
-    /// fingerprint printed)
+    /// fingerprint printed; --compare requires it)
     #[arg(long, value_name = "KEY")]
     pub group_key: Option<String>,
+    /// compare the views of these registries and gateways instead of replaying the log:
+    /// each URL's GET /v1/checkpoint is verified under the group key (and its witnessed
+    /// note under the log key), and every two views must be joined by a consistency proof
+    /// (computed from the log source: --tiles, else --registry's /v1/log). Two views that
+    /// no proof joins are a split_view, with both notes as evidence
+    #[arg(long, value_name = "URL", num_args = 1.., conflicts_with = "file")]
+    pub compare: Vec<String>,
+    /// with --compare: a witness policy (C2SP tlog-policy, docs/witnesses.md) whose log
+    /// line names the group's log key: every view must then serve a witnessed note
+    /// cosigned by its quorum (no maximum age)
+    #[arg(long, value_name = "FILE", requires = "compare")]
+    pub witness_policy: Option<PathBuf>,
     /// timeout and retries
     #[command(flatten)]
     pub http: HttpArgs,

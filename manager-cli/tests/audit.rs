@@ -779,6 +779,8 @@ fn file_args(path: &std::path::Path) -> AuditArgs {
         token: None,
         token_file: None,
         group_key: None,
+        compare: Vec::new(),
+        witness_policy: None,
         http: HttpArgs {
             timeout_secs: 5,
             retries: 0,
@@ -842,6 +844,8 @@ async fn a_large_honest_log_reports_nothing() {
         token: Some(logs::AUDITOR.into()),
         token_file: None,
         group_key: Some(hex::encode(r.manager.public_key().fingerprint())),
+        compare: Vec::new(),
+        witness_policy: None,
         http: HttpArgs {
             timeout_secs: 30,
             retries: 2,

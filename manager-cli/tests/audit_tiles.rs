@@ -254,6 +254,8 @@ async fn the_published_tiles_of_an_honest_log_report_nothing() {
             token: None,
             token_file: None,
             group_key: Some(hex::encode(p.manager.public_key().fingerprint())),
+            compare: Vec::new(),
+            witness_policy: None,
             http: http(0),
         };
         let code = audit::run(args, Output { json: true }, &Config::default())

@@ -110,10 +110,15 @@
 //! (its chain hash, and the Merkle tree's nodes: about two per entry), one record per
 //! member. The tile source adds a few bundles in flight and one unfinished tile of hashes
 //! per tree level ([`tiles`]).
+//!
+//! `--compare URL…` does not replay the log: it sets the checkpoints several registries and
+//! gateways serve side by side and reports any two that no consistency proof joins
+//! ([`compare`]).
 
 mod auditor;
 mod chain;
 mod checkpoints;
+pub mod compare;
 mod crypto;
 mod findings;
 mod group;
@@ -139,6 +144,9 @@ use crate::output::Output;
 /// Runs `audit`: reads the log, prints the report; exit code [`exit::OK`] when there is no
 /// violation, [`exit::REJECTED`] when there is one.
 pub async fn run(args: AuditArgs, out: Output, config: &Config) -> Result<i32, Error> {
+    if !args.compare.is_empty() {
+        return compare::run(args, out, config).await;
+    }
     let pin = args
         .group_key
         .as_deref()

@@ -163,7 +163,7 @@ impl Fetcher {
 }
 
 /// A local file of at most `cap` bytes (a larger one is refused unread).
-fn read_capped(path: &std::path::Path, cap: usize) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_capped(path: &std::path::Path, cap: usize) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let io = |source| Error::Io {
         path: path.to_owned(),
@@ -355,7 +355,7 @@ impl HashCheck {
 
 /// The hash tile of the tree of `size` entries that holds tile-level node (`level`,
 /// `index`): full, or the partial tile of that size.
-fn tile_of(level: u8, index: u64, size: u64) -> Tile {
+pub(crate) fn tile_of(level: u8, index: u64, size: u64) -> Tile {
     let nodes = size
         .checked_shr(u32::from(level) * u32::from(TILE_HEIGHT))
         .unwrap_or(0);
