@@ -310,6 +310,18 @@ async fn a_larger_tree_that_does_not_extend_the_smaller_is_a_split_view() {
         found.contains(&(vec![g1.clone(), g2.clone()], vec![na.clone(), nb.clone()])),
         "{found:?}"
     );
+    // Both sides were cosigned by w1: the finding names it.
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.urls == [g1.clone(), g2.clone()])
+        .unwrap();
+    assert!(
+        f.detail
+            .contains("cosigned both trees (they equivocated): w1"),
+        "{}",
+        f.detail
+    );
     // And G1 against the log source's own checkpoint.
     let src = tiles_b.path().display().to_string();
     assert!(

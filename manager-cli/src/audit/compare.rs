@@ -283,14 +283,10 @@ impl CompareReport {
             );
             for e in &f.evidence {
                 let _ = writeln!(out, "  note from {} (size {}):", e.url, e.size);
-                for line in e.note.lines() {
-                    let _ = writeln!(out, "    {line}");
-                }
+                indent(&mut out, &e.note);
                 if let Some(w) = &e.witnessed {
                     let _ = writeln!(out, "  witnessed note from {}:", e.url);
-                    for line in w.lines() {
-                        let _ = writeln!(out, "    {line}");
-                    }
+                    indent(&mut out, w);
                 }
             }
         }
@@ -305,12 +301,25 @@ impl CompareReport {
     }
 }
 
+/// Appends `text`, each non-empty line indented by four spaces.
+fn indent(out: &mut String, text: &str) {
+    for line in text.lines() {
+        if line.is_empty() {
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+}
+
 /// A view whose note verified.
 struct Verified {
     url: String,
     cp: Checkpoint,
     note: String,
     witnessed: Option<String>,
+    /// The policy witnesses whose cosignatures of this very tree counted.
+    cosigners: Vec<String>,
 }
 
 impl Verified {
@@ -656,12 +665,14 @@ fn check_view(
             return None;
         }
     };
-    let v = Verified {
+    let mut v = Verified {
         url: url.to_owned(),
         cp,
         note: served.note,
         witnessed: served.witnessed,
+        cosigners: Vec::new(),
     };
+    let mut cosigners = Vec::new();
     let mut info = ViewInfo {
         url: url.to_owned(),
         log_source,
@@ -702,7 +713,9 @@ fn check_view(
                         timestamp: *timestamp,
                     })
                     .collect();
-                if wv.origin != v.cp.origin || wv.size != v.cp.size || wv.root != v.cp.root {
+                if wv.origin == v.cp.origin && wv.size == v.cp.size && wv.root == v.cp.root {
+                    cosigners = wv.cosigners.iter().map(|(n, _)| n.clone()).collect();
+                } else {
                     finding(
                         FindingKind::WitnessedMismatch,
                         format!(
@@ -745,6 +758,7 @@ fn check_view(
         }
     }
     report.views.push(info);
+    v.cosigners = cosigners;
     Some(v)
 }
 
@@ -883,10 +897,23 @@ async fn compare_pairs(
             };
             report.pairs += 1;
             let (m, n) = (a.cp.size, b.cp.size);
+            let both: Vec<&str> = a
+                .cosigners
+                .iter()
+                .filter(|w| b.cosigners.contains(w))
+                .map(String::as_str)
+                .collect();
             let split = |detail: String| Finding {
                 kind: FindingKind::SplitView,
                 urls: vec![a.url.clone(), b.url.clone()],
-                detail,
+                detail: if both.is_empty() {
+                    detail
+                } else {
+                    format!(
+                        "{detail}; witnesses that cosigned both trees (they equivocated): {}",
+                        both.join(", ")
+                    )
+                },
                 evidence: vec![a.evidence(), b.evidence()],
             };
             if m == n {
