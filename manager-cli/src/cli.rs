@@ -351,6 +351,16 @@ pub struct VerifyArgs {
     /// revocation)
     #[arg(long, value_name = "N", requires = "group_key")]
     pub min_snapshot: Option<u64>,
+    /// with --group-key: a witness policy (C2SP tlog-policy, docs/witnesses.md) whose `log`
+    /// line names the group's log key; the answer must then carry a witnessed checkpoint of
+    /// the same tree that meets its quorum with cosignatures no older than --max-age (checks
+    /// `witnessed_checkpoint`, `witness_quorum`)
+    #[arg(long, value_name = "FILE", requires = "group_key")]
+    pub witness_policy: Option<PathBuf>,
+    /// with --witness-policy: the group key's statement naming its log key (as the
+    /// registry's GET /v1/log/key serves it); the policy's log line must name that key
+    #[arg(long, value_name = "FILE", requires = "witness_policy")]
+    pub log_key_statement: Option<PathBuf>,
     /// shared options
     #[command(flatten)]
     pub gateway: GatewayArgs,

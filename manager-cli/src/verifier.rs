@@ -55,6 +55,25 @@ fn read_group_key(path: &Path) -> Result<ManagerPublicKey, Error> {
     }
 }
 
+/// The witness policy of `verify --witness-policy` (and, when given, the group key's
+/// statement naming the log key), checked into the trust root as the SDKs do.
+fn witness_policy(
+    group: &ManagerPublicKey,
+    path: &Path,
+    statement: Option<&Path>,
+) -> Result<dgsp_verifier::WitnessPolicy, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::input(path, e.to_string()))?;
+    let statement = statement
+        .map(|p| std::fs::read_to_string(p).map_err(|e| Error::input(p, e.to_string())))
+        .transpose()?;
+    let root = dgsp_verifier::TrustRoot::new(group.clone())
+        .with_witness_policy(&text, statement.as_deref())
+        .map_err(|e| Error::input(path, e.to_string()))?;
+    root.witness_policy()
+        .cloned()
+        .ok_or_else(|| Error::input(path, "no witness policy in the trust root"))
+}
+
 /// `verify`: asks the gateway. With `--group-key`, trusts nothing it can check itself (see
 /// [`evidence`]): the verdict is positive only when every check holds.
 pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i32, Error> {
@@ -63,6 +82,14 @@ pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i3
         .as_ref()
         .map(|key| read_group_key(Path::new(key)))
         .transpose()?;
+    let witnesses = match (&group, &args.witness_policy) {
+        (Some(group), Some(path)) => Some(witness_policy(
+            group,
+            path,
+            args.log_key_statement.as_deref(),
+        )?),
+        _ => None,
+    };
     let client = gateway(&args.gateway, config)?;
     let message = io::read_input(&args.message)?;
     let sig = documents::read_signature(&args.signature)?;
@@ -76,7 +103,17 @@ pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i3
                 clock_tolerance_ms: args.clock_tolerance_ms,
                 now_unix_ms: dgsp_wire::log::now_ms(),
             };
-            Some(check_all(&client, group, &message, &sig, &answer, &policy).await)
+            Some(
+                check_all(
+                    &client,
+                    group,
+                    witnesses.as_ref(),
+                    (&message, &sig),
+                    &answer,
+                    &policy,
+                )
+                .await,
+            )
         }
         None => None,
     };
@@ -103,13 +140,16 @@ pub async fn verify(args: VerifyArgs, out: Output, config: &Config) -> Result<i3
 async fn check_all(
     client: &Client,
     group: &ManagerPublicKey,
-    message: &[u8],
-    sig: &Signature,
+    witnesses: Option<&dgsp_verifier::WitnessPolicy>,
+    (message, sig): (&[u8], &Signature),
     answer: &VerifyAnswer,
     policy: &Policy,
 ) -> Checks {
     let mut checks = Checks::default();
     let cp = evidence::check_answer(group, message, sig, answer, policy, &mut checks);
+    if let Some(w) = witnesses {
+        evidence::check_witnesses(w, answer, cp.as_ref(), policy, &mut checks);
+    }
     if let Some(cp) = cp {
         let fetched = match cp.snapshot {
             Some(named) => {

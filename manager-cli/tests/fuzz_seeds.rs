@@ -217,6 +217,7 @@ fn genesis(f: &Fixture) -> View {
         set: Arc::new(RevocationSet::from_zetas(std::iter::empty())),
         unsnapshotted: Arc::new(HashMap::new()),
         tree: Frontier::new(),
+        witness_policy: None,
     }
 }
 
