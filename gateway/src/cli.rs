@@ -33,6 +33,28 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Print the OpenAPI document (what openapi/gateway.json must contain).
     Openapi,
+    /// Write a new witness key file (for `serve --witness-key`) and print the witness's
+    /// verifier key, for the `witness` line of a log's policy.
+    WitnessKey(WitnessKeyArgs),
+    /// Print the verifier key of a witness key file.
+    WitnessVkey {
+        /// The witness key file.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+    },
+}
+
+/// `witness-key` options.
+#[derive(Debug, clap::Args)]
+pub struct WitnessKeyArgs {
+    /// Where to write the key (created with mode 0600; an existing file is never
+    /// overwritten).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The witness's name: the key name in its vkey and cosignatures (e.g. this gateway's
+    /// host name). Stored in the file: the same key under another name is another witness.
+    #[arg(long)]
+    pub name: String,
 }
 
 /// `serve` options.
@@ -125,6 +147,23 @@ pub struct ServeArgs {
     /// Not yet with --tiles.
     #[arg(long, env = "DGSP_WITNESS_POLICY", value_name = "FILE")]
     pub witness_policy: Option<PathBuf>,
+    /// Be a witness of the group's log (c2sp.org/tlog-witness) with the key in this file
+    /// (`dgsp-gateway witness-key` writes one): serve `POST /witness/add-checkpoint`
+    /// (submission prefix `<this gateway's URL>/witness`), the state kept in the replica.
+    /// The log's key comes from a `log` line of --witness-policy or --witness-logs, else
+    /// from the registry's `GET /v1/log/key` verified under the group key.
+    #[arg(long, env = "DGSP_GATEWAY_WITNESS_KEY", value_name = "FILE")]
+    pub witness_key: Option<PathBuf>,
+    /// With --witness-key: a tlog-policy file whose `log` lines name further logs to
+    /// witness (its other lines are not used; it needs a `quorum` line, `quorum none` will
+    /// do).
+    #[arg(
+        long,
+        env = "DGSP_GATEWAY_WITNESS_LOGS",
+        value_name = "FILE",
+        requires = "witness_key"
+    )]
+    pub witness_logs: Option<PathBuf>,
     /// Pause between feed polls once caught up, in milliseconds.
     #[arg(long, env = "DGSP_GATEWAY_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
@@ -197,6 +236,11 @@ impl ServeArgs {
             .as_deref()
             .map(crate::witness::WitnessPolicy::load)
             .transpose()?;
+        let witness = self
+            .witness_key
+            .as_deref()
+            .map(|key| crate::witnessing::WitnessConfig::load(key, self.witness_logs.as_deref()))
+            .transpose()?;
         let anchor = crate::anchor::parse(&self.group_key)?;
         let mut c = Config::new(
             self.registry.clone().unwrap_or_default(),
@@ -220,6 +264,7 @@ impl ServeArgs {
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
         c.follow.max_pending_bytes = self.max_pending_bytes;
         c.witness_policy = witness_policy.map(std::sync::Arc::new);
+        c.witness = witness;
         c.tiles = self.tiles.as_ref().map(|url| {
             let mut t = crate::tiles::TilesConfig::new(url);
             t.poll = c.follow.poll;

@@ -12,7 +12,8 @@
 //! threads that coalesce signatures into engine batches), [`tiles`] (starting from and
 //! following the log's tiles and snapshot bundle, `--tiles`), [`layout`] (HTTP and verify threads
 //! sized from the cores), [`witness`] (the witness policy a checkpoint's cosignatures must
-//! meet, `--witness-policy`), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
+//! meet, `--witness-policy`), [`witnessing`] (the gateway as a witness of its group's log,
+//! `--witness-key`), [`api`] (axum handlers), [`server`] (start/stop), [`cli`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -29,3 +30,4 @@ pub mod server;
 pub mod state;
 pub mod tiles;
 pub mod witness;
+pub mod witnessing;

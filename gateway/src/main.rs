@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use dgsp_gateway::cli::{Cli, Command, ServeArgs};
+use dgsp_gateway::witnessing::WitnessKey;
 use dgsp_gateway::{api, server};
 use dgsp_http::process::{init_logging, shutdown_signal};
 
@@ -16,6 +17,10 @@ fn main() -> ExitCode {
             print!("{}", api::openapi::document());
             Ok(())
         }
+        Command::WitnessKey(args) => witness_key(&args.out, &args.name),
+        Command::WitnessVkey { key } => WitnessKey::load(&key)
+            .and_then(|k| k.vkey())
+            .map(|vkey| println!("{vkey}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -24,6 +29,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes a new witness key file and prints its vkey.
+fn witness_key(out: &std::path::Path, name: &str) -> Result<(), String> {
+    let key = WitnessKey::generate(name)?;
+    let vkey = key.vkey()?;
+    key.write_new(out)?;
+    println!("{vkey}");
+    Ok(())
 }
 
 fn serve(args: &ServeArgs) -> Result<(), String> {

@@ -18,7 +18,7 @@ use crate::follower::{FollowConfig, Follower};
 use crate::layout::Layout;
 use crate::pool::{PoolConfig, VerifyPool, DEFAULT_SLOTS_PER_WORKER};
 use crate::replica::Replica;
-use crate::state::{SyncStatus, View};
+use crate::state::{current, SyncStatus, View};
 use crate::tiles::{TileFollower, TilesConfig};
 use crate::witness::WitnessPolicy;
 
@@ -54,6 +54,10 @@ pub struct Config {
     /// quorum of its witnesses' cosignatures, and answers are fresh only as of such a
     /// checkpoint (docs/witnesses.md, "Gateways"). Not yet with `tiles`.
     pub witness_policy: Option<Arc<WitnessPolicy>>,
+    /// Be a witness of the group's log (`--witness-key`, `--witness-logs`): serve
+    /// `POST /witness/add-checkpoint`, cosigning with this key, the state in the replica
+    /// ([`crate::witnessing`]).
+    pub witness: Option<crate::witnessing::WitnessConfig>,
 }
 
 impl Config {
@@ -71,6 +75,7 @@ impl Config {
             clock: WallClock::system(),
             tiles: None,
             witness_policy: None,
+            witness: None,
         }
     }
 }
@@ -161,6 +166,21 @@ pub async fn start(mut config: Config, listener: TcpListener) -> Result<Running,
     let view = Arc::new(RwLock::new(Arc::new(view)));
     let status = Arc::new(Mutex::new(SyncStatus::default()));
     let (stop, stopped) = watch::channel(false);
+    let witness = config
+        .witness
+        .as_ref()
+        .map(|w| {
+            crate::witnessing::start(
+                w,
+                &current(&view).group,
+                config.witness_policy.as_deref(),
+                &config.follow,
+                replica.clone(),
+                stopped.clone(),
+            )
+        })
+        .transpose()
+        .map_err(StartError::Config)?;
     let follower = match &config.tiles {
         Some(tiles) => {
             let follower = TileFollower::new(
@@ -194,6 +214,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> Result<Running,
         counters: Default::default(),
         http: Default::default(),
         clock: config.clock.clone(),
+        witness,
     });
     let addr = listener
         .local_addr()

@@ -83,6 +83,10 @@ pub struct Readiness {
     /// service (absent without a policy, or before the first witnessed checkpoint).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witnessed: Option<WitnessedReport>,
+    /// With `--witness-key`: this gateway's own witness (its name, vkey, whether it
+    /// cosigns, and the tree it last cosigned per log). It does not affect `ready`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<crate::witnessing::WitnessReport>,
 }
 
 /// The witnesses of the checkpoint in service.
@@ -181,6 +185,7 @@ pub fn readiness(s: &Shared) -> Readiness {
                     .collect(),
                 quorum_time_unix_s: w.quorum_time_s,
             }),
+        witness: s.witness.as_ref().map(|w| w.report()),
     }
 }
 
@@ -354,5 +359,9 @@ pub async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
         "Checkpointed ranges applied.",
         st.ranges_applied,
     );
+    drop(st);
+    if let Some(w) = &s.witness {
+        w.render_metrics(&mut out);
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
 }

@@ -116,6 +116,8 @@ pub struct AppState {
     pub http: dgsp_http::metrics::Metrics,
     /// The wall clock freshness is measured by, and its tolerance for signed times ahead.
     pub clock: crate::clock::WallClock,
+    /// The gateway's witness (`--witness-key`), serving `POST /witness/add-checkpoint`.
+    pub witness: Option<Arc<crate::witnessing::WitnessService>>,
 }
 
 async fn track(
@@ -132,7 +134,7 @@ pub type Shared = Arc<AppState>;
 /// The router.
 pub fn router(state: Shared) -> Router {
     let (limit, single) = (state.config.body_limit, state.config.single_body_limit());
-    let router = Router::new()
+    let mut router = Router::new()
         .route("/v1/verify", limit_body(post(verify::verify), single))
         .route("/v1/verify/batch", post(verify::verify_batch))
         .route("/v1/judge", limit_body(post(verify::judge), single))
@@ -151,6 +153,17 @@ pub fn router(state: Shared) -> Router {
         .route("/verify", get(page::redirect))
         .route("/verify/", get(page::index))
         .route("/verify/{file}", get(page::file));
+    if state.witness.is_some() {
+        // Its own limit, the protocol's 16 KiB, answered 413 in text/plain as the protocol's
+        // other errors are.
+        router = router.route(
+            "/witness/add-checkpoint",
+            limit_body(
+                post(crate::witnessing::add_checkpoint),
+                dgsp_witness::protocol::MAX_REQUEST_BODY,
+            ),
+        );
+    }
     dgsp_http::router::finish(router, limit, REQUEST_TIMEOUT)
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)

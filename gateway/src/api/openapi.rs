@@ -22,15 +22,34 @@ use dgsp_http::problem;
     paths(
         verify::verify, verify::verify_batch, verify::judge,
         revocations::group, revocations::checkpoint, revocations::latest_snapshot, revocations::snapshot, revocations::proof,
-        health::healthz, health::readyz, health::metrics
+        health::healthz, health::readyz, health::metrics,
+        crate::witnessing::add_checkpoint
     ),
     components(schemas(problem::Problem, model::Status, model::ProofKind)),
-    modifiers(&ProblemResponses),
+    modifiers(&ProblemResponses, &WitnessRoute),
     tags((name = "verify", description = "verification and judging, CPU-bound, load-shed with 503 + Retry-After"),
          (name = "revocations", description = "the group, the checkpoint applied, signed snapshots and revocation proofs"),
-         (name = "operations", description = "health, readiness, metrics"))
+         (name = "operations", description = "health, readiness, metrics"),
+         (name = "witness", description = "with --witness-key: the gateway as a c2sp.org/tlog-witness witness of its group's log (submission prefix `<gateway URL>/witness`); text/plain, not problem+json"))
 )]
 pub struct GatewayApi;
+
+/// The witness endpoint speaks the tlog-witness protocol (text bodies of any content type),
+/// not JSON: it never answers 415, which [`ProblemResponses`] documents for request bodies.
+struct WitnessRoute;
+
+impl utoipa::Modify for WitnessRoute {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        if let Some(op) = doc
+            .paths
+            .paths
+            .get_mut("/witness/add-checkpoint")
+            .and_then(|item| item.post.as_mut())
+        {
+            op.responses.responses.remove("415");
+        }
+    }
+}
 
 /// The document as pretty JSON with a trailing newline (the committed form).
 pub fn document() -> String {

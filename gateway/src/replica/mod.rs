@@ -14,6 +14,7 @@
 //! | `tree`      | `[tile level] ‖ be64 index` | the Merkle tree's tile-level hashes ([`tree`]) |
 //! | `zetas`     | zeta (16 bytes)     | `be64 seq` of the revocation entry            |
 //! | `snapshots` | `be64 number`       | the signed snapshot, in the registry's JSON form |
+//! | `witness`   | origin (UTF-8)      | as a witness (`--witness-key`): `be64 size ‖ root (32)` of the tree last cosigned for that log ([`witness`]) |
 //!
 //! Everything one checkpoint makes applicable is written in one synced `WriteBatch`
 //! ([`Replica::commit`]), the tree's new hashes and the checkpoint note included, so after a
@@ -22,6 +23,7 @@
 //! position replaces the stored one on its own ([`Replica::confirm`]).
 
 mod tree;
+pub mod witness;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,7 +38,7 @@ use dgsp_wire::snapshot::{snapshot_from_json, snapshot_json};
 use rocksdb::{ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOptions, DB};
 use serde_json::Value;
 
-const CFS: [&str; 5] = ["meta", "hashes", "zetas", "snapshots", "tree"];
+const CFS: [&str; 6] = ["meta", "hashes", "zetas", "snapshots", "tree", "witness"];
 
 /// `meta` key: the witnessed note of the checkpoint in `checkpoint`, when it has one.
 const CHECKPOINT_WITNESSED: &[u8] = b"checkpoint_witnessed";
@@ -141,6 +143,8 @@ pub struct Loaded {
 pub struct Replica {
     db: DB,
     path: PathBuf,
+    /// Serialises the witness state's compare-and-set ([`witness`]).
+    witness_lock: std::sync::Mutex<()>,
     /// Declared after `db`, so dropped after it: set once the database is closed.
     closed: Closed,
 }
@@ -167,6 +171,7 @@ impl Replica {
         Ok(Replica {
             db: DB::open_cf_descriptors(&opts, path, cfs)?,
             path: path.to_path_buf(),
+            witness_lock: std::sync::Mutex::new(()),
             closed: Closed(Default::default()),
         })
     }

@@ -76,8 +76,21 @@ pub async fn registry_with_tiles<T: Send + 'static>(
         Some(cadence),
         Some(Arc::new(store)),
         write,
+        None,
     )
     .await
+}
+
+/// Makes a registry's publisher configuration from its manager (a log key, witnesses).
+pub type Publishing =
+    Box<dyn FnOnce(&Arc<Manager>) -> dgsp_registry::publisher::PublisherConfig + Send>;
+
+/// Starts a registry for a new sha2-128f group whose publisher `publishing` configures
+/// (its log key, its witnesses, its cadence).
+pub async fn registry_publishing(publishing: Publishing) -> Registry {
+    start_on_log(ParamSet::Sha2_128f, None, None, |_, _| (), Some(publishing))
+        .await
+        .0
 }
 
 /// [`registry_with_tiles`] publishing into `tiles` (an S3 bucket, say).
@@ -85,9 +98,15 @@ pub async fn registry_with_tile_store(
     tiles: Arc<dyn dgsp_tilestore::TileStore>,
     cadence: Duration,
 ) -> Registry {
-    start_on_log(ParamSet::Sha2_128f, Some(cadence), Some(tiles), |_, _| ())
-        .await
-        .0
+    start_on_log(
+        ParamSet::Sha2_128f,
+        Some(cadence),
+        Some(tiles),
+        |_, _| (),
+        None,
+    )
+    .await
+    .0
 }
 
 /// Starts a registry for a new group of `params` on a log that `write` extends first (with
@@ -97,7 +116,7 @@ pub async fn registry_on_log<T: Send + 'static>(
     cadence: Option<Duration>,
     write: impl FnOnce(&Arc<Store>, &Arc<Manager>) -> T + Send + 'static,
 ) -> (Registry, T) {
-    start_on_log(params, cadence, None, write).await
+    start_on_log(params, cadence, None, write, None).await
 }
 
 async fn start_on_log<T: Send + 'static>(
@@ -105,6 +124,7 @@ async fn start_on_log<T: Send + 'static>(
     cadence: Option<Duration>,
     tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>,
     write: impl FnOnce(&Arc<Store>, &Arc<Manager>) -> T + Send + 'static,
+    publishing: Option<Publishing>,
 ) -> (Registry, T) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
@@ -119,14 +139,17 @@ async fn start_on_log<T: Send + 'static>(
         admin_token: ADMIN.into(),
         auditor_token: None,
         body_limit: dgsp_registry::api::DEFAULT_BODY_LIMIT,
-        publisher: cadence
-            .map(
-                |checkpoint_interval| dgsp_registry::publisher::PublisherConfig {
-                    checkpoint_interval,
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_default(),
+        publisher: match publishing {
+            Some(make) => make(&manager),
+            None => cadence
+                .map(
+                    |checkpoint_interval| dgsp_registry::publisher::PublisherConfig {
+                        checkpoint_interval,
+                        ..Default::default()
+                    },
+                )
+                .unwrap_or_default(),
+        },
         feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
         backups: None,
         tiles,
@@ -392,6 +415,16 @@ pub async fn gateway_in(config: gw::Config, dir: tempfile::TempDir) -> Gateway {
 }
 
 impl Gateway {
+    /// A gateway started with `gw::start` (on a listener bound beforehand, say).
+    pub fn wrap(running: gw::Running) -> Gateway {
+        Gateway {
+            url: running.url(),
+            client: reqwest::Client::new(),
+            running,
+            _dir: None,
+        }
+    }
+
     /// The running gateway's shared state.
     pub fn state(&self) -> &dgsp_gateway::api::Shared {
         &self.running.state
