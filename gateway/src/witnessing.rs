@@ -617,6 +617,27 @@ mod tests {
     }
 
     #[test]
+    fn further_logs_come_from_a_policy_files_log_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("witness.key");
+        WitnessKey::generate("gw1.example")
+            .unwrap()
+            .write_new(&key)
+            .unwrap();
+        let other = MlDsaCosigner::from_seed("other.example/log", &[9; 32]).unwrap();
+        let logs = dir.path().join("logs");
+        fs::write(&logs, format!("log {}\nquorum none\n", other.vkey())).unwrap();
+        let c = WitnessConfig::load(&key, Some(&logs)).unwrap();
+        assert_eq!(c.logs.keys("other.example/log"), [other.verifier().clone()]);
+        assert_eq!(c.key.name(), "gw1.example");
+        fs::write(&logs, format!("log {}\n", other.vkey())).unwrap();
+        let err = WitnessConfig::load(&key, Some(&logs)).unwrap_err();
+        assert!(err.starts_with("--witness-logs "), "{err}");
+        let err = WitnessConfig::load(&dir.path().join("missing"), None).unwrap_err();
+        assert!(err.starts_with("--witness-key "), "{err}");
+    }
+
+    #[test]
     fn bad_key_files_and_names_are_refused_without_echoing_the_seed() {
         assert!(WitnessKey::generate("has space").is_err());
         assert!(WitnessKey::generate("").is_err());
