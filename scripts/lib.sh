@@ -66,7 +66,7 @@ ensure_python_crypto() {
 # bindgen needs libclang: see docs/rocksdb.md for why not the bundled build.
 ensure_system_packages() {
   local missing=()
-  for pkg in librocksdb-dev clang libclang-dev pkg-config curl; do
+  for pkg in librocksdb-dev clang libclang-dev pkg-config curl openssh-client; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
   done
   if [ ${#missing[@]} -gt 0 ]; then
