@@ -144,7 +144,8 @@ pub struct ServeArgs {
     /// quorum, its `log` line must name this group's log key (as the registry's
     /// `GET /v1/log/key` states it), and answers are fresh only as of such a checkpoint,
     /// its cosignatures no older than --max-staleness-secs (docs/witnesses.md, "Gateways").
-    /// Not yet with --tiles.
+    /// With --tiles: the tiles' `checkpoint.witnessed`, and the log key is the policy's
+    /// `log` line (no registry statement is read).
     #[arg(long, env = "DGSP_WITNESS_POLICY", value_name = "FILE")]
     pub witness_policy: Option<PathBuf>,
     /// Be a witness of the group's log (c2sp.org/tlog-witness) with the key in this file
@@ -227,9 +228,6 @@ impl ServeArgs {
         }
         if self.max_staleness_secs == 0 {
             return Err("--max-staleness-secs must be at least 1".into());
-        }
-        if self.witness_policy.is_some() && self.tiles.is_some() {
-            return Err(crate::server::WITNESS_TILES.into());
         }
         let witness_policy = self
             .witness_policy

@@ -52,7 +52,7 @@ pub struct Config {
     pub tiles: Option<TilesConfig>,
     /// The witness policy (`--witness-policy`): the registry's checkpoints must carry a
     /// quorum of its witnesses' cosignatures, and answers are fresh only as of such a
-    /// checkpoint (docs/witnesses.md, "Gateways"). Not yet with `tiles`.
+    /// checkpoint (docs/witnesses.md, "Gateways"); with `tiles`, the tiles' `checkpoint.witnessed`.
     pub witness_policy: Option<Arc<WitnessPolicy>>,
     /// Be a witness of the group's log (`--witness-key`, `--witness-logs`): serve
     /// `POST /witness/add-checkpoint`, cosigning with this key, the state in the replica
@@ -119,10 +119,10 @@ const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Opens the replica, pins the group, starts the follower and serves on `listener`.
 pub async fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
-    if config.witness_policy.is_some() && config.tiles.is_some() {
-        return Err(StartError::Config(WITNESS_TILES.into()));
-    }
     config.follow.witness_max_age = config.api.max_staleness;
+    if let Some(tiles) = config.tiles.as_mut() {
+        tiles.witness_max_age = config.api.max_staleness;
+    }
     let pool = VerifyPool::new(&PoolConfig {
         workers: workers_for(&config),
         capacity: queue_for(&config)?,
@@ -238,13 +238,11 @@ pub async fn start(mut config: Config, listener: TcpListener) -> Result<Running,
     })
 }
 
-/// Why `--witness-policy` and `--tiles` are refused together.
-pub const WITNESS_TILES: &str = "--witness-policy with --tiles is not supported yet: the tiles carry no witnessed checkpoint; follow the registry's feed (--registry) to demand a witness quorum";
-
 /// With a witness policy, at start: the policy must have a `log` line for this group's
 /// log, and the registry's log-key statement, when the registry answers, must verify and
 /// name that key (a registry that cannot be reached now is checked by the follower once it
-/// connects).
+/// connects). Following the tiles, there is no registry to ask: the policy's `log` line is
+/// the log key (every witnessed note's log signature is verified under it).
 async fn check_witnessing(
     config: &Config,
     group: &dgsp_core::ManagerPublicKey,
@@ -253,6 +251,9 @@ async fn check_witnessing(
     policy
         .log_keys(group)
         .map_err(|e| StartError::Config(format!("--witness-policy: {e}")))?;
+    if config.tiles.is_some() {
+        return Ok(());
+    }
     let client = crate::follower::client(config.follow.timeout)
         .map_err(|e| StartError::Other(e.to_string()))?;
     let group = Arc::new(group.clone());

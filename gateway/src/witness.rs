@@ -58,6 +58,22 @@ pub enum WitnessRefusal {
     Bad(String),
 }
 
+impl WitnessRefusal {
+    /// The follower's fault for this refusal of the checkpoint of `seq` entries
+    /// (`unwitnessed_checkpoint`, `witness_quorum`, `bad_witnessed_checkpoint`).
+    pub fn into_fault(self, seq: u64) -> crate::follower::Fault {
+        use crate::follower::Fault;
+        match self {
+            WitnessRefusal::Missing => Fault::Unwitnessed {
+                seq,
+                detail: self.to_string(),
+            },
+            WitnessRefusal::Quorum(detail) => Fault::WitnessQuorum { seq, detail },
+            WitnessRefusal::Bad(detail) => Fault::BadWitnessed { seq, detail },
+        }
+    }
+}
+
 impl WitnessPolicy {
     /// Parses a policy text (C2SP `tlog-policy`); errors name the line.
     pub fn parse(text: &str) -> Result<WitnessPolicy, String> {

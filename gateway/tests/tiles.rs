@@ -6,7 +6,10 @@
 //! The registries here mirror to a local directory (`dgsp_tilestore::LocalDir`), served to
 //! the gateways either by the registry itself (`/v1/log`) or by a small static file server
 //! over the directory (as any web server, CDN or bucket would serve it); and, in the last
-//! test, to the tests' S3 server (SeaweedFS), which two gateways read directly.
+//! test, to the tests' S3 server (SeaweedFS), which two gateways read directly. One registry
+//! has real witnesses (omniwitness and litewitness, `dgsp_witness::test_server`): a gateway
+//! with their policy follows its directory's `checkpoint.witnessed` and turns stale when a
+//! witness stops cosigning (`DGSP_SKIP_WITNESSES=1` skips it, saying so).
 
 mod support;
 
@@ -33,7 +36,7 @@ async fn static_server(dir: PathBuf) -> String {
             }
             match tokio::fs::read(dir.join(&path)).await {
                 Ok(bytes) => {
-                    let cache = if path == "checkpoint" {
+                    let cache = if path == "checkpoint" || path == "checkpoint.witnessed" {
                         "public, max-age=1"
                     } else {
                         "public, max-age=31536000, immutable"
@@ -495,4 +498,137 @@ async fn two_gateways_keep_answering_from_the_bucket_with_the_registry_stopped()
     );
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// Sends `sig` (`STOP`, `CONT`) to the process whose id is in `pid_file`.
+fn signal(pid_file: &Path, sig: &str) {
+    let pid = std::fs::read_to_string(pid_file).unwrap();
+    let ok = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.trim())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {}", pid.trim());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_with_a_witness_policy_follows_the_witnessed_tiles() {
+    use dgsp_gateway::witness::WitnessPolicy;
+    use dgsp_registry::publisher::PublisherConfig;
+    use dgsp_registry::witnessing::{LogKey, Witnesses};
+    use dgsp_wire::log::now_ms;
+    use dgsp_witness::test_server::TestWitnesses;
+    use std::sync::{Arc, Mutex};
+
+    let tiles = tempfile::tempdir().unwrap();
+    // The witnesses need the log's key, which the registry's manager derives.
+    let started: Arc<Mutex<Option<TestWitnesses>>> = Arc::default();
+    let held = started.clone();
+    let reg = support::registry_publishing_with_tiles(
+        tiles.path(),
+        Box::new(move |manager| {
+            let log_key = LogKey::derive(manager, 0, now_ms()).unwrap();
+            let Some(w) = TestWitnesses::start("gateway tiles witnessed", &[&log_key.vkey()])
+            else {
+                return PublisherConfig::default();
+            };
+            let policy = std::fs::read_to_string(&w.policy_path).unwrap();
+            let witnesses = Witnesses::new(
+                Arc::new(log_key),
+                &policy,
+                Duration::from_secs(2),
+                Arc::new(dgsp_http::clock::SystemClock),
+            )
+            .unwrap();
+            *held.lock().unwrap() = Some(w);
+            PublisherConfig {
+                checkpoint_interval: Duration::from_secs(1),
+                witnesses: Some(Arc::new(witnesses)),
+                ..PublisherConfig::default()
+            }
+        }),
+    )
+    .await;
+    let Some(witnesses) = started.lock().unwrap().take() else {
+        reg.shutdown().await;
+        return;
+    };
+    let policy_text = std::fs::read_to_string(&witnesses.policy_path).unwrap();
+    let policy = WitnessPolicy::parse(&policy_text).unwrap();
+    bulk_join(&reg, "m", 20).await;
+    let mut alice = reg.member("alice", 2).await;
+    reg.reserve_and_revoke(0, 2).await;
+    published(&reg, tiles.path(), 2).await;
+
+    // The directory holds the witnessed note of the tree its checkpoint names.
+    let group = reg.manager.public_key().clone();
+    wait_for("checkpoint.witnessed of the checkpoint's tree", || async {
+        let note = std::fs::read_to_string(tiles.path().join("checkpoint")).ok()?;
+        let witnessed = std::fs::read_to_string(tiles.path().join("checkpoint.witnessed")).ok()?;
+        let cp = group.verify_checkpoint(&note).ok()?;
+        policy
+            .verify(
+                &witnessed,
+                &cp,
+                now_ms(),
+                Some(Duration::from_secs(60)),
+                Duration::from_secs(5),
+            )
+            .ok()
+    })
+    .await;
+
+    // A gateway with the policy, reading the directory: fresh as of a witnessed checkpoint.
+    let url = static_server(tiles.path().to_owned()).await;
+    let max = Duration::from_secs(6);
+    let data = tempfile::tempdir().unwrap();
+    let mut c = tiles_config(&group, &url, max, data.path());
+    c.witness_policy = Some(Arc::new(policy));
+    let g = gateway_in(c, data).await;
+    let r = wait_for("ready on a witnessed checkpoint", || async {
+        let (code, r) = readyz(&g).await;
+        (code == 200).then_some(r)
+    })
+    .await;
+    assert_eq!(
+        r["witnessed"]["cosigners"].as_array().map(Vec::len),
+        Some(2),
+        "{r}"
+    );
+    let message = b"witnessed through the tiles";
+    let sig = alice.sign(message);
+    let answer = g.verify(message, &sig).await;
+    assert_eq!(answer["status"], "ok", "{answer}");
+    let witnessed = answer["freshness"]["checkpoint"]["witnessed"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no witnessed note in {answer}"));
+    assert!(witnessed.starts_with(&dgsp_core::checkpoint::origin_for(&group)));
+
+    // litewitness stops cosigning: nothing newer is published, and the gateway turns stale
+    // once the quorum's cosignatures are older than its bound.
+    let lite_pid = witnesses.dir.join("litewitness/litewitness.pid");
+    signal(&lite_pid, "STOP");
+    let frozen = Instant::now();
+    let r = wait_for("stale without the quorum", || async {
+        let (code, r) = readyz(&g).await;
+        (code == 503).then_some(r)
+    })
+    .await;
+    signal(&lite_pid, "CONT");
+    assert_eq!(r["status"], "stale", "{r}");
+    let answer = g.verify(message, &sig).await;
+    assert_eq!(answer["status"], "stale", "{answer}");
+    assert!(
+        frozen.elapsed() >= max / 2,
+        "stale only after about max-age ({:?})",
+        frozen.elapsed()
+    );
+    // It answers again: the gateway is fresh again on a newer witnessed checkpoint.
+    wait_for("fresh again", || async {
+        (readyz(&g).await.0 == 200).then_some(())
+    })
+    .await;
+    g.shutdown().await;
+    reg.shutdown().await;
 }

@@ -420,13 +420,21 @@ async fn a_policy_that_does_not_name_the_registrys_log_key_does_not_start() {
     let err = start(keys.policy()).await.unwrap_err();
     assert!(err.contains("serves no log key"), "{err}");
 
-    // Not yet with tiles.
+    // Following the tiles, no registry statement is read: the policy's log line is the log
+    // key (a registry serving none does not stop it).
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(&mock, &log, dir.path(), &keys.policy());
     c.tiles = Some(dgsp_gateway::tiles::TilesConfig::new(&mock.url));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let running = gw::start(c, listener).await.unwrap();
+    running.shutdown().await.unwrap();
+    // A policy for another group's log is still refused.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&mock, &log, dir.path(), &keys.policy_for(&other_key.vkey()));
+    c.tiles = Some(dgsp_gateway::tiles::TilesConfig::new(&mock.url));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let err = gw::start(c, listener).await.err().unwrap().to_string();
-    assert!(err.contains("not supported yet"), "{err}");
+    assert!(err.contains("no log line for this group's log"), "{err}");
 
     // The right statement: it starts.
     mock.log_key(Some(keys.statement(&log, 0)));

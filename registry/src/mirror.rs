@@ -4,7 +4,9 @@
 //! (a tile's bytes never change: an existing tile with other bytes is a fault, reported and
 //! retried), then the bundle of the snapshot the checkpoint names
 //! (`dgsp_wire::snapshot_bundle`, `snapshot/<N>`, create-if-absent too: its bytes are a
-//! function of the signed snapshot), then the `checkpoint` object. Partial tiles are
+//! function of the signed snapshot), then the `checkpoint` object, then, when the registry
+//! has witnesses, the witnessed note of the same tree as [`WITNESSED_CHECKPOINT`]
+//! (overwritten, as `checkpoint` is; our extension of the layout). Partial tiles are
 //! written only at checkpointed sizes; a reader that finds a checkpoint finds every tile and
 //! the snapshot bundle it needs.
 //!
@@ -38,6 +40,11 @@ use crate::store::Store;
 
 /// How often the mirror looks for a newer checkpoint.
 const POLL: Duration = Duration::from_millis(200);
+
+/// The tile store object holding the witnessed note of the tree `checkpoint` names (the
+/// plain C2SP checkpoint signed by the log key and cosigned by the witnesses), written after
+/// `checkpoint` by a registry with witnesses.
+pub const WITNESSED_CHECKPOINT: &str = "checkpoint.witnessed";
 
 /// Snapshots (with their sets) remembered from the publisher's state, newest last.
 pub const RECENT: usize = 4;
@@ -147,21 +154,24 @@ pub async fn already_published(store: &Store, tiles: &dyn TileStore) -> (u64, St
 /// Dropped at any `.await` (the registry stopping), it leaves some tiles (and perhaps the
 /// snapshot bundle) written and neither the checkpoint object nor the record: the next run
 /// writes them again (an object written twice with the same bytes is `AlreadySame`).
-/// Killed between the checkpoint object and the record, the next run publishes the same
-/// note again.
+/// Killed between the checkpoint object and the record (the witnessed note perhaps not yet
+/// written), the next run publishes the same note, and its witnessed note, again.
 pub async fn step(
     store: &Arc<Store>,
     published: &SharedPublished,
     tiles: &dyn TileStore,
     progress: &mut Progress,
 ) -> Result<bool, String> {
-    let (size, note, named) = {
+    let (size, note, named, witnessed) = {
         let p = read(published);
         progress.remember(&p);
         match p.checkpoint.as_ref() {
-            Some(c) if c.note != progress.done.1 => {
-                (c.checkpoint.size, c.note.clone(), c.checkpoint.snapshot)
-            }
+            Some(c) if c.note != progress.done.1 => (
+                c.checkpoint.size,
+                c.note.clone(),
+                c.checkpoint.snapshot,
+                c.witnessed.clone(),
+            ),
             _ => return Ok(false),
         }
     };
@@ -209,6 +219,12 @@ pub async fn step(
         .put("checkpoint", Bytes::from(note.clone().into_bytes()))
         .await
         .map_err(|e| format!("checkpoint: {e}"))?;
+    if let Some(witnessed) = witnessed {
+        tiles
+            .put(WITNESSED_CHECKPOINT, Bytes::from(witnessed.into_bytes()))
+            .await
+            .map_err(|e| format!("{WITNESSED_CHECKPOINT}: {e}"))?;
+    }
     store
         .put_tiles_published(size, &note)
         .map_err(|e| e.to_string())?;

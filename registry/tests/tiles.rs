@@ -99,6 +99,15 @@ async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifie
     let (status, headers, note) = get_bytes(&reg, "checkpoint").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["cache-control"], "public, max-age=2");
+    // Without witnesses there is no witnessed note beside it.
+    let (status, headers, body) = get_bytes(&reg, "checkpoint.witnessed").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(headers["content-type"], "application/problem+json");
+    let problem: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        problem["type"].as_str().unwrap().ends_with("no-witnesses"),
+        "{problem}"
+    );
     let note = String::from_utf8(note).unwrap();
     let cp = reg.manager.public_key().verify_checkpoint(&note).unwrap();
     assert!(cp.size >= head, "covers {} of {head}", cp.size);

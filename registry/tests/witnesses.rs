@@ -4,7 +4,9 @@
 //! (consistency proofs from the size each witness last cosigned); when one witness stops
 //! answering, nothing newer is published (the served note ages, `/readyz` says which
 //! witness fails) while writes are still acknowledged; when it answers again, publication
-//! resumes and covers them.
+//! resumes and covers them. Its tile store (a directory) holds `checkpoint.witnessed` beside
+//! `checkpoint`, of the same tree, and the registry serves it at
+//! `/v1/log/checkpoint.witnessed`.
 //!
 //! `DGSP_SKIP_WITNESSES=1` skips it, saying so.
 
@@ -113,7 +115,11 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
         Arc::new(SystemClock),
     )
     .unwrap();
+    let tiles = tempfile::tempdir().unwrap();
     let config = server::Config {
+        tiles: Some(Arc::new(
+            dgsp_tilestore::LocalDir::open(tiles.path()).unwrap(),
+        )),
         publisher: PublisherConfig {
             checkpoint_interval: Duration::from_secs(1),
             witnesses: Some(Arc::new(w)),
@@ -143,6 +149,44 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
     .await;
     check_witnessed(&first, &policy, &group);
     eprintln!("first witnessed checkpoint after {:?}", started.elapsed());
+
+    // The registry serves the witnessed note beside the tiles' checkpoint, and its mirror
+    // writes it beside the directory's checkpoint: each of the same tree as its checkpoint.
+    let r = client
+        .get(format!("{url}/v1/log/checkpoint.witnessed"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["cache-control"], "public, max-age=2");
+    let text = r.text().await.unwrap();
+    assert!(text.starts_with(first["note"].as_str().unwrap().lines().next().unwrap()));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let read = |name: &str| std::fs::read_to_string(tiles.path().join(name)).ok();
+        if let (Some(note), Some(witnessed)) = (read("checkpoint"), read("checkpoint.witnessed")) {
+            let cp = serde_json::json!({ "note": note, "witnessed": witnessed });
+            if group.verify_checkpoint(&note).ok().map(|c| c.size)
+                == dgsp_wire::note::witnessed::verify_witnessed(
+                    &witnessed,
+                    &policy,
+                    now_ms() / 1000,
+                    None,
+                    5,
+                )
+                .ok()
+                .map(|w| w.size)
+            {
+                check_witnessed(&cp, &policy, &group);
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint.witnessed of the directory's checkpoint's tree"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // The log grows: the next checkpoints extend it, cosigned by both from their last size.
     for n in 0..3 {

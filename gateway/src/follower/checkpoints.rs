@@ -90,14 +90,7 @@ impl Follower {
                         Some(self.config.witness_max_age),
                         self.clock.tolerance(),
                     )
-                    .map_err(|refusal| match refusal {
-                        WitnessRefusal::Missing => Fault::Unwitnessed {
-                            seq,
-                            detail: refusal.to_string(),
-                        },
-                        WitnessRefusal::Quorum(detail) => Fault::WitnessQuorum { seq, detail },
-                        WitnessRefusal::Bad(detail) => Fault::BadWitnessed { seq, detail },
-                    })?;
+                    .map_err(|refusal| refusal.into_fault(seq))?;
                 Some(witness)
             }
         };

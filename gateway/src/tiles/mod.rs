@@ -29,6 +29,13 @@
 //! new entries, read and checked as in step 4, are applied with the rules of the feed
 //! follower ([`crate::follower::apply::apply_range`]) in one batch.
 //!
+//! **With a witness policy** (`--witness-policy`), each new checkpoint is read with
+//! [`WITNESSED_CHECKPOINT`], the witnessed note of the same tree (both read again once when
+//! it names another size: the mirror writes it just after `checkpoint`), verified as the
+//! feed follower verifies the registry's (`unwitnessed_checkpoint`, `witness_quorum`,
+//! `bad_witnessed_checkpoint`) and carried in the verified checkpoint: answers are fresh only
+//! as of a witnessed checkpoint, and the note is stored beside the checkpoint in the replica.
+//!
 //! Any fault keeps the last verified view in service, is reported like the feed's
 //! (`/readyz`, metrics) and retried with backoff.
 
@@ -57,6 +64,13 @@ use tree::TileTree;
 /// Longest pause between two reads of the checkpoint, whatever its `max-age` says.
 pub const MAX_POLL: Duration = Duration::from_secs(10);
 
+/// The object beside `checkpoint` holding the witnessed note of its tree (written by the
+/// registry's mirror when it has witnesses; docs/format.md, "Tiles").
+pub const WITNESSED_CHECKPOINT: &str = "checkpoint.witnessed";
+
+/// Largest witnessed note read ([`dgsp_wire::note::signed_note::MAX_NOTE_BYTES`]).
+pub const MAX_WITNESSED_BYTES: usize = dgsp_wire::note::signed_note::MAX_NOTE_BYTES;
+
 /// Largest snapshot bundle read: 2^26 zetas.
 pub const MAX_SNAPSHOT_BUNDLE_BYTES: usize = 1 << 30;
 
@@ -76,6 +90,9 @@ pub struct TilesConfig {
     /// Read the tiles from this store (an S3 bucket, with credentials) instead of over
     /// HTTP; `url` then only names it.
     pub store: Option<Arc<dyn dgsp_tilestore::TileStore>>,
+    /// With a witness policy: the oldest a witnessed note's cosignatures may be (the
+    /// gateway's `--max-staleness-secs`).
+    pub witness_max_age: Duration,
 }
 
 impl TilesConfig {
@@ -89,6 +106,7 @@ impl TilesConfig {
             timeout: Duration::from_secs(10),
             max_entries: crate::follower::MAX_PENDING as u64,
             store: None,
+            witness_max_age: Duration::from_secs(60),
         }
     }
 
@@ -109,8 +127,9 @@ pub struct TileFollower {
     view: SharedView,
     status: SharedStatus,
     clock: WallClock,
-    /// The last note handled without a fault (not verified again while it is served).
-    last_note: Option<String>,
+    /// The last note handled without a fault, with its witnessed note (with a policy): not
+    /// verified again while they are served.
+    last_note: Option<(String, Option<String>)>,
     started: Instant,
 }
 
@@ -187,15 +206,11 @@ impl TileFollower {
     /// One poll: the checkpoint, and whatever it makes applicable. Returns the pause before
     /// the next.
     pub async fn step(&mut self) -> Result<Duration, Fault> {
-        let fetched = self.client.get("checkpoint", MAX_CHECKPOINT_BYTES).await?;
-        let pause = fetched
-            .max_age
-            .unwrap_or_default()
-            .max(self.config.poll)
-            .min(MAX_POLL);
-        let note = String::from_utf8(fetched.bytes)
-            .map_err(|_| Fault::MalformedPage("the checkpoint is not UTF-8".into()))?;
-        if self.last_note.as_deref() != Some(note.as_str()) {
+        let witnessing = current(&self.view).witness_policy.is_some();
+        let (pause, note, witnessed) = self.read_checkpoint(witnessing).await?;
+        let read = (note, witnessed);
+        if self.last_note.as_ref() != Some(&read) {
+            let (note, witnessed) = read.clone();
             let view = current(&self.view);
             let cp = apply::check_note(&view, &note)
                 .map_err(|detail| Fault::BadCheckpoint { seq: 0, detail })?;
@@ -210,19 +225,82 @@ impl TileFollower {
                 st.registry_checkpoint = Some((cp.size, cp.time_unix_ms));
                 st.registry_head = st.registry_head.max(cp.size);
             }
-            let verified = Arc::new(Verified::new(cp, note.clone()));
+            let witness = match (&view.witness_policy, witnessed) {
+                (None, _) => None,
+                (Some(_), None) => {
+                    return Err(Fault::Unwitnessed {
+                        seq: cp.size,
+                        detail: format!(
+                            "the tiles hold no {WITNESSED_CHECKPOINT} beside their checkpoint, and this gateway's witness policy requires one"
+                        ),
+                    })
+                }
+                (Some(policy), Some(witnessed)) => Some(
+                    policy
+                        .verify(
+                            &witnessed,
+                            &cp,
+                            self.clock.now_unix_ms(),
+                            Some(self.config.witness_max_age),
+                            self.clock.tolerance(),
+                        )
+                        .map_err(|refusal| refusal.into_fault(cp.size))?,
+                ),
+            };
+            let verified = Arc::new(Verified::new(cp, note).with_witness(witness));
             if view.applied.seq == 0 && view.snapshot.is_none() {
                 self.bootstrap(&view, verified).await?;
             } else {
                 self.follow(&view, verified).await?;
             }
-            self.last_note = Some(note);
+            self.last_note = Some(read);
         }
         let mut st = lock(&self.status);
         st.fault = None;
         st.last_sync_unix_ms = Some(now_ms());
         st.fetched = current(&self.view).applied.seq;
         Ok(pause)
+    }
+
+    /// Reads `checkpoint` and, when `witnessing`, [`WITNESSED_CHECKPOINT`] (`None` when the
+    /// tiles have none); when the witnessed note names another size than the checkpoint
+    /// (the mirror writes it just after `checkpoint`), both are read once more. Returns the
+    /// pause before the next poll, the note and the witnessed note.
+    async fn read_checkpoint(
+        &self,
+        witnessing: bool,
+    ) -> Result<(Duration, String, Option<String>), Fault> {
+        let mut again = true;
+        loop {
+            let fetched = self.client.get("checkpoint", MAX_CHECKPOINT_BYTES).await?;
+            let pause = fetched
+                .max_age
+                .unwrap_or_default()
+                .max(self.config.poll)
+                .min(MAX_POLL);
+            let note = String::from_utf8(fetched.bytes)
+                .map_err(|_| Fault::MalformedPage("the checkpoint is not UTF-8".into()))?;
+            if !witnessing {
+                return Ok((pause, note, None));
+            }
+            let witnessed = match self
+                .client
+                .get(WITNESSED_CHECKPOINT, MAX_WITNESSED_BYTES)
+                .await
+            {
+                Ok(w) => Some(String::from_utf8(w.bytes).map_err(|_| {
+                    Fault::MalformedPage(format!("{WITNESSED_CHECKPOINT} is not UTF-8"))
+                })?),
+                Err(Fault::HttpStatus(404)) => None,
+                Err(e) => return Err(e),
+            };
+            let size = |n: &str| n.lines().nth(1).map(str::to_owned);
+            let same_size = witnessed.as_deref().is_none_or(|w| size(w) == size(&note));
+            if same_size || !again {
+                return Ok((pause, note, witnessed));
+            }
+            again = false;
+        }
     }
 
     /// Starts an empty replica from the checkpoint `verified` and the snapshot it names.
@@ -351,7 +429,7 @@ impl TileFollower {
             revocations: set.iter().map(|z| (*z, cut)).collect(),
             snapshots: vec![snapshot.clone()],
             checkpoint: verified.note.to_string(),
-            witnessed: None,
+            witnessed: verified.witness.as_ref().map(|w| w.note.to_string()),
         };
         let replica = self.replica.clone();
         tokio::task::spawn_blocking(move || replica.commit_bootstrap(&base, &update))
@@ -419,8 +497,13 @@ impl TileFollower {
                 &view.tree.root(),
                 Some(&view.applied.hash),
             )?;
-            let newer = cp.time_unix_ms > view.checkpoint.as_ref().and_then(|c| c.time_unix_ms());
-            if !newer {
+            let held = view.checkpoint.as_deref();
+            let newer = cp.time_unix_ms > held.and_then(|c| c.time_unix_ms());
+            // The same note, now with the witnessed note the held one lacks (or a newer
+            // witnessed note of the same checkpoint).
+            let witnessed = verified.witness.is_some()
+                && held.is_some_and(|h| h.note == verified.note && h.witness != verified.witness);
+            if !newer && !witnessed {
                 return Ok(());
             }
             apply::check_covers(
@@ -434,10 +517,13 @@ impl TileFollower {
             })?;
             let replica = self.replica.clone();
             let signed = verified.clone();
-            tokio::task::spawn_blocking(move || replica.confirm(&signed.note, &signed.checkpoint))
-                .await
-                .map_err(|e| Fault::Storage(format!("confirm task: {e}")))?
-                .map_err(|e| Fault::Storage(e.to_string()))?;
+            tokio::task::spawn_blocking(move || {
+                let witnessed = signed.witness.as_ref().map(|w| w.note.to_string());
+                replica.confirm_witnessed(&signed.note, witnessed.as_deref(), &signed.checkpoint)
+            })
+            .await
+            .map_err(|e| Fault::Storage(format!("confirm task: {e}")))?
+            .map_err(|e| Fault::Storage(e.to_string()))?;
             let mut next = view.clone();
             next.checkpoint = Some(verified);
             replace(&self.view, next);

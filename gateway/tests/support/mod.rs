@@ -93,6 +93,24 @@ pub async fn registry_publishing(publishing: Publishing) -> Registry {
         .0
 }
 
+/// [`registry_with_tiles`] (mirroring to the directory `tiles`), its publisher configured
+/// by `publishing` (its log key, its witnesses, its cadence).
+pub async fn registry_publishing_with_tiles(
+    tiles: &std::path::Path,
+    publishing: Publishing,
+) -> Registry {
+    let store = dgsp_tilestore::LocalDir::open(tiles).unwrap();
+    start_on_log(
+        ParamSet::Sha2_128f,
+        None,
+        Some(Arc::new(store)),
+        |_, _| (),
+        Some(publishing),
+    )
+    .await
+    .0
+}
+
 /// [`registry_with_tiles`] publishing into `tiles` (an S3 bucket, say).
 pub async fn registry_with_tile_store(
     tiles: Arc<dyn dgsp_tilestore::TileStore>,

@@ -294,6 +294,10 @@ pub fn router(state: Shared, body_limit: usize) -> Router {
         .route("/v1/log/entries", get(public::entries))
         .route("/v1/checkpoint", get(public::checkpoint))
         .route("/v1/log/checkpoint", get(tiles::checkpoint))
+        .route(
+            "/v1/log/checkpoint.witnessed",
+            get(tiles::checkpoint_witnessed),
+        )
         .route("/v1/log/key", get(public::log_key))
         .route("/v1/log/tile/{*path}", get(tiles::tile))
         .route("/v1/log/snapshot/{*path}", get(tiles::snapshot))

@@ -20,7 +20,7 @@ use super::{admin, public, tiles};
         admin::join, admin::join_bulk, admin::members, admin::member, admin::issue, admin::revoke, admin::open,
         admin::backup,
         public::group, public::entries, public::checkpoint, public::log_key, public::latest_snapshot,
-        public::snapshot, public::proof, tiles::checkpoint, tiles::tile, tiles::snapshot
+        public::snapshot, public::proof, tiles::checkpoint, tiles::checkpoint_witnessed, tiles::tile, tiles::snapshot
     ),
     components(schemas(dgsp_http::problem::Problem)),
     modifiers(&Security, &ProblemResponses),

@@ -1,6 +1,7 @@
 //! The log as C2SP `tlog-tiles`, served by the registry itself under `/v1/log/`:
-//! `checkpoint` (the newest signed note, as text) and `tile/...` (hash tiles and entry
-//! bundles, read from the tree projection and the log). Any static server or object store
+//! `checkpoint` (the newest signed note, as text), `checkpoint.witnessed` (its witnessed
+//! note, when the registry has witnesses) and `tile/...` (hash tiles and entry bundles, read
+//! from the tree projection and the log). Any static server or object store
 //! can serve the same layout (`docs/format.md`, "Tiles").
 //!
 //! A tile is served once every hash or entry it holds is covered by the newest signed
@@ -56,6 +57,51 @@ pub async fn checkpoint(State(s): State<Shared>) -> Response {
             "not-yet-published",
             "Not published yet",
             "no checkpoint has been signed yet",
+        )
+        .retry_after(1)
+        .into_response(),
+    }
+}
+
+/// The witnessed note of the tree the newest checkpoint names (the plain C2SP checkpoint
+/// signed by the group's log key and cosigned by a quorum of the witnesses), as text: our
+/// extension of the tiles layout (docs/format.md, "Tiles"), fresh as briefly as
+/// `checkpoint`.
+#[utoipa::path(get, path = "/v1/log/checkpoint.witnessed", tag = "tiles",
+    responses((status = 200, description = "the witnessed note of the newest checkpoint's tree (C2SP tlog-checkpoint with tlog-cosignature lines)", content_type = "text/plain"),
+        (status = 404, description = "`no-witnesses`: this registry has no witnesses", body = Problem),
+        (status = 503, body = Problem)))]
+pub async fn checkpoint_witnessed(State(s): State<Shared>) -> Response {
+    if s.witnesses.is_none() {
+        return Problem::new(
+            StatusCode::NOT_FOUND,
+            "no-witnesses",
+            "No witnesses",
+            "this registry has no witnesses (--witness-policy): its checkpoints carry no witnessed note",
+        )
+        .into_response();
+    }
+    match crate::publisher::read(&s.published)
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.witnessed.clone())
+    {
+        Some(witnessed) => (
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
+                (
+                    header::CACHE_CONTROL,
+                    format!("public, max-age={CHECKPOINT_MAX_AGE_SECS}"),
+                ),
+            ],
+            witnessed,
+        )
+            .into_response(),
+        None => Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not-yet-published",
+            "Not published yet",
+            "no witnessed checkpoint has been published yet",
         )
         .retry_after(1)
         .into_response(),
