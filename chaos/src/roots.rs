@@ -196,6 +196,7 @@ mod tests {
             head: hex::encode(root),
             time_unix_ms: 1,
             note,
+            witnessed: None,
         };
         (Log::new(entries, m.public_key()), served)
     }
