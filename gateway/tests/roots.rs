@@ -196,7 +196,7 @@ async fn checkpoint_roots_are_the_merkle_roots_of_the_entries_served() {
         assert!(err.to_string().contains(&hex::encode(wrong)), "{err}");
     }
     let meta = |f: &dyn Fn(&rocksdb::DB, &rocksdb::ColumnFamily)| {
-        let cfs = ["meta", "hashes", "zetas", "snapshots", "tree"];
+        let cfs = ["meta", "hashes", "zetas", "snapshots", "tree", "witness"];
         let path = dir.path().join("replica");
         let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), path, cfs).unwrap();
         f(&db, db.cf_handle("meta").unwrap());
