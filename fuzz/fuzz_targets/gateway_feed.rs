@@ -54,6 +54,7 @@ fn genesis() -> &'static View {
         set: Arc::new(RevocationSet::from_zetas(std::iter::empty())),
         unsnapshotted: Arc::new(HashMap::new()),
         tree: Frontier::new(),
+        witness_policy: None,
     })
 }
 
