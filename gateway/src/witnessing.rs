@@ -20,8 +20,6 @@
 
 use std::fmt;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -162,42 +160,9 @@ impl WitnessKey {
     /// temporary file beside it, synced, then linked into place), never over anything that
     /// is there (a file, a directory, a link).
     pub fn write_new(&self, path: &Path) -> Result<(), String> {
-        write_new_private(path, self.encode().as_bytes())
+        dgsp_secrets::write::write_new(path, self.encode().as_bytes(), "witness key files")
             .map_err(|e| format!("{}: {e}", path.display()))
     }
-}
-
-/// Creates `path` holding `bytes`, mode 0600, atomically and without replacing anything (as
-/// the registry writes its key files).
-fn write_new_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if fs::symlink_metadata(path).is_ok() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            "something already exists here; a witness key file is never overwritten",
-        ));
-    }
-    let mut nonce = [0u8; 8];
-    OsRng.fill_bytes(&mut nonce);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.tmp-{}", hex::encode(nonce)));
-    let result = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::hard_link(&tmp, path)
-    })();
-    let _ = fs::remove_file(&tmp);
-    result?;
-    fs::File::open(dir)?.sync_all()
 }
 
 /// What `serve` is configured with to be a witness.
@@ -592,6 +557,7 @@ fn log_key_of(group: &ManagerPublicKey, origin: &str, statement: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_key_file_is_written_private_once_and_read_back() {

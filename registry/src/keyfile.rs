@@ -10,9 +10,6 @@
 //! The passphrase crypto itself ([`derive_key`], [`seal`], [`open`]) is public so other
 //! secret files (the member wallet of `dgsp-manager`) use the same construction.
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub use dgsp_secrets::envelope::{
@@ -120,43 +117,7 @@ pub fn write(
     let ct = seal(&key, &nonce, &plaintext, &aad);
     env.ciphertext = B64.encode(ct);
     let json = serde_json::to_vec_pretty(&env).expect("envelope serializes");
-    write_new_private(path, &json).map_err(io)
-}
-
-/// Creates `path` holding `bytes`, mode 0600, atomically and without replacing anything:
-/// the bytes go to a fresh temporary file beside it (created exclusively, mode 0600 set on
-/// the descriptor so the umask cannot widen or narrow it, synced), which is then hard-linked
-/// to `path` (failing if anything, even a dangling link, is there) and unlinked; the
-/// directory is synced last.
-fn write_new_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if fs::symlink_metadata(path).is_ok() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            "a file already exists here; key files are never overwritten",
-        ));
-    }
-    let mut nonce = [0u8; 8];
-    OsRng.fill_bytes(&mut nonce);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.tmp-{}", hex::encode(nonce)));
-    let result = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::hard_link(&tmp, path)
-    })();
-    let _ = fs::remove_file(&tmp);
-    result?;
-    fs::File::open(dir)?.sync_all()
+    dgsp_secrets::write::write_new(path, &json, "key files").map_err(io)
 }
 
 /// Reads the public key from a key file without the passphrase.
@@ -231,6 +192,8 @@ pub fn read(path: &Path, passphrase: &[u8]) -> Result<ManagerSecretKey, KeyFileE
 mod tests {
     use super::*;
     use dgsp_core::ParamSet;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     const FAST: KdfParams = KdfParams {
         m_kib: 64,

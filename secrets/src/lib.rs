@@ -1,7 +1,8 @@
 //! Secrets at rest, the same way everywhere in this project: [`file`] reads secret files
 //! (keys, passphrases, tokens, wallets) only when they are private regular files, and
 //! [`envelope`] is the passphrase encryption of the manager key file and the member wallet;
-//! [`dir`] creates the services' data directories private (0700).
+//! [`dir`] creates the services' data directories private (0700), and [`write`] writes new
+//! secret files (0600, atomically, never over anything).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -9,3 +10,4 @@
 pub mod dir;
 pub mod envelope;
 pub mod file;
+pub mod write;
