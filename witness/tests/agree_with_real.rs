@@ -3,47 +3,16 @@
 //! real ones deviate from c2sp.org/tlog-witness (recorded below, as measured).
 //! `DGSP_SKIP_WITNESSES=1` skips, saying so.
 
+mod support;
+
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use dgsp_wire::merkle::{consistency_proof, empty_root, leaf_hash, root};
 use dgsp_wire::note::{witnessed_note, CheckpointBody, MlDsaCosigner};
 use dgsp_witness::protocol::{AddCheckpoint, MAX_REQUEST_BODY};
 use dgsp_witness::server::{router, system_clock, KnownLogs, MemoryStore, Witness};
 use dgsp_witness::test_server::TestWitnesses;
-use sha2::{Digest, Sha256};
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-struct Log {
-    origin: String,
-    key: MlDsaCosigner,
-}
-
-impl Log {
-    fn new(tag: &str) -> Log {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let origin = format!(
-            "dgsp-test.invalid/agree/{tag}-{}-{nanos}",
-            std::process::id()
-        );
-        let seed: [u8; 32] = Sha256::digest(origin.as_bytes()).into();
-        let key = MlDsaCosigner::from_seed(&origin, &seed).unwrap();
-        Log { origin, key }
-    }
-    fn note(&self, size: u64, root: &[u8; 32]) -> String {
-        let line = self.key.cosign(&self.origin, size, root, now()).unwrap();
-        witnessed_note(&self.origin, size, root, &line, &[])
-    }
-}
+use support::{now, Log};
 
 fn req(old: u64, proof: Vec<[u8; 32]>, note: &str) -> Vec<u8> {
     AddCheckpoint {
@@ -57,10 +26,10 @@ fn req(old: u64, proof: Vec<[u8; 32]>, note: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_witness_and_the_real_ones_agree_on_statuses() {
-    let main = Log::new("main");
-    let fresh1 = Log::new("fresh1");
-    let fresh2 = Log::new("fresh2");
-    let stranger = Log::new("stranger");
+    let main = Log::unique("main");
+    let fresh1 = Log::unique("fresh1");
+    let fresh2 = Log::unique("fresh2");
+    let stranger = Log::unique("stranger");
     let vkeys = [main.key.vkey(), fresh1.key.vkey(), fresh2.key.vkey()];
     let vkey_refs: Vec<&str> = vkeys.iter().map(String::as_str).collect();
     let Some(w) = TestWitnesses::start("our_witness_and_the_real_ones_agree", &vkey_refs) else {

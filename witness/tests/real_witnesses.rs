@@ -7,55 +7,18 @@
 //! `dgsp_wire::note` (both types: omniwitness's ML-DSA-44, litewitness's Ed25519), the whole
 //! witnessed note against the policy file the script writes.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+mod support;
+
+use std::time::{Duration, Instant};
 
 use dgsp_wire::merkle;
 use dgsp_wire::note::{
-    verify_signature_line, verify_witnessed, witnessed_note, CheckpointBody, MlDsaCosigner, Policy,
-    SignatureLine, Vkey, WitnessedError,
+    verify_signature_line, verify_witnessed, witnessed_note, CheckpointBody, Policy, SignatureLine,
+    Vkey, WitnessedError,
 };
 use dgsp_witness::test_server::TestWitnesses;
 use dgsp_witness::{AddCheckpoint, SubmitError, Submitter, WitnessClient};
-use sha2::{Digest, Sha256};
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-/// A test log: an ML-DSA-44 key whose name is its origin.
-struct Log {
-    origin: String,
-    key: MlDsaCosigner,
-}
-
-impl Log {
-    fn new(tag: &str) -> Log {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let origin = format!(
-            "dgsp-test.invalid/witness-test/{tag}-{}-{nanos}",
-            std::process::id()
-        );
-        let seed: [u8; 32] = Sha256::digest(origin.as_bytes()).into();
-        let key = MlDsaCosigner::from_seed(&origin, &seed).unwrap();
-        Log { origin, key }
-    }
-
-    /// The log's signature line (with its newline).
-    fn line(&self, size: u64, root: &[u8; 32]) -> String {
-        self.key.cosign(&self.origin, size, root, now()).unwrap()
-    }
-
-    /// The three-line checkpoint note with the log's ML-DSA-44 signature line.
-    fn note(&self, size: u64, root: &[u8; 32]) -> String {
-        witnessed_note(&self.origin, size, root, &self.line(size, root), &[])
-    }
-}
+use support::{now, Log};
 
 /// Checks a witness's cosignature line against its vkey with `dgsp_wire::note`: name, key ID,
 /// the signature, a non-zero timestamp.
@@ -75,8 +38,8 @@ fn client(name: &str, url: &str) -> WitnessClient {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_real_witnesses_cosign_refuse_and_resync() {
-    let log = Log::new("main");
-    let stranger = Log::new("stranger");
+    let log = Log::unique("main");
+    let stranger = Log::unique("stranger");
     let vkey = log.key.vkey();
     let t = Instant::now();
     let Some(w) = TestWitnesses::start("both_real_witnesses_cosign_refuse_and_resync", &[&vkey])

@@ -2,8 +2,10 @@
 //! it against omniwitness and litewitness) talks to it, and raw requests check the statuses,
 //! headers and limits the router adds.
 
+mod support;
+
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use dgsp_wire::merkle::{consistency_proof, leaf_hash, root};
 use dgsp_wire::note::{
@@ -14,16 +16,10 @@ use dgsp_witness::server::{
     router, system_clock, KnownLogs, MemoryStore, Witness, BAD_TRUSTED_SIGNATURE, OTHER_ROOT,
 };
 use dgsp_witness::{SubmitError, Submitter, WitnessClient};
+use support::now;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ORIGIN: &str = "dgsp/00112233445566778899aabbccddeeff";
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
 
 fn leaves(n: u64, tag: u8) -> Vec<[u8; 32]> {
     (0..n).map(|i| leaf_hash(&[tag, i as u8])).collect()
