@@ -180,6 +180,16 @@ struct Server {
 /// cadence).
 async fn serve(publisher: PublisherConfig) -> Server {
     let (dir, store, manager) = fresh();
+    serve_group(dir, store, manager, publisher).await
+}
+
+/// [`serve`] for a group [`fresh`] made (its manager known to the caller beforehand).
+async fn serve_group(
+    dir: tempfile::TempDir,
+    store: Arc<Store>,
+    manager: Arc<Manager>,
+    publisher: PublisherConfig,
+) -> Server {
     store
         .create_group(manager.public_key(), dgsp_wire::log::now_ms())
         .unwrap();
@@ -555,9 +565,6 @@ async fn cadence_cost() -> String {
 async fn publication_latency(witnessed: bool, n: usize) -> String {
     use dgsp_registry::witnessing::{LogKey, Witnesses};
     let (dir, store, manager) = fresh();
-    store
-        .create_group(manager.public_key(), dgsp_wire::log::now_ms())
-        .unwrap();
     let mut publisher = PublisherConfig::default();
     let mut _witnesses = None;
     if witnessed {
@@ -579,20 +586,8 @@ async fn publication_latency(witnessed: bool, n: usize) -> String {
         publisher.witnesses = Some(Arc::new(ws));
         _witnesses = Some(w);
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = server::Config {
-        admin_token: TOKEN.into(),
-        auditor_token: None,
-        body_limit: api::DEFAULT_BODY_LIMIT,
-        publisher,
-        feed_bytes_in_flight: dgsp_registry::feed::DEFAULT_BYTES_IN_FLIGHT,
-        backups: None,
-        tiles: None,
-    };
-    let running = server::start(store, manager, listener, config)
-        .await
-        .unwrap();
-    let (client, base) = (reqwest::Client::new(), running.url());
+    let s = serve_group(dir, store, manager, publisher).await;
+    let (client, base) = (reqwest::Client::new(), s.base.clone());
     let mut ms = Vec::with_capacity(n);
     let mut bytes = 0;
     for i in 0..n {
@@ -605,7 +600,7 @@ async fn publication_latency(witnessed: bool, n: usize) -> String {
             .unwrap();
         assert!(r.status().is_success());
         let acked = Instant::now();
-        let seq = running.state.store.head().unwrap().seq;
+        let seq = s.running.state.store.head().unwrap().seq;
         loop {
             if let Ok(v) = checkpoint(&client, &base).await {
                 let covered = v["size"].as_u64().unwrap_or(0) >= seq;
@@ -618,8 +613,7 @@ async fn publication_latency(witnessed: bool, n: usize) -> String {
         }
         ms.push(acked.elapsed().as_secs_f64() * 1e3);
     }
-    running.shutdown().await.unwrap();
-    drop(dir);
+    s.shutdown().await;
     ms.sort_by(f64::total_cmp);
     let extra = if witnessed {
         format!(", witnessed note {bytes} bytes")
