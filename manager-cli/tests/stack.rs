@@ -13,12 +13,11 @@ mod cli_support;
 mod services;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cli_support::{cli, expect, p, shows_revoked};
 use serde_json::Value;
-use services::{binary, free_port, Service};
+use services::{free_port, init_group, Service};
 
 const ADMIN: &str = "admin-token-for-the-stack-test";
 const AUDITOR: &str = "auditor-token-for-the-stack-test";
@@ -105,18 +104,7 @@ async fn the_binaries_through_a_revocation_and_a_restart() {
     let d = |name: &str| dir.join(name);
 
     // init, and the trust anchor the gateways pin.
-    let status = Command::new(binary("dgsp-registry"))
-        .args(["init", "--params", "sha2-128f", "--data", &p(&d("group"))])
-        .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = Command::new(binary("dgsp-registry"))
-        .args(["public-key", "--data", &p(&d("group"))])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::write(d("group.pub"), &out.stdout).unwrap();
+    init_group(&d("group"), PASSPHRASE, &d("group.pub"));
 
     let stack = Stack {
         dir: dir.clone(),

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use cli_support::{cli, expect, p};
 use dgsp_witness::test_server::TestWitnesses;
 use serde_json::Value;
-use services::{binary, free_port, Service};
+use services::{binary, free_port, init_group, Service};
 
 const ADMIN: &str = "admin-token-for-the-witnessed-stack";
 const PASSPHRASE: &str = "a long passphrase for the manager key";
@@ -132,18 +132,7 @@ async fn witnessed_member_flow_outage_and_split_view() {
     let d = |name: &str| tmp.path().join(name);
 
     // The group, its trust anchor and its log key.
-    let status = Command::new(binary("dgsp-registry"))
-        .args(["init", "--params", "sha2-128f", "--data", &p(&d("group"))])
-        .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = Command::new(binary("dgsp-registry"))
-        .args(["public-key", "--data", &p(&d("group"))])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::write(d("group.pub"), &out.stdout).unwrap();
+    init_group(&d("group"), PASSPHRASE, &d("group.pub"));
     let out = Command::new(binary("dgsp-registry"))
         .args(["log-key", "--data", &p(&d("group"))])
         .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)

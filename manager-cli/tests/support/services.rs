@@ -113,3 +113,22 @@ impl Drop for Service {
         }
     }
 }
+
+/// `dgsp-registry init` of a sha2-128f group in `data` (key sealed with `passphrase`), and
+/// its public key written to `pub_file` (the trust anchor gateways and verifiers pin).
+pub fn init_group(data: &Path, passphrase: &str, pub_file: &Path) {
+    let status = Command::new(binary("dgsp-registry"))
+        .args(["init", "--params", "sha2-128f", "--data"])
+        .arg(data)
+        .env("DGSP_KEY_PASSPHRASE", passphrase)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = Command::new(binary("dgsp-registry"))
+        .args(["public-key", "--data"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(pub_file, &out.stdout).unwrap();
+}
