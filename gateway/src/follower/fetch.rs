@@ -127,43 +127,67 @@ pub async fn fetch_checkpoint(
     client: &reqwest::Client,
     config: &FollowConfig,
 ) -> Result<Option<CheckpointInfo>, Fault> {
-    tokio::time::timeout(config.timeout, fetch_checkpoint_within(client, config))
+    let absent = [
+        reqwest::StatusCode::NOT_FOUND,
+        reqwest::StatusCode::SERVICE_UNAVAILABLE,
+    ];
+    let too_large = || {
+        Fault::MalformedPage(format!(
+            "a checkpoint answer larger than {MAX_CHECKPOINT_BYTES} bytes"
+        ))
+    };
+    let body = get_capped(
+        client,
+        config,
+        "/v1/checkpoint",
+        "the checkpoint",
+        MAX_CHECKPOINT_BYTES,
+        &absent,
+        too_large,
+    )
+    .await?;
+    body.map(|b| parse_checkpoint(&b)).transpose()
+}
+
+/// `GET {registry}{path}` within the follower's timeout, its body read up to `max` bytes
+/// (`too_large` beyond): `Ok(None)` when the status is one of `absent`, a fault for any
+/// other status that is not a success. `what` names it in the timeout's fault.
+async fn get_capped(
+    client: &reqwest::Client,
+    config: &FollowConfig,
+    path: &str,
+    what: &str,
+    max: usize,
+    absent: &[reqwest::StatusCode],
+    too_large: impl FnOnce() -> Fault,
+) -> Result<Option<Vec<u8>>, Fault> {
+    let url = format!("{}{path}", config.registry);
+    let fetch = async {
+        let resp = client
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
+        let status = resp.status();
+        if absent.contains(&status) {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(Fault::HttpStatus(status.as_u16()));
+        }
+        read_bounded(resp, max)
+            .await?
+            .ok_or_else(too_large)
+            .map(Some)
+    };
+    tokio::time::timeout(config.timeout, fetch)
         .await
         .unwrap_or_else(|_| {
             Err(Fault::Unreachable(format!(
-                "the checkpoint took longer than {:?} in all",
+                "{what} took longer than {:?} in all",
                 config.timeout
             )))
         })
-}
-
-async fn fetch_checkpoint_within(
-    client: &reqwest::Client,
-    config: &FollowConfig,
-) -> Result<Option<CheckpointInfo>, Fault> {
-    let url = format!("{}/v1/checkpoint", config.registry);
-    let resp = client
-        .get(&url)
-        .send()
-        .await
-        .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
-    let status = resp.status();
-    if status == reqwest::StatusCode::NOT_FOUND
-        || status == reqwest::StatusCode::SERVICE_UNAVAILABLE
-    {
-        return Ok(None);
-    }
-    if !status.is_success() {
-        return Err(Fault::HttpStatus(status.as_u16()));
-    }
-    let body = read_bounded(resp, MAX_CHECKPOINT_BYTES)
-        .await?
-        .ok_or_else(|| {
-            Fault::MalformedPage(format!(
-                "a checkpoint answer larger than {MAX_CHECKPOINT_BYTES} bytes"
-            ))
-        })?;
-    parse_checkpoint(&body).map(Some)
 }
 
 /// Largest `/v1/log/key` answer read: a statement (a 1.8 KB vkey) with the largest SPHINCS+
@@ -176,37 +200,23 @@ pub async fn fetch_log_key(
     client: &reqwest::Client,
     config: &FollowConfig,
 ) -> Result<Option<String>, Fault> {
-    let url = format!("{}/v1/log/key", config.registry);
-    let fetch = async {
-        let resp = client
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        if !status.is_success() {
-            return Err(Fault::HttpStatus(status.as_u16()));
-        }
-        let body = read_bounded(resp, MAX_LOG_KEY_BYTES)
-            .await?
-            .ok_or_else(|| {
-                Fault::LogKey(format!(
-                    "a log-key statement larger than {MAX_LOG_KEY_BYTES} bytes"
-                ))
-            })?;
-        String::from_utf8(body)
-            .map(Some)
-            .map_err(|_| Fault::LogKey("the log-key statement is not UTF-8".into()))
+    let too_large = || {
+        Fault::LogKey(format!(
+            "a log-key statement larger than {MAX_LOG_KEY_BYTES} bytes"
+        ))
     };
-    tokio::time::timeout(config.timeout, fetch)
-        .await
-        .unwrap_or_else(|_| {
-            Err(Fault::Unreachable(format!(
-                "the log key took longer than {:?} in all",
-                config.timeout
-            )))
-        })
+    let body = get_capped(
+        client,
+        config,
+        "/v1/log/key",
+        "the log key",
+        MAX_LOG_KEY_BYTES,
+        &[reqwest::StatusCode::NOT_FOUND],
+        too_large,
+    )
+    .await?;
+    body.map(|b| {
+        String::from_utf8(b).map_err(|_| Fault::LogKey("the log-key statement is not UTF-8".into()))
+    })
+    .transpose()
 }
