@@ -500,18 +500,6 @@ async fn two_gateways_keep_answering_from_the_bucket_with_the_registry_stopped()
     b.shutdown().await;
 }
 
-/// Sends `sig` (`STOP`, `CONT`) to the process whose id is in `pid_file`.
-fn signal(pid_file: &Path, sig: &str) {
-    let pid = std::fs::read_to_string(pid_file).unwrap();
-    let ok = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.trim())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill -{sig} {}", pid.trim());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_with_a_witness_policy_follows_the_witnessed_tiles() {
     use dgsp_gateway::witness::WitnessPolicy;
@@ -607,15 +595,14 @@ async fn a_gateway_with_a_witness_policy_follows_the_witnessed_tiles() {
 
     // litewitness stops cosigning: nothing newer is published, and the gateway turns stale
     // once the quorum's cosignatures are older than its bound.
-    let lite_pid = witnesses.dir.join("litewitness/litewitness.pid");
-    signal(&lite_pid, "STOP");
+    witnesses.freeze_litewitness();
     let frozen = Instant::now();
     let r = wait_for("stale without the quorum", || async {
         let (code, r) = readyz(&g).await;
         (code == 503).then_some(r)
     })
     .await;
-    signal(&lite_pid, "CONT");
+    witnesses.thaw_litewitness();
     assert_eq!(r["status"], "stale", "{r}");
     let answer = g.verify(message, &sig).await;
     assert_eq!(answer["status"], "stale", "{answer}");

@@ -115,17 +115,6 @@ where
     }
 }
 
-fn signal(pid_file: &Path, sig: &str) {
-    let pid = std::fs::read_to_string(pid_file).unwrap();
-    let ok = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.trim())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill -{sig} {}", pid.trim());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn witnessed_member_flow_outage_and_split_view() {
     let tmp = tempfile::tempdir().unwrap();
@@ -247,8 +236,7 @@ async fn witnessed_member_flow_outage_and_split_view() {
     );
 
     // 2. litewitness stops answering: gateway 1's answers go stale; it returns: fresh again.
-    let lite = witnesses.dir.join("litewitness/litewitness.pid");
-    signal(&lite, "STOP");
+    witnesses.freeze_litewitness();
     let stale = until(
         Duration::from_secs(30),
         "stale while litewitness is down",
@@ -257,7 +245,7 @@ async fn witnessed_member_flow_outage_and_split_view() {
     )
     .await;
     assert!(stale["failed_check"].is_string(), "{stale}");
-    signal(&lite, "CONT");
+    witnesses.thaw_litewitness();
     until(
         Duration::from_secs(30),
         "fresh again once litewitness answers",

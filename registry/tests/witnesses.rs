@@ -85,17 +85,6 @@ fn check_witnessed(cp: &Value, policy: &Policy, group: &dgsp_core::ManagerPublic
     assert_eq!(names, BTreeSet::from(["litewitness", "omniwitness"]));
 }
 
-fn signal(pid_file: &std::path::Path, sig: &str) {
-    let pid = std::fs::read_to_string(pid_file).unwrap();
-    let ok = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.trim())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill -{sig} {}", pid.trim());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
     let dir = tempfile::tempdir().unwrap();
@@ -219,8 +208,7 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
     }
 
     // litewitness stops answering: nothing newer is published, writes still succeed.
-    let lite_pid = witnesses.dir.join("litewitness/litewitness.pid");
-    signal(&lite_pid, "STOP");
+    witnesses.freeze_litewitness();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let frozen = served(&client, &url).await.unwrap();
     let joined = post_ok(
@@ -252,7 +240,7 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
     );
 
     // It answers again: publication resumes and covers the write.
-    signal(&lite_pid, "CONT");
+    witnesses.thaw_litewitness();
     let size = still["size"].as_u64().unwrap();
     let resumed = wait_served(
         &client,

@@ -122,6 +122,31 @@ impl TestWitnesses {
     }
 }
 
+impl TestWitnesses {
+    /// Freezes litewitness (`SIGSTOP`): it keeps its connections and answers nothing, as a
+    /// witness that stops answering does, until [`TestWitnesses::thaw_litewitness`].
+    pub fn freeze_litewitness(&self) {
+        self.signal_litewitness("STOP");
+    }
+
+    /// Lets a frozen litewitness answer again (`SIGCONT`), its state intact.
+    pub fn thaw_litewitness(&self) {
+        self.signal_litewitness("CONT");
+    }
+
+    fn signal_litewitness(&self, sig: &str) {
+        let pid_file = self.dir.join("litewitness/litewitness.pid");
+        let pid = std::fs::read_to_string(&pid_file)
+            .unwrap_or_else(|e| panic!("{}: {e}", pid_file.display()));
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.trim())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{sig} {} (litewitness)", pid.trim());
+    }
+}
+
 impl Drop for TestWitnesses {
     fn drop(&mut self) {
         stop(&self.dir);
