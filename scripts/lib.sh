@@ -19,6 +19,36 @@ use_shared_target_dir() {
   fi
   mkdir -p "$CARGO_TARGET_DIR"
   say "build directory: $CARGO_TARGET_DIR"
+  # CI's clones are fresh: incremental state is gigabytes that no later build reuses.
+  if [ "${CI:-}" = true ] && [ -z "${CARGO_INCREMENTAL:-}" ]; then export CARGO_INCREMENTAL=0; fi
+  trim_target_dir
+}
+
+# Free gigabytes on the filesystem holding $1.
+free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR==2 { print int($4 / 1048576) }'; }
+
+# The shared build directory only grows (every dependency version, every test binary of
+# every commit). A full disk makes the linker fail in the middle of the tests with a
+# message that names nothing, so before building make sure DGSP_MIN_FREE_GB (default 20)
+# are free, dropping what is cheapest to rebuild first: incremental state, then artefacts
+# untouched for two days, then the whole directory. Each step says what it removed.
+trim_target_dir() {
+  local dir="$CARGO_TARGET_DIR" want="${DGSP_MIN_FREE_GB:-20}" free
+  free=$(free_gb "$dir"); [ -n "$free" ] || return 0
+  [ "$free" -ge "$want" ] && return 0
+  say "only ${free} GB free on the build directory's disk (want ${want}): trimming $dir"
+  find "$dir" -maxdepth 3 -type d -name incremental -prune -exec rm -rf {} + 2>/dev/null || true
+  free=$(free_gb "$dir"); say "  incremental state removed: ${free} GB free"
+  [ "$free" -ge "$want" ] && return 0
+  find "$dir" -mindepth 3 -maxdepth 3 -path '*/deps/*' -type f -mtime +2 -delete 2>/dev/null || true
+  free=$(free_gb "$dir"); say "  artefacts older than two days removed: ${free} GB free"
+  [ "$free" -ge "$want" ] && return 0
+  rm -rf "${dir:?}"/debug "${dir:?}"/release
+  mkdir -p "$dir"
+  free=$(free_gb "$dir"); say "  debug and release builds removed (this build is cold): ${free} GB free"
+  if [ "$free" -lt 8 ]; then
+    echo "only ${free} GB free on $(df -P "$dir" | awk 'NR==2 { print $6 }'): a full build and test needs about 30 GB" >&2
+  fi
 }
 
 as_root() {
