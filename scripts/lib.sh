@@ -29,23 +29,37 @@ free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR==2 { print int($4 / 1048576) }'; }
 
 # The shared build directory only grows (every dependency version, every test binary of
 # every commit). A full disk makes the linker fail in the middle of the tests with a
-# message that names nothing, so before building make sure DGSP_MIN_FREE_GB (default 20)
+# message that names nothing, so before building make sure DGSP_MIN_FREE_GB (default 15)
 # are free, dropping what is cheapest to rebuild first: incremental state, then artefacts
 # untouched for two days, then the whole directory. Each step says what it removed.
 trim_target_dir() {
-  local dir="$CARGO_TARGET_DIR" want="${DGSP_MIN_FREE_GB:-20}" free
+  local dir="$CARGO_TARGET_DIR" want="${DGSP_MIN_FREE_GB:-15}" free
   free=$(free_gb "$dir"); [ -n "$free" ] || return 0
   [ "$free" -ge "$want" ] && return 0
+  # Never under a running build (another clone's, a helper's): cargo holds an flock on each
+  # profile's .cargo-lock while it builds, so take them all, without waiting, and keep them
+  # while trimming; if one is held, leave everything as it is.
+  local lock fd fds=()
+  while IFS= read -r lock; do
+    exec {fd}<"$lock"
+    if ! flock -n "$fd"; then
+      say "only ${free} GB free on the build directory's disk (want ${want}), but a build is using ${lock%/.cargo-lock}: not trimming"
+      for fd in "${fds[@]}" "$fd"; do exec {fd}<&-; done
+      return 0
+    fi
+    fds+=("$fd")
+  done < <(find "$dir" -maxdepth 3 -name .cargo-lock 2>/dev/null)
   say "only ${free} GB free on the build directory's disk (want ${want}): trimming $dir"
   find "$dir" -maxdepth 3 -type d -name incremental -prune -exec rm -rf {} + 2>/dev/null || true
   free=$(free_gb "$dir"); say "  incremental state removed: ${free} GB free"
-  [ "$free" -ge "$want" ] && return 0
+  if [ "$free" -ge "$want" ]; then for fd in "${fds[@]}"; do exec {fd}<&-; done; return 0; fi
   find "$dir" -mindepth 3 -maxdepth 3 -path '*/deps/*' -type f -mtime +2 -delete 2>/dev/null || true
   free=$(free_gb "$dir"); say "  artefacts older than two days removed: ${free} GB free"
-  [ "$free" -ge "$want" ] && return 0
+  if [ "$free" -ge "$want" ]; then for fd in "${fds[@]}"; do exec {fd}<&-; done; return 0; fi
   rm -rf "${dir:?}"/debug "${dir:?}"/release
   mkdir -p "$dir"
   free=$(free_gb "$dir"); say "  debug and release builds removed (this build is cold): ${free} GB free"
+  for fd in "${fds[@]}"; do exec {fd}<&-; done
   if [ "$free" -lt 8 ]; then
     echo "only ${free} GB free on $(df -P "$dir" | awk 'NR==2 { print $6 }'): a full build and test needs about 30 GB" >&2
   fi
