@@ -1,29 +1,42 @@
 #!/usr/bin/env bash
-# Load tests with k6 against the real binaries: a fresh registry and gateway on loopback,
-# fixtures made through the registry's admin API, the raw core measured on the same
-# fixtures before and after, then k6 at saturation (closed model) and at half that rate
-# (open model). See loadtest/README.md.
+# Load tests on goose against the real binaries: a fresh registry and gateway on loopback,
+# fixtures made through the registry's admin API, then per scenario the raw core on the same
+# fixtures (before and after), goose closed-loop at saturation (every answer checked), the
+# open-loop probe at a fraction of that rate (oha, coordinated omission corrected) beside
+# the machine's own stalls, and the report that holds them to the scenario's thresholds
+# (loadtest/src/thresholds.rs). See loadtest/README.md.
 #
-#   ./loadtest/run.sh verify            # or batch, judge, reads, all (default: verify)
+#   ./loadtest/run.sh verify     # JSON and binary bodies; or batch, judge, reads, mixed, all
 #
-# Writes loadtest/results/<scenario>-<UTC stamp>.json (k6 summaries, raw core, CPU, ratio)
-# and .txt (the short summary, also printed); the k6 exports themselves go to
-# loadtest/results/<scenario>-<stamp>/.
+# Writes, per scenario, loadtest/results/<UTC stamp>/<scenario>/: goose.html and goose.json
+# (goose's reports), load.json (the closed loop), probe.json and oha.json (the open loop),
+# raw-*.json, cpu.txt, and summary.json and summary.txt (the verdict, also printed); and in
+# loadtest/results/<UTC stamp>/ the run's plots, throughput.svg and latency.svg.
+# Exits non-zero when a scenario fails a threshold.
 #
 # Environment (defaults in brackets):
-#   LOADTEST_SIGNATURES [10000]  distinct signatures (10% revoked members' and 10% invalid)
+#   LOADTEST_SIGNATURES [10000]  distinct signatures (10% revoked members', 10% invalid,
+#                                5% by members that `mixed` revokes during its run)
 #   LOADTEST_MEMBERS    [500]    members
 #   LOADTEST_OPENINGS   [1000]   openings for judge
-#   LOADTEST_VUS        [16]     virtual users at saturation (batch: LOADTEST_BATCH_VUS [3])
+#   LOADTEST_USERS      [16]     goose users at saturation (batch: LOADTEST_BATCH_USERS [3])
 #   LOADTEST_BATCH      [32]     items per batch request
-#   LOADTEST_SECS       [15]     seconds of the half-load run (and of judge/reads saturation)
+#   LOADTEST_SECS       [15]     seconds of each closed-loop run
+#   LOADTEST_PROBE_SECS [15]     seconds of each open-loop probe
+#   LOADTEST_PROBE_FRACTION [0.5]  the probe's rate as a fraction of the closed loop's
 #   LOADTEST_RAW_SECS   [8]      seconds of each raw core measurement
+#   LOADTEST_BOUND_MS   [5000]   mixed: the longest a revoked member may still verify ok
 #   LOADTEST_PARAMS     [sha2-128f]
 #   LOADTEST_REGISTRY   [127.0.0.1:7350]  LOADTEST_GATEWAY [127.0.0.1:7450]
+#   LOADTEST_RESULTS    [loadtest/results]  where the run's directory goes
+#   LOADTEST_PROFILE    [release]  the cargo profile to build with (the smoke run: dev)
+#   LOADTEST_SMOKE      [0]      1: a run of seconds (tiny fixtures, short runs, the smoke
+#                                bounds: every correctness rule, loose time bounds); the
+#                                test command runs it
 #   LOADTEST_KEEP       [0]      1: keep the state directory (data, fixtures, logs)
-#   LOADTEST_PIN        [1]      with 4 or more cores: k6 on the last quarter of them, the
-#                                registry, gateway and raw core on the rest (0: no pinning)
-#   K6_VERSION          [v1.8.1] built with `go install` into ~/.cache/dgsp/tools/bin if absent
+#   LOADTEST_PIN        [1]      with 4 or more cores: goose and oha on the last quarter of
+#                                them, the registry, gateway and raw core on the rest
+#   OHA_VERSION         [1.16.0] installed with `cargo install` into ~/.cache/dgsp/tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -31,55 +44,59 @@ ROOT=$PWD
 
 SCENARIO="${1:-verify}"
 case "$SCENARIO" in
-  verify | batch | judge | reads) SCENARIOS=("$SCENARIO") ;;
-  all) SCENARIOS=(verify batch judge reads) ;;
-  *) echo "usage: $0 [verify|batch|judge|reads|all]" >&2; exit 2 ;;
+  verify) SCENARIOS=(verify verify-binary) ;;
+  batch | judge | reads | mixed) SCENARIOS=("$SCENARIO") ;;
+  # mixed last: it revokes members, which nothing after it may expect unrevoked.
+  all) SCENARIOS=(verify verify-binary batch judge reads mixed) ;;
+  *) echo "usage: $0 [verify|batch|judge|reads|mixed|all]" >&2; exit 2 ;;
 esac
 
-SIGS="${LOADTEST_SIGNATURES:-10000}"
-MEMBERS="${LOADTEST_MEMBERS:-500}"
-OPENINGS="${LOADTEST_OPENINGS:-1000}"
-VUS="${LOADTEST_VUS:-16}"
-SECS="${LOADTEST_SECS:-15}"
-RAW_SECS="${LOADTEST_RAW_SECS:-8}"
+SMOKE="${LOADTEST_SMOKE:-0}"
+if [ "$SMOKE" = 1 ]; then
+  SIGS="${LOADTEST_SIGNATURES:-320}" MEMBERS="${LOADTEST_MEMBERS:-40}" OPENINGS="${LOADTEST_OPENINGS:-40}"
+  SECS="${LOADTEST_SECS:-6}" PROBE_SECS="${LOADTEST_PROBE_SECS:-2}" RAW_SECS="${LOADTEST_RAW_SECS:-1}"
+  BOUND_MS="${LOADTEST_BOUND_MS:-3000}" STALL_SECS=0.5 SMOKE_FLAG=(--smoke)
+else
+  SIGS="${LOADTEST_SIGNATURES:-10000}" MEMBERS="${LOADTEST_MEMBERS:-500}" OPENINGS="${LOADTEST_OPENINGS:-1000}"
+  SECS="${LOADTEST_SECS:-15}" PROBE_SECS="${LOADTEST_PROBE_SECS:-15}" RAW_SECS="${LOADTEST_RAW_SECS:-8}"
+  BOUND_MS="${LOADTEST_BOUND_MS:-5000}" STALL_SECS=3 SMOKE_FLAG=()
+fi
+USERS="${LOADTEST_USERS:-16}"
+BATCH_USERS="${LOADTEST_BATCH_USERS:-3}"
+BATCH="${LOADTEST_BATCH:-32}"
+FRACTION="${LOADTEST_PROBE_FRACTION:-0.5}"
 PARAMS="${LOADTEST_PARAMS:-sha2-128f}"
 REG_LISTEN="${LOADTEST_REGISTRY:-127.0.0.1:7350}"
 GW_LISTEN="${LOADTEST_GATEWAY:-127.0.0.1:7450}"
-K6_VERSION="${K6_VERSION:-v1.8.1}"
-BATCH="${LOADTEST_BATCH:-32}"
-TOOLS="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/tools/bin"
-RESULTS="$ROOT/loadtest/results"
+PROFILE="${LOADTEST_PROFILE:-release}"
+OHA_VERSION="${OHA_VERSION:-1.16.0}"
+RESULTS="${LOADTEST_RESULTS:-$ROOT/loadtest/results}"
+CACHE="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}"
 
 ensure_rust
 ensure_system_packages
 use_shared_target_dir
 
-# k6 has no Debian or npm package: build the pinned release with Go, once.
-ensure_k6() {
-  K6="$TOOLS/k6"
-  if [ -x "$K6" ] && "$K6" version 2>/dev/null | grep -q "k6 $K6_VERSION "; then return; fi
-  if ! command -v go >/dev/null; then
-    [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH" || {
-      echo "k6 $K6_VERSION is built from source with Go, which is missing: install Go" \
-        "(https://go.dev/dl/), then run this again." >&2
-      return 1
-    }
-  fi
-  say "building k6 $K6_VERSION with $(go version | cut -d' ' -f3) into $TOOLS (first time only: ~6 minutes on 2 cores)"
-  mkdir -p "$TOOLS"
-  GOBIN="$TOOLS" go install "go.k6.io/k6@$K6_VERSION"
-  "$K6" version
+# oha (MIT) is the open-loop probe: one pinned version, built once with cargo into the
+# tools cache (about 3 minutes cold on 2 cores), then reused.
+ensure_oha() {
+  local root="$CACHE/tools/oha-$OHA_VERSION"
+  OHA="$root/bin/oha"
+  if [ -x "$OHA" ] && "$OHA" --version 2>/dev/null | grep -q "$OHA_VERSION"; then return; fi
+  say "installing oha $OHA_VERSION into $root (first time only: cargo install, about 3 minutes on 2 cores)"
+  cargo install oha --version "$OHA_VERSION" --locked --root "$root" --quiet
+  "$OHA" --version
 }
-ensure_k6
+ensure_oha
 
-say "building dgsp-registry, dgsp-gateway and dgsp-loadtest (release)"
-cargo build --release --locked -p dgsp-registry -p dgsp-gateway -p dgsp-loadtest-fixtures
-BIN="$CARGO_TARGET_DIR/release"
+say "building dgsp-registry, dgsp-gateway and dgsp-loadtest ($PROFILE)"
+cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-loadtest
+case "$PROFILE" in dev) BIN="$CARGO_TARGET_DIR/debug" ;; *) BIN="$CARGO_TARGET_DIR/$PROFILE" ;; esac
 LT="$BIN/dgsp-loadtest"
 
 # A fresh group, registry and gateway in a state directory of their own.
-mkdir -p "${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/loadtest" "$RESULTS"
-STATE=$(mktemp -d "${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/loadtest/run.XXXXXX")
+mkdir -p "$CACHE/loadtest" "$RESULTS"
+STATE=$(mktemp -d "$CACHE/loadtest/run.XXXXXX")
 REG_PID=
 GW_PID=
 cleanup() {
@@ -89,9 +106,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Disjoint cores for k6 and the services where there are enough: k6 competing with the
-# gateway for its cores would make the gateway look slower than it is. The raw core is
-# measured on the gateway's cores ("its own cores") and on the whole machine.
+# Disjoint cores for the generator and the services where there are enough: a generator
+# competing with the gateway for its cores makes the gateway look slower than it is. The
+# raw core is measured on the gateway's cores ("its own cores") and on the whole machine.
 expand_cpus() { # "0-3,8" -> "0 1 2 3 8"
   local part out=()
   for part in ${1//,/ }; do
@@ -100,14 +117,14 @@ expand_cpus() { # "0-3,8" -> "0 1 2 3 8"
   echo "${out[@]}"
 }
 read -r -a ALLOWED <<< "$(expand_cpus "$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)")"
-PIN_K6=() PIN_SVC=() PINNING="not pinned (fewer than 4 cores, or LOADTEST_PIN=0)"
+PIN_GEN=() PIN_SVC=() PINNED=() PINNING="not pinned: the generator shares the cores (fewer than 4 cores, or LOADTEST_PIN=0)"
 if [ "${LOADTEST_PIN:-1}" = 1 ] && [ "${#ALLOWED[@]}" -ge 4 ]; then
-  K6_N=$(( (${#ALLOWED[@]} + 3) / 4 ))
-  SVC_LIST=$(IFS=,; echo "${ALLOWED[*]:0:${#ALLOWED[@]}-K6_N}")
-  K6_LIST=$(IFS=,; echo "${ALLOWED[*]: -K6_N}")
-  PIN_K6=(taskset -c "$K6_LIST") PIN_SVC=(taskset -c "$SVC_LIST")
+  GEN_N=$(( (${#ALLOWED[@]} + 3) / 4 ))
+  SVC_LIST=$(IFS=,; echo "${ALLOWED[*]:0:${#ALLOWED[@]}-GEN_N}")
+  GEN_LIST=$(IFS=,; echo "${ALLOWED[*]: -GEN_N}")
+  PIN_GEN=(taskset -c "$GEN_LIST") PIN_SVC=(taskset -c "$SVC_LIST") PINNED=(--pinned)
   export DGSP_STACK_CPUS="$SVC_LIST"
-  PINNING="registry, gateway and raw core on CPUs $SVC_LIST; k6 on CPUs $K6_LIST"
+  PINNING="registry, gateway and raw core on CPUs $SVC_LIST; goose and oha on CPUs $GEN_LIST"
 fi
 say "cores: ${#ALLOWED[@]}; $PINNING"
 
@@ -136,93 +153,81 @@ machine_ticks() {
   read -r _cpu user nice system _idle _iowait irq softirq steal _rest < /proc/stat
   echo $(( user + nice + system + irq + softirq + steal ))
 }
-# Samples the CPU of k6 ($1), the gateway, the registry and the whole machine every 0.25 s
-# into $2, so the report can tell the load test's share from other work on the machine.
+# Samples the CPU of the generator ($1), the gateway, the registry and the whole machine
+# every 0.25 s into $2, so the report can tell the load test's share from other work.
 sample_cpu() {
-  local k6
+  local gen
   while kill -0 "$1" 2>/dev/null; do
-    k6=$(ticks "$1")
-    [ "$k6" = 0 ] || echo "$(date +%s%3N) $k6 $(ticks "$GW_PID") $(ticks "$REG_PID") $(machine_ticks)"
+    gen=$(ticks "$1")
+    [ "$gen" = 0 ] || echo "$(date +%s%3N) $gen $(ticks "$GW_PID") $(ticks "$REG_PID") $(machine_ticks)"
     sleep 0.25
   done > "$2"
 }
 
-# run_k6 SCRIPT LABEL OUTDIR [ENV=VALUE ...]: one k6 run; sets K6_EXIT.
-run_k6() {
-  local script=$1 label=$2 out=$3
-  shift 3
-  say "k6 $script: $label ($*)"
-  set +e
-  env GATEWAY="http://$GW_LISTEN" FIXTURES="$FIX" "$@" \
-    "${PIN_K6[@]}" "$K6" run --quiet --no-color --summary-export "$out/$label.json" \
-    "$ROOT/loadtest/k6/$script.js" > "$out/$label.log" 2>&1 &
-  local pid=$!
-  sample_cpu "$pid" "$out/$label.cpu" &
-  local sampler=$!
-  wait "$pid"
-  K6_EXIT=$?
-  wait "$sampler"
-  set -e
-  tail -n 40 "$out/$label.log" | grep -E "✓|✗|http_req_duration|http_reqs|checks|iterations" | grep -v "^ *$" | head -20 || true
-}
-
-K6_VERSION_LINE=$("$K6" version | head -1)
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+RUN_DIR="$RESULTS/$STAMP"
+FAILED=()
 for sc in "${SCENARIOS[@]}"; do
-  OUT="$RESULTS/$sc-$STAMP"
+  OUT="$RUN_DIR/$sc"
   mkdir -p "$OUT"
-  say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  say "raw core verify on the same fixtures (before)"
+  say "$sc: load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  say "$sc: raw core verify on the same fixtures (before)"
   "${PIN_SVC[@]}" "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-before.json"
   cat "$OUT/raw-before.json"
   MACHINE_RAW=()
   if [ "${#PIN_SVC[@]}" -gt 0 ]; then
-    say "raw core verify on the whole machine"
     "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-machine.json"
-    cat "$OUT/raw-machine.json"
     MACHINE_RAW=(--raw-machine "$OUT/raw-machine.json")
   fi
 
   # Batches: few requests in flight, or the gateway's queue (64 items per core) overflows
   # and it sheds whole batches with 503.
-  SAT_VUS=$VUS
-  [ "$sc" = batch ] && SAT_VUS="${LOADTEST_BATCH_VUS:-3}"
-  run_k6 "$sc" saturation "$OUT" MODE=saturation VUS="$SAT_VUS" DURATION="${SECS}s" BATCH="$BATCH"
-  SAT_EXIT=$K6_EXIT
-  SAT_RATE=$("$LT" json-get "$OUT/saturation.json" /metrics/http_reqs/rate)
-  HALF=$(awk -v r="$SAT_RATE" 'BEGIN { h = int(r / 2); print (h < 1 ? 1 : h) }')
-  DUR=$SECS
-  # Distinct-item scenarios must not repeat an item: keep RATE × DURATION within the set.
-  case "$sc" in
-    verify) N=$(( SIGS )) ;;
-    batch) N=$(( SIGS / $BATCH )) ;;
-    *) N=0 ;;
-  esac
-  if [ "$N" -gt 0 ] && [ $(( HALF * DUR )) -gt "$N" ]; then DUR=$(( N / HALF )); fi
-  run_k6 "$sc" half_load "$OUT" MODE=rate RATE="$HALF" DURATION="${DUR}s" BATCH="$BATCH"
-  HALF_EXIT=$K6_EXIT
+  U=$USERS
+  [ "$sc" = batch ] && U=$BATCH_USERS
+  say "$sc: goose, closed loop, $U users, ${SECS} s"
+  set +e
+  "${PIN_GEN[@]}" "$LT" load --scenario "$sc" --gateway "http://$GW_LISTEN" \
+    --registry "http://$REG_LISTEN" --fixtures "$FIX" --out "$OUT" --users "$U" \
+    --secs "$SECS" --batch "$BATCH" --admin-token-file "$STATE/admin-token" \
+    --bound-ms "$BOUND_MS" "${SMOKE_FLAG[@]}" > "$OUT/load.log" 2>&1 &
+  GEN=$!
+  sample_cpu "$GEN" "$OUT/cpu.txt" &
+  SAMPLER=$!
+  wait "$GEN"
+  LOAD_EXIT=$?
+  wait "$SAMPLER"
+  set -e
+  grep -v '^\s*$' "$OUT/load.log" | tail -n 30
+  [ -f "$OUT/load.json" ] || { echo "$sc: goose wrote no load.json (exit $LOAD_EXIT); see $OUT/load.log" >&2; FAILED+=("$sc"); continue; }
 
-  say "raw core verify on the same fixtures (after)"
+  say "$sc: oha, open loop at $FRACTION of the closed loop's rate, ${PROBE_SECS} s (after ${STALL_SECS} s of the machine's own stalls)"
+  PROBE_DIR="$STATE/probe-$sc"
+  "${PIN_GEN[@]}" "$LT" probe --scenario "$sc" --gateway "http://$GW_LISTEN" \
+    --registry "http://$REG_LISTEN" --fixtures "$FIX" --load "$OUT/load.json" \
+    --fraction "$FRACTION" --secs "$PROBE_SECS" --batch "$BATCH" --oha "$OHA" \
+    --stall-secs "$STALL_SECS" --out "$PROBE_DIR" || { FAILED+=("$sc"); continue; }
+  cp "$PROBE_DIR/probe.json" "$PROBE_DIR/oha.json" "$OUT/"
+
+  say "$sc: raw core verify on the same fixtures (after)"
   "${PIN_SVC[@]}" "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-after.json"
   cat "$OUT/raw-after.json"
 
-  RATIO=()
-  [ "$sc" = reads ] || RATIO=(--ratio)
-  ITEMS=1
-  [ "$sc" = batch ] && ITEMS=$BATCH
   set +e
-  "$LT" report --scenario "$sc" --fixtures "$FIX" \
-    --run "saturation=$OUT/saturation.json=$SAT_EXIT=$OUT/saturation.cpu" \
-    --run "half_load=$OUT/half_load.json=$HALF_EXIT=$OUT/half_load.cpu" \
-    --raw "$OUT/raw-before.json" --raw "$OUT/raw-after.json" \
-    --items-per-request "$ITEMS" "${RATIO[@]}" "${MACHINE_RAW[@]}" --pinning "$PINNING" \
-    --clk-tck "$(getconf CLK_TCK)" \
-    --k6-version "$K6_VERSION_LINE" \
-    --command "./loadtest/run.sh $SCENARIO (LOADTEST_SIGNATURES=$SIGS LOADTEST_VUS=$VUS LOADTEST_SECS=$SECS)" \
-    --out-json "$RESULTS/$sc-$STAMP.json" --out-txt "$RESULTS/$sc-$STAMP.txt"
+  "$LT" report --scenario "$sc" --fixtures "$FIX" --load "$OUT/load.json" \
+    --probe "$OUT/probe.json" --raw "$OUT/raw-before.json" --raw "$OUT/raw-after.json" \
+    "${MACHINE_RAW[@]}" "${PINNED[@]}" --pinning "$PINNING" --cpu "$OUT/cpu.txt" \
+    --clk-tck "$(getconf CLK_TCK)" "${SMOKE_FLAG[@]}" \
+    --command "./loadtest/run.sh $SCENARIO (LOADTEST_SIGNATURES=$SIGS LOADTEST_USERS=$USERS LOADTEST_SECS=$SECS LOADTEST_SMOKE=$SMOKE)" \
+    --out-json "$OUT/summary.json" --out-txt "$OUT/summary.txt"
   REPORT_EXIT=$?
   set -e
-  say "wrote $RESULTS/$sc-$STAMP.json and .txt"
-  [ "$REPORT_EXIT" = 0 ] || FAILED=1
+  cp "$FIX/manifest.json" "$OUT/fixtures-manifest.json"
+  say "$sc: wrote $OUT"
+  [ "$REPORT_EXIT" = 0 ] && [ "$LOAD_EXIT" = 0 ] || FAILED+=("$sc")
 done
-[ -z "${FAILED:-}" ] || { echo "a scenario failed its thresholds; see the summaries above" >&2; exit 1; }
+"$LT" plot --run "$RUN_DIR" || FAILED+=(plot)
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  echo "failed their thresholds: ${FAILED[*]} (the summaries above; $RUN_DIR)" >&2
+  exit 1
+fi
+say "every scenario held its thresholds: $RUN_DIR"

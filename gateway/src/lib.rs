@@ -27,6 +27,7 @@ pub mod layout;
 pub mod pool;
 pub mod replica;
 pub mod server;
+pub mod stalls;
 pub mod state;
 pub mod tiles;
 pub mod witness;

@@ -3,7 +3,7 @@
 //!
 //!     cargo bench -p dgsp-gateway --bench gateway
 //!
-//! - first, the machine's own stalls (`stalls.rs`): a latency tail shorter than those
+//! - first, the machine's own stalls (`dgsp_gateway::stalls`): a latency tail shorter than those
 //!   cannot be promised on this machine, whatever the gateway does;
 //! - raw core throughput: `ManagerPublicKey::verify_ignoring_revocation` on a rayon pool with
 //!   one thread per core, signatures/s, measured before and after the HTTP runs (the ratios
@@ -39,7 +39,7 @@
 //! send the generator made over 5 ms late, and every change of the gateway's view),
 //! `DGSP_BENCH_TAIL_PROBE` (requests/s: run only the open loop at that rate, print p50, p99,
 //! p99.9 and the maximum, and stop; for finding what moves the tail), `DGSP_BENCH_STALL_SECS`
-//! (how long the machine's own stalls are measured first, default 3 s: see `stalls.rs`),
+//! (how long the machine's own stalls are measured first, default 3 s: see `dgsp_gateway::stalls`),
 //! `DGSP_BENCH_STRICT=1` (fail unless every request of every run was answered as it should
 //! be, only the overload run shedding: the test command's smoke run, with tiny settings).
 //!
@@ -54,10 +54,10 @@ use base64::Engine;
 use dgsp_core::{ManagerPublicKey, ParamSet, Signature};
 use dgsp_gateway::api::body::{encode_binary, BINARY};
 use dgsp_gateway::layout::Layout;
+use dgsp_gateway::stalls;
 use serde_json::json;
 
 mod client;
-mod stalls;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
