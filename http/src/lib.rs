@@ -1,9 +1,9 @@
 //! The HTTP plumbing the registry and the gateway share (axum): problem+json answers and
 //! the extractors that produce them ([`problem`]), the router's fallbacks, body limit and
-//! timeout ([`router`]), accepting connections with `TCP_NODELAY` ([`listener`]), Prometheus
-//! request metrics ([`metrics`]), the OpenAPI parts both documents have ([`openapi`]),
-//! logging and shutdown ([`process`]), and the injectable wall clock signed times are read
-//! against ([`clock`]).
+//! timeout ([`router`]), accepting connections with `TCP_NODELAY` ([`listener`]), HTTPS
+//! from certificate and key files, reloaded on SIGHUP ([`tls`]), Prometheus request metrics
+//! ([`metrics`]), the OpenAPI parts both documents have ([`openapi`]), logging and shutdown
+//! ([`process`]), and the injectable wall clock signed times are read against ([`clock`]).
 //!
 //! What crosses the wire (bodies, answers, the problem body a client parses) is
 //! `dgsp-wire`'s; this crate is only how the services serve it.
@@ -18,3 +18,4 @@ pub mod openapi;
 pub mod problem;
 pub mod process;
 pub mod router;
+pub mod tls;
