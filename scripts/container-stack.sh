@@ -8,7 +8,7 @@
 #   under private/, readable only with the key -> containers restarted -> the state
 #   survived -> torn down (volumes too).
 #
-#   ./scripts/container-stack.sh          # CI runs it when DGSP_CONTAINER_STACK=1 (see README)
+#   ./scripts/container-stack.sh          # the test command runs it (DGSP_CONTAINER_STACK=0 switches it off, saying so)
 #
 # Installs what it needs when missing, idempotently: Debian's docker.io, docker-compose and
 # debootstrap; starts dockerd when no daemon answers. No image registry is reachable from

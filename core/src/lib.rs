@@ -112,7 +112,7 @@ mod signature;
 pub mod sphincs;
 // PQClean: key generation and signing. Also built for the crate's own tests (PQClean is a
 // dev-dependency too), where it is the oracle the native verifier is checked against.
-#[cfg(any(feature = "sign", test))]
+#[cfg(any(feature = "sign", all(test, not(target_family = "wasm"))))]
 #[cfg_attr(not(feature = "sign"), allow(dead_code))]
 mod spx;
 mod values;
