@@ -27,7 +27,7 @@ pub async fn resolve(
     if let Anchor::Key(pk) = anchor {
         return Ok((**pk).clone());
     }
-    let client = crate::follower::client(config.timeout)
+    let client = crate::follower::client(config.timeout, &config.roots)
         .map_err(|e| ResolveError::Unavailable(e.to_string()))?;
     let page = fetch::fetch_page(&client, config, 0, 1)
         .await

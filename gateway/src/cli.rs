@@ -172,9 +172,41 @@ pub struct ServeArgs {
     /// and any pause while reading one (a feed page may take 30 times this in all).
     #[arg(long, env = "DGSP_GATEWAY_REGISTRY_TIMEOUT_SECS", default_value_t = 10)]
     pub registry_timeout_secs: u64,
+    /// Trust only the CA certificates in this PEM file, not the system's roots, for an
+    /// https:// --registry (and an https:// --tiles URL): a registry serving a certificate
+    /// of a private CA (docs/deploy.md, "TLS").
+    #[arg(long, env = "DGSP_REGISTRY_CA_FILE", value_name = "FILE")]
+    pub registry_ca_file: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain: PEM, the server's certificate first, then
+    /// its intermediates. Read again, with the key, on SIGHUP (no restart; a file that does
+    /// not load keeps the certificate in force, and the error is logged).
+    #[arg(
+        long,
+        env = "DGSP_GATEWAY_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1). A secret file: a
+    /// regular file, not a symbolic link, that other users cannot access (chmod 600).
+    #[arg(
+        long,
+        env = "DGSP_GATEWAY_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl ServeArgs {
+    /// `--tls-cert` and `--tls-key`, when given (both or neither).
+    pub fn tls_files(&self) -> Option<dgsp_http::tls::TlsFiles> {
+        Some(dgsp_http::tls::TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+        })
+    }
+
     /// The thread layout these options give on this machine.
     pub fn layout(&self) -> Layout {
         Layout::detect(self.http_threads, self.workers)
@@ -261,12 +293,17 @@ impl ServeArgs {
         c.follow.poll = Duration::from_millis(self.poll_ms.max(10));
         c.follow.timeout = Duration::from_secs(self.registry_timeout_secs.max(1));
         c.follow.max_pending_bytes = self.max_pending_bytes;
+        if let Some(path) = &self.registry_ca_file {
+            c.follow.roots =
+                crate::follower::read_roots(path).map_err(|e| format!("--registry-ca-file {e}"))?;
+        }
         c.witness_policy = witness_policy.map(std::sync::Arc::new);
         c.witness = witness;
         c.tiles = self.tiles.as_ref().map(|url| {
             let mut t = crate::tiles::TilesConfig::new(url);
             t.poll = c.follow.poll;
             t.timeout = c.follow.timeout;
+            t.roots = c.follow.roots.clone();
             t.store = store;
             t
         });

@@ -42,6 +42,10 @@ fn witness_key(out: &std::path::Path, name: &str) -> Result<(), String> {
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
     let config = args.config()?;
+    let tls = args
+        .tls_files()
+        .map(|files| dgsp_http::tls::Tls::load(files).map_err(|e| format!("TLS: {e}")))
+        .transpose()?;
     let listen = args.listen;
     let layout = args.layout();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -51,14 +55,17 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
+        let tcp = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| format!("{listen}: {e}"))?;
+        let listener = dgsp_http::tls::Listen::new(tcp, tls)
+            .map_err(|e| format!("the SIGHUP handler: {e}"))?;
+        let scheme = listener.scheme();
         let registry = config.follow.registry.clone();
         let running = server::start(config, listener)
             .await
             .map_err(|e| e.to_string())?;
-        tracing::info!(%listen, %registry, %layout, "gateway serving");
+        tracing::info!(%listen, %scheme, %registry, %layout, "gateway serving");
         running
             .serve_until(shutdown_signal())
             .await

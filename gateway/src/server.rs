@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use dgsp_http::tls::Listen;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -104,6 +104,8 @@ pub enum StartError {
 pub struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// `http`, or `https` when it serves TLS.
+    scheme: &'static str,
     /// The shared state.
     pub state: Shared,
     stop: watch::Sender<bool>,
@@ -117,8 +119,10 @@ pub struct Running {
 /// it has stopped.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Opens the replica, pins the group, starts the follower and serves on `listener`.
-pub async fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
+/// Opens the replica, pins the group, starts the follower and serves on `listener` (a
+/// `TcpListener` serves plain HTTP; a [`Listen`] with TLS serves HTTPS).
+pub async fn start(mut config: Config, listener: impl Into<Listen>) -> Result<Running, StartError> {
+    let listener = listener.into();
     config.follow.witness_max_age = config.api.max_staleness;
     if let Some(tiles) = config.tiles.as_mut() {
         tiles.witness_max_age = config.api.max_staleness;
@@ -221,15 +225,13 @@ pub async fn start(mut config: Config, listener: TcpListener) -> Result<Running,
         .map_err(|e| StartError::Other(e.to_string()))?;
     let app = api::router(state.clone());
     let mut stopped = stopped;
-    let server = tokio::spawn(async move {
-        axum::serve(dgsp_http::listener::no_delay(listener), app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.changed().await;
-            })
-            .await
-    });
+    let scheme = listener.scheme();
+    let server = tokio::spawn(listener.serve(app, async move {
+        let _ = stopped.changed().await;
+    }));
     Ok(Running {
         addr,
+        scheme,
         state,
         stop,
         server,
@@ -254,7 +256,7 @@ async fn check_witnessing(
     if config.tiles.is_some() {
         return Ok(());
     }
-    let client = crate::follower::client(config.follow.timeout)
+    let client = crate::follower::client(config.follow.timeout, &config.follow.roots)
         .map_err(|e| StartError::Other(e.to_string()))?;
     let group = Arc::new(group.clone());
     match crate::follower::check_log_key(&client, &config.follow, group, policy).await {
@@ -320,9 +322,9 @@ async fn resolve(config: &Config) -> Result<dgsp_core::ManagerPublicKey, StartEr
 }
 
 impl Running {
-    /// The base URL, `http://ADDR`.
+    /// The base URL, `http://ADDR` (`https://ADDR` with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// Serves until `signal` completes, then shuts down cleanly.

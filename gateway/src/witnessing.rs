@@ -481,7 +481,8 @@ pub fn start(
             service.origin
         ));
     }
-    let client = crate::follower::client(follow.timeout).map_err(|e| e.to_string())?;
+    let client =
+        crate::follower::client(follow.timeout, &follow.roots).map_err(|e| e.to_string())?;
     tokio::spawn(learn_log_key(
         service.clone(),
         logs,

@@ -84,20 +84,46 @@ pub struct HttpArgs {
     /// carry one Idempotency-Key for all attempts).
     #[arg(long, env = "DGSP_HTTP_RETRIES", default_value_t = 5, value_name = "N")]
     pub retries: u32,
+    /// For https:// URLs, trust only the CA certificates in this PEM file (a private CA,
+    /// docs/deploy.md "TLS"), not the system's trust store.
+    #[arg(long, env = "DGSP_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Send the admin or auditor token over plain http:// to a host that is not loopback,
+    /// where anyone on the network can read it. Refused otherwise; only on a network you
+    /// trust.
+    #[arg(long, env = "DGSP_ALLOW_PLAIN_HTTP", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_plain_http: bool,
+}
+
+impl Default for HttpArgs {
+    /// What the command line gives without these flags: 30 s, 5 retries, the system's
+    /// trust store, no token over plain HTTP off loopback.
+    fn default() -> Self {
+        HttpArgs {
+            timeout_secs: 30,
+            retries: 5,
+            ca_file: None,
+            allow_plain_http: false,
+        }
+    }
 }
 
 impl HttpArgs {
-    /// A client for `url` with these settings.
+    /// A client for `url` with these settings, sending `token` if given.
     pub fn client(
         &self,
         url: &str,
-        token: Option<String>,
+        token: Option<crate::client::Token>,
     ) -> Result<crate::client::Client, crate::client::ClientError> {
-        crate::client::Client::new(
+        let transport =
+            crate::client::Transport::new(self.ca_file.as_deref(), self.allow_plain_http)?;
+        crate::client::Client::connect(
             url,
             token,
             std::time::Duration::from_secs(self.timeout_secs.max(1)),
             self.retries,
+            &transport,
         )
     }
 }

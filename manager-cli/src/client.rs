@@ -7,7 +7,14 @@
 //!   POSTs are pure computations and ignore the header).
 //! - **Errors** from problem+json answers keep the server's title, detail and field, so the
 //!   user reads what the server said; other failures say which URL and what went wrong.
-//! - **TLS**: https URLs work (rustls, with the platform's trust store).
+//! - **TLS**: https URLs work (rustls), checked against the platform's trust store, or
+//!   only against the CA certificates of `--ca-file` ([`Transport`]). A certificate that
+//!   is not trusted, has expired or names another host is refused at once
+//!   ([`ClientError::Tls`]), never retried.
+//! - **Tokens never in clear off loopback**: a client with a bearer token refuses a plain
+//!   `http://` URL whose host is not loopback ([`ClientError::PlainHttp`], before any
+//!   connection) unless `--allow-plain-http` ([`dgsp_secrets::transport`]); and it never
+//!   follows a redirect.
 //! - **Bounded answers**: an answer is read only up to a cap ([`MAX_REGISTRY_ANSWER`], or
 //!   [`MAX_GATEWAY_ANSWER`] for a gateway): a larger one is refused
 //!   ([`ClientError::TooLarge`]) as soon as its `Content-Length` or its bytes pass the cap,
@@ -42,7 +49,28 @@ pub enum ClientError {
         /// what is wrong
         reason: String,
     },
-    /// No answer (connection refused, DNS, TLS, timeout) after every retry.
+    /// The token would cross the network in clear: plain `http://` to a host that is not
+    /// loopback, without `--allow-plain-http`. Nothing was sent.
+    #[error(transparent)]
+    PlainHttp(#[from] dgsp_secrets::transport::PlainHttpRefused),
+    /// The `--ca-file` could not be read or holds no PEM certificate.
+    #[error("{path}: not a PEM file of CA certificates: {reason}")]
+    CaFile {
+        /// the file
+        path: std::path::PathBuf,
+        /// what is wrong
+        reason: String,
+    },
+    /// The server's certificate was refused (not issued by a trusted CA, expired, for
+    /// another name) or the TLS handshake failed: not retried.
+    #[error("{url}: TLS: {reason}")]
+    Tls {
+        /// the request URL
+        url: String,
+        /// rustls' reason
+        reason: String,
+    },
+    /// No answer (connection refused, DNS, timeout) after every retry.
     #[error("{url}: no answer after {attempts} attempts: {reason}")]
     Unreachable {
         /// the request URL
@@ -113,6 +141,9 @@ impl ClientError {
     pub fn kind(&self) -> &'static str {
         match self {
             ClientError::BadUrl { .. } => "bad_url",
+            ClientError::PlainHttp(_) => "plain_http_refused",
+            ClientError::CaFile { .. } => "ca_file",
+            ClientError::Tls { .. } => "tls",
             ClientError::Unreachable { .. } => "unreachable",
             ClientError::RetriesExhausted { .. } => "retries_exhausted",
             ClientError::Problem { .. } => "refused",
@@ -166,6 +197,61 @@ impl Backoff {
     }
 }
 
+/// How a client reaches its service: the CA certificates it trusts over `https://`, and
+/// whether a token may cross the network in clear.
+#[derive(Clone, Debug, Default)]
+pub struct Transport {
+    /// Trust only these CA certificates (`--ca-file`); empty: the platform's trust store.
+    pub roots: Vec<reqwest::Certificate>,
+    /// Send a token over plain `http://` to a host that is not loopback
+    /// (`--allow-plain-http`).
+    pub allow_plain_http: bool,
+}
+
+impl Transport {
+    /// `--ca-file` (when given) and `--allow-plain-http`.
+    pub fn new(
+        ca_file: Option<&std::path::Path>,
+        allow_plain_http: bool,
+    ) -> Result<Transport, ClientError> {
+        let roots = match ca_file {
+            None => Vec::new(),
+            Some(path) => {
+                let bad = |reason: String| ClientError::CaFile {
+                    path: path.to_owned(),
+                    reason,
+                };
+                let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+                let roots =
+                    reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
+                if roots.is_empty() {
+                    return Err(bad("no certificate in it".into()));
+                }
+                roots
+            }
+        };
+        Ok(Transport {
+            roots,
+            allow_plain_http,
+        })
+    }
+}
+
+/// A bearer token, with what it is (`admin`, `auditor`: named when it is refused).
+#[derive(Clone)]
+pub struct Token {
+    /// `admin` or `auditor`
+    pub name: &'static str,
+    /// the token
+    pub value: String,
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Token({}, ..)", self.name)
+    }
+}
+
 /// A client for one service base URL.
 #[derive(Clone, Debug)]
 pub struct Client {
@@ -210,13 +296,32 @@ enum Attempt<T> {
 }
 
 impl Client {
-    /// A client for `base` (http or https) with an optional bearer token, a per-request
-    /// timeout and a retry budget.
+    /// A client for `base` (http or https) with an optional bearer token (named `admin`
+    /// when refused), a per-request timeout and a retry budget; the platform's trust store,
+    /// and no token over plain HTTP off loopback ([`Client::connect`] with the defaults).
     pub fn new(
         base: &str,
         token: Option<String>,
         timeout: Duration,
         retries: u32,
+    ) -> Result<Client, ClientError> {
+        let token = token.map(|value| Token {
+            name: "admin",
+            value,
+        });
+        Client::connect(base, token, timeout, retries, &Transport::default())
+    }
+
+    /// A client for `base` (http or https) with an optional bearer token, a per-request
+    /// timeout, a retry budget and `transport`'s CA certificates. A token is refused for
+    /// plain `http://` to a host that is not loopback unless `transport` allows it
+    /// ([`ClientError::PlainHttp`]: nothing is sent).
+    pub fn connect(
+        base: &str,
+        token: Option<Token>,
+        timeout: Duration,
+        retries: u32,
+        transport: &Transport,
     ) -> Result<Client, ClientError> {
         let bad = |reason: &str| ClientError::BadUrl {
             url: base.to_owned(),
@@ -226,16 +331,30 @@ impl Client {
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
             return Err(bad("expected http://host[:port] or https://host[:port]"));
         }
-        let http = reqwest::Client::builder()
+        let token = token.filter(|t| !t.value.is_empty());
+        if let Some(token) = &token {
+            dgsp_secrets::transport::check_token_destination(
+                base,
+                url.scheme(),
+                url.host_str().unwrap_or_default(),
+                token.name,
+                transport.allow_plain_http,
+            )?;
+        }
+        let mut builder = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .user_agent(concat!("dgsp-manager/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| bad(&e.to_string()))?;
+            // The services never redirect; a redirect could take the token elsewhere.
+            .redirect(reqwest::redirect::Policy::none());
+        if !transport.roots.is_empty() {
+            builder = builder.tls_certs_only(transport.roots.iter().cloned());
+        }
+        let http = builder.build().map_err(|e| bad(&e.to_string()))?;
         Ok(Client {
             http,
             base: base.trim_end_matches('/').to_owned(),
-            token: token.filter(|t| !t.is_empty()),
+            token: token.map(|t| t.value),
             retries,
             backoff: Backoff::default(),
             max_answer: MAX_REGISTRY_ANSWER,
@@ -369,6 +488,13 @@ impl Client {
     async fn attempt(&self, url: &str, req: reqwest::RequestBuilder) -> Attempt<Vec<u8>> {
         let resp = match req.send().await {
             Ok(r) => r,
+            // A certificate refused is refused again: said at once.
+            Err(e) if tls_refusal(&e).is_some() => {
+                return Attempt::Done(Err(ClientError::Tls {
+                    url: url.to_owned(),
+                    reason: tls_refusal(&e).unwrap_or_default(),
+                }))
+            }
             Err(e) => {
                 return Attempt::Retry {
                     reason: describe(&e),
@@ -448,6 +574,26 @@ async fn read_capped(
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
+}
+
+/// The TLS failure behind `e`, if it is one: rustls' error, wrapped on the way up in an
+/// I/O error (by tokio-rustls), itself wrapped in another (by the connector).
+fn tls_refusal(e: &reqwest::Error) -> Option<String> {
+    fn rustls_in<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        let io = e.downcast_ref::<std::io::Error>()?;
+        rustls_in(io.get_ref()?)
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(tls) = rustls_in(cause) {
+            return Some(tls.to_string());
+        }
+        source = cause.source();
+    }
+    None
 }
 
 /// A reqwest error with its causes (reqwest's own Display stops at the first).

@@ -140,6 +140,10 @@ pub fn connect(
                 "which registry? set DGSP_REGISTRY_URL, pass --registry, or put registry in the config file".into(),
             )
         })?;
+    let token = token.map(|value| crate::client::Token {
+        name: "admin",
+        value,
+    });
     Ok(args.http.client(&url, token)?)
 }
 

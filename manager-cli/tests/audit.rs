@@ -784,6 +784,7 @@ fn file_args(path: &std::path::Path) -> AuditArgs {
         http: HttpArgs {
             timeout_secs: 5,
             retries: 0,
+            ..HttpArgs::default()
         },
     }
 }
@@ -849,6 +850,7 @@ async fn a_large_honest_log_reports_nothing() {
         http: HttpArgs {
             timeout_secs: 30,
             retries: 2,
+            ..HttpArgs::default()
         },
     };
     let t = Instant::now();
@@ -865,6 +867,7 @@ async fn a_large_honest_log_reports_nothing() {
         &HttpArgs {
             timeout_secs: 30,
             retries: 2,
+            ..HttpArgs::default()
         },
     )
     .unwrap();

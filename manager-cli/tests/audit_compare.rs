@@ -202,6 +202,7 @@ fn args(urls: &[String], tiles: Option<&Path>, policy: Option<&Path>, key: &Path
         http: HttpArgs {
             timeout_secs: 5,
             retries: 0,
+            ..HttpArgs::default()
         },
     }
 }

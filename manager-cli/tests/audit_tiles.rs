@@ -144,6 +144,7 @@ fn http(retries: u32) -> HttpArgs {
     HttpArgs {
         timeout_secs: 10,
         retries,
+        ..HttpArgs::default()
     }
 }
 

@@ -224,7 +224,21 @@ pub enum BackupError {
         #[source]
         source: std::io::Error,
     },
-    /// The registry could not be reached, or answered something unreadable.
+    /// The admin token would cross the network in clear: plain `http://` to a host that is
+    /// not loopback, without `--allow-plain-http` ([`dgsp_secrets::transport`]). Nothing
+    /// was sent.
+    #[error(transparent)]
+    PlainHttp(#[from] dgsp_secrets::transport::PlainHttpRefused),
+    /// The `--ca-file` holds no usable PEM certificate.
+    #[error("{path}: not a PEM file of CA certificates: {reason}")]
+    CaFile {
+        /// the file
+        path: PathBuf,
+        /// what is wrong
+        reason: String,
+    },
+    /// The registry could not be reached (a refused connection, a certificate this client
+    /// does not trust), or answered something unreadable.
     #[error("{url}: {reason}")]
     Http {
         /// the registry
@@ -598,10 +612,26 @@ fn check_against(
     Ok(())
 }
 
+/// How [`request`] reaches the registry: `https://` with the system's roots, or only the
+/// CA certificates of `ca_file`; plain `http://` to a host that is not loopback only with
+/// `allow_plain_http`.
+#[derive(Clone, Debug, Default)]
+pub struct Reach {
+    /// `--ca-file`: PEM CA certificates to trust instead of the system's roots
+    pub ca_file: Option<PathBuf>,
+    /// `--allow-plain-http`
+    pub allow_plain_http: bool,
+}
+
 /// Asks the registry at `url` (its base URL) for an online backup named `name`, with the
-/// admin token: `POST /admin/v1/backup`. Plain `http://` (the registry's own listener on
-/// the admin network); behind TLS, call the endpoint with any HTTP client.
-pub async fn request(url: &str, token: &str, name: Option<&str>) -> Result<Created, BackupError> {
+/// admin token: `POST /admin/v1/backup`. The token is sent only where [`Reach`] allows
+/// (checked before any connection), and never after a redirect.
+pub async fn request(
+    url: &str,
+    token: &str,
+    name: Option<&str>,
+    reach: &Reach,
+) -> Result<Created, BackupError> {
     let http = |reason: String| BackupError::Http {
         url: url.to_owned(),
         reason,
@@ -609,21 +639,50 @@ pub async fn request(url: &str, token: &str, name: Option<&str>) -> Result<Creat
     if let Some(n) = name {
         check_name(n)?;
     }
+    let parsed = reqwest::Url::parse(url).map_err(|e| http(format!("not a URL: {e}")))?;
+    let host = match (parsed.scheme(), parsed.host_str()) {
+        ("http" | "https", Some(host)) => host.to_owned(),
+        _ => {
+            return Err(http(
+                "expected http://HOST:PORT or https://HOST:PORT".into(),
+            ))
+        }
+    };
+    dgsp_secrets::transport::check_token_destination(
+        url,
+        parsed.scheme(),
+        &host,
+        "admin",
+        reach.allow_plain_http,
+    )?;
     let body = dgsp_wire::registry_api::BackupRequest {
         name: name.map(str::to_owned),
     };
-    let client = reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(600))
-        .build()
-        .map_err(|e| http(e.to_string()))?;
+        .redirect(reqwest::redirect::Policy::none());
+    if let Some(path) = &reach.ca_file {
+        let ca_error = |reason: String| BackupError::CaFile {
+            path: path.clone(),
+            reason,
+        };
+        let pem = fs::read(path).map_err(io(path))?;
+        let roots =
+            reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ca_error(e.to_string()))?;
+        if roots.is_empty() {
+            return Err(ca_error("no certificate in it".into()));
+        }
+        builder = builder.tls_certs_only(roots);
+    }
+    let client = builder.build().map_err(|e| http(causes(&e)))?;
     let answer = client
         .post(format!("{}/admin/v1/backup", url.trim_end_matches('/')))
         .bearer_auth(token)
         .json(&body)
         .send()
         .await
-        .map_err(|e| http(e.to_string()))?;
+        .map_err(|e| http(causes(&e)))?;
     let status = answer.status().as_u16();
     let bytes = answer.bytes().await.map_err(|e| http(e.to_string()))?;
     if bytes.len() as u64 > MAX_ANSWER {
@@ -640,6 +699,19 @@ pub async fn request(url: &str, token: &str, name: Option<&str>) -> Result<Creat
         detail: text("detail")
             .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(300).collect()),
     })
+}
+
+/// An error with its causes (reqwest's own message stops before the reason: an untrusted
+/// certificate, a refused connection).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    s
 }
 
 /// `Ok` if `path` does not exist or is an empty directory.

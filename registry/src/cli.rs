@@ -159,6 +159,9 @@ pub enum Command {
         /// Witnesses (docs/witnesses.md).
         #[command(flatten)]
         witnesses: WitnessArgs,
+        /// HTTPS (docs/deploy.md, "TLS").
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Print the group's ML-DSA-44 log key (its vkey, for witnesses' configuration and
     /// policy `log` lines) and the statement the group key signs naming it.
@@ -224,10 +227,20 @@ pub enum Command {
 /// `backup`: online (`--registry`) or direct (`--data` and `--to`, registry stopped).
 #[derive(Debug, Args)]
 pub struct BackupArgs {
-    /// The running registry (http://HOST:PORT): ask it for an online backup. Needs the
-    /// admin token.
+    /// The running registry (https://HOST:PORT, or http://): ask it for an online backup.
+    /// Needs the admin token, which is never sent over plain http:// to a host that is not
+    /// loopback unless --allow-plain-http is given.
     #[arg(long, env = "DGSP_REGISTRY_URL", value_name = "URL")]
     pub registry: Option<String>,
+    /// Online, https: trust only the CA certificates in this PEM file (a private CA), not
+    /// the system's roots.
+    #[arg(long, env = "DGSP_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Online: send the admin token over plain http:// to a host that is not loopback
+    /// (where anyone on the network can read it). Only on a network you trust.
+    #[arg(long, env = "DGSP_ALLOW_PLAIN_HTTP", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_plain_http: bool,
     /// Online: the backup's name under the registry's backup directory (1 to 64
     /// characters A-Z a-z 0-9 . _ -; default the UTC time, 20250131T235959Z).
     #[arg(long)]
@@ -251,6 +264,30 @@ pub struct BackupArgs {
     /// Registry stopped: the encrypted manager key file (default DATA/manager.key).
     #[arg(long, env = "DGSP_KEY_FILE")]
     pub key_file: Option<PathBuf>,
+}
+
+/// `serve` over HTTPS (docs/deploy.md, "TLS"); without these, plain HTTP.
+#[derive(Debug, Args)]
+pub struct TlsArgs {
+    /// Serve HTTPS with this certificate chain: PEM, the server's certificate first, then
+    /// its intermediates. Read again, with the key, on SIGHUP (no restart; a file that does
+    /// not load keeps the certificate in force, and the error is logged).
+    #[arg(long, env = "DGSP_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1). A secret file: a
+    /// regular file, not a symbolic link, that other users cannot access (chmod 600).
+    #[arg(long, env = "DGSP_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The files, when both are given.
+    pub fn files(&self) -> Option<dgsp_http::tls::TlsFiles> {
+        Some(dgsp_http::tls::TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+        })
+    }
 }
 
 /// `serve`'s witnesses.

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
             journal,
             lease_ttl_ms,
             witnesses,
+            tls,
         } => token(admin_token, admin_token_file).and_then(|admin| {
             let tiles = match (tiles_dir, tiles_s3_bucket) {
                 (Some(dir), _) => Some(dgsp_tilestore::StoreConfig::Local(dir)),
@@ -65,7 +66,7 @@ fn main() -> ExitCode {
             };
             serve(
                 &data,
-                listen,
+                (listen, tls.files()),
                 &key,
                 admin,
                 auditor,
@@ -224,7 +225,7 @@ struct Durability {
 #[allow(clippy::too_many_arguments)]
 fn serve(
     data: &std::path::Path,
-    listen: std::net::SocketAddr,
+    (listen, tls): (std::net::SocketAddr, Option<dgsp_http::tls::TlsFiles>),
     key: &dgsp_registry::cli::KeyArgs,
     admin: String,
     auditor_token: Option<String>,
@@ -237,6 +238,10 @@ fn serve(
 ) -> Fallible {
     use cli::JournalMode;
     use dgsp_tilestore::StoreConfig;
+    // First: a certificate or key that does not load stops the start before anything else.
+    let tls = tls
+        .map(|files| dgsp_http::tls::Tls::load(files).map_err(|e| format!("TLS: {e}")))
+        .transpose()?;
     let journaled = match (durability.mode, &tiles) {
         (JournalMode::Off, _) | (JournalMode::Auto, None | Some(StoreConfig::Local(_))) => false,
         (JournalMode::On | JournalMode::Auto, Some(_)) => true,
@@ -310,9 +315,12 @@ fn serve(
     }
     let head = store.head().map_err(|e| e.to_string())?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
+        let tcp = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| format!("{listen}: {e}"))?;
+        let listener = dgsp_http::tls::Listen::new(tcp, tls)
+            .map_err(|e| format!("the SIGHUP handler: {e}"))?;
+        let scheme = listener.scheme();
         let params = manager.params();
         let config = server::Config {
             admin_token: admin,
@@ -326,7 +334,7 @@ fn serve(
         let running = server::start_journaled(store, manager, listener, config, journal)
             .await
             .map_err(|e| e.to_string())?;
-        tracing::info!(%listen, %params, head = head.seq, "registry serving");
+        tracing::info!(%listen, %scheme, %params, head = head.seq, "registry serving");
         running
             .serve_until(server::shutdown_signal())
             .await
@@ -496,8 +504,12 @@ fn make_backup(a: cli::BackupArgs) -> Fallible {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let reach = backup::Reach {
+        ca_file: a.ca_file,
+        allow_plain_http: a.allow_plain_http,
+    };
     let created = rt
-        .block_on(backup::request(&url, &admin, a.name.as_deref()))
+        .block_on(backup::request(&url, &admin, a.name.as_deref(), &reach))
         .map_err(|e| e.to_string())?;
     print_backup(&created.path, &created.manifest);
     Ok(())

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use dgsp_core::Manager;
-use tokio::net::TcpListener;
+use dgsp_http::tls::Listen;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -41,6 +41,8 @@ pub struct Config {
 pub struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// `http`, or `https` when it serves TLS.
+    scheme: &'static str,
     /// The shared state (store, writer, manager, published snapshots).
     pub state: Shared,
     stop: oneshot::Sender<()>,
@@ -52,12 +54,13 @@ pub struct Running {
     lease: Option<(Arc<Lease>, oneshot::Sender<()>, JoinHandle<()>)>,
 }
 
-/// Starts the writer, the publisher and the HTTP server on `listener`. Refuses a store
-/// whose projections are not exactly its log (an interrupted rebuild, say).
+/// Starts the writer, the publisher and the HTTP server on `listener` (a `TcpListener`
+/// serves plain HTTP; a [`Listen`] with TLS serves HTTPS). Refuses a store whose
+/// projections are not exactly its log (an interrupted rebuild, say).
 pub async fn start(
     store: Arc<Store>,
     manager: Arc<Manager>,
-    listener: TcpListener,
+    listener: impl Into<Listen>,
     config: Config,
 ) -> Result<Running, store::Error> {
     start_journaled(store, manager, listener, config, None).await
@@ -69,10 +72,11 @@ pub async fn start(
 pub async fn start_journaled(
     store: Arc<Store>,
     manager: Arc<Manager>,
-    listener: TcpListener,
+    listener: impl Into<Listen>,
     config: Config,
     journal: Option<Arc<Journal>>,
 ) -> Result<Running, store::Error> {
+    let listener = listener.into();
     store.projections_current()?;
     let health = Arc::new(Health::default());
     let lease = journal.as_ref().map(|j| {
@@ -159,17 +163,15 @@ pub async fn start_journaled(
         what: "listener".into(),
         reason: e.to_string(),
     })?;
+    let scheme = listener.scheme();
     let (stop, stopped) = oneshot::channel::<()>();
     let app = api::router(state.clone(), config.body_limit);
-    let server = tokio::spawn(async move {
-        axum::serve(dgsp_http::listener::no_delay(listener), app)
-            .with_graceful_shutdown(async {
-                stopped.await.ok();
-            })
-            .await
-    });
+    let server = tokio::spawn(listener.serve(app, async {
+        stopped.await.ok();
+    }));
     Ok(Running {
         addr,
+        scheme,
         state,
         stop,
         server,
@@ -181,9 +183,9 @@ pub async fn start_journaled(
 }
 
 impl Running {
-    /// The base URL, `http://ADDR`.
+    /// The base URL, `http://ADDR` (`https://ADDR` with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// Serves until `signal` completes, then shuts down cleanly.

@@ -2,7 +2,8 @@
 //! (keys, passphrases, tokens, wallets) only when they are private regular files, and
 //! [`envelope`] is the passphrase encryption of the manager key file and the member wallet;
 //! [`dir`] creates the services' data directories private (0700), and [`write`] writes new
-//! secret files (0600, atomically, never over anything).
+//! secret files (0600, atomically, never over anything). In transit, [`transport`] is the
+//! rule for where a bearer token may go over plain HTTP (loopback only, unless allowed).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -10,4 +11,5 @@
 pub mod dir;
 pub mod envelope;
 pub mod file;
+pub mod transport;
 pub mod write;

@@ -38,14 +38,43 @@ pub const PAGE_DEADLINE_TIMEOUTS: u32 = 30;
 /// The HTTP client used for the registry: `timeout` bounds connecting and each read (the
 /// wait for the answer's headers, then every pause between body chunks), so a registry
 /// that stalls is dropped after `timeout` while a large answer that keeps arriving is not.
-/// Each call also bounds its total time.
-pub fn client(timeout: Duration) -> Result<reqwest::Client, Fault> {
-    reqwest::Client::builder()
+/// Each call also bounds its total time. An `https://` registry's certificate is checked
+/// against `roots` (`--registry-ca-file`) when given, else the system's roots.
+pub fn client(timeout: Duration, roots: &[reqwest::Certificate]) -> Result<reqwest::Client, Fault> {
+    let mut builder = reqwest::Client::builder()
         .read_timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(5)))
-        .user_agent(concat!("dgsp-gateway/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!("dgsp-gateway/", env!("CARGO_PKG_VERSION")));
+    if !roots.is_empty() {
+        builder = builder.tls_certs_only(roots.iter().cloned());
+    }
+    builder
         .build()
         .map_err(|e| Fault::Unreachable(e.to_string()))
+}
+
+/// A request that got no answer, with every cause: reqwest's own message stops before the
+/// reason (a refused connection, a certificate that does not chain to the roots).
+pub(crate) fn unreachable(url: &str, e: &reqwest::Error) -> Fault {
+    let mut s = format!("{url}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    Fault::Unreachable(s)
+}
+
+/// The CA certificates of a PEM file (`--registry-ca-file`): at least one.
+pub fn read_roots(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let roots = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|e| format!("{}: not a PEM file of CA certificates: {e}", path.display()))?;
+    if roots.is_empty() {
+        return Err(format!("{}: no certificate in it", path.display()));
+    }
+    Ok(roots)
 }
 
 /// A body read whole, unless it exceeds `max` bytes (then `Ok(None)`; nothing more is read).
@@ -96,7 +125,7 @@ async fn fetch_page_within(
         .query(&[("after", after), ("limit", limit as u64)])
         .send()
         .await
-        .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
+        .map_err(|e| unreachable(&url, &e))?;
     let status = resp.status();
     if !status.is_success() {
         return Err(Fault::HttpStatus(status.as_u16()));
@@ -167,7 +196,7 @@ async fn get_capped(
             .get(&url)
             .send()
             .await
-            .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
+            .map_err(|e| unreachable(&url, &e))?;
         let status = resp.status();
         if absent.contains(&status) {
             return Ok(None);

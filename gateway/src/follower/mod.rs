@@ -54,7 +54,7 @@ use dgsp_wire::log::{Entry, Hash};
 use tokio::sync::watch;
 
 pub use fault::Fault;
-pub use fetch::{client, CheckpointInfo};
+pub use fetch::{client, read_roots, CheckpointInfo};
 
 use crate::clock::WallClock;
 use crate::replica::Replica;
@@ -107,6 +107,9 @@ pub struct FollowConfig {
     /// With a witness policy: the oldest a witness's cosignature may be when the gateway
     /// first verifies the registry's witnessed note (the gateway's staleness bound).
     pub witness_max_age: Duration,
+    /// The CA certificates an `https://` registry's certificate must chain to
+    /// (`--registry-ca-file`); empty: the system's roots.
+    pub roots: Vec<reqwest::Certificate>,
 }
 
 impl FollowConfig {
@@ -123,6 +126,7 @@ impl FollowConfig {
             max_pending: MAX_PENDING,
             max_pending_bytes: MAX_PENDING_BYTES,
             witness_max_age: Duration::from_secs(60),
+            roots: Vec::new(),
         }
     }
 }
@@ -174,7 +178,7 @@ impl Follower {
         let page_limit = config.page.max(1);
         lock(&status).page_limit = page_limit;
         Ok(Follower {
-            client: client(config.timeout)?,
+            client: client(config.timeout, &config.roots)?,
             config,
             replica,
             view,

@@ -33,11 +33,16 @@ pub struct Fetched {
 
 impl TileClient {
     /// A client for `base` (trailing `/` dropped); `timeout` bounds connecting and every
-    /// stall, and [`PAGE_DEADLINE_TIMEOUTS`] of it a whole object.
-    pub fn new(base: &str, timeout: Duration) -> Result<Self, Fault> {
+    /// stall, and [`PAGE_DEADLINE_TIMEOUTS`] of it a whole object. An `https://` base's
+    /// certificate must chain to `roots` when given, else to the system's roots.
+    pub fn new(
+        base: &str,
+        timeout: Duration,
+        roots: &[reqwest::Certificate],
+    ) -> Result<Self, Fault> {
         Ok(TileClient {
             base: base.trim_end_matches('/').to_owned(),
-            http: client(timeout)?,
+            http: client(timeout, roots)?,
             store: None,
             timeout,
         })
@@ -49,7 +54,7 @@ impl TileClient {
         store: Arc<dyn TileStore>,
         timeout: Duration,
     ) -> Result<Self, Fault> {
-        let mut c = TileClient::new(base, timeout)?;
+        let mut c = TileClient::new(base, timeout, &[])?;
         c.store = Some(store);
         Ok(c)
     }
@@ -98,7 +103,7 @@ impl TileClient {
             .get(&url)
             .send()
             .await
-            .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?;
+            .map_err(|e| crate::follower::fetch::unreachable(&url, &e))?;
         let status = resp.status();
         if !status.is_success() {
             tracing::debug!(%url, status = status.as_u16(), "tiles: error status");

@@ -93,6 +93,9 @@ pub struct TilesConfig {
     /// With a witness policy: the oldest a witnessed note's cosignatures may be (the
     /// gateway's `--max-staleness-secs`).
     pub witness_max_age: Duration,
+    /// The CA certificates an `https://` base's certificate must chain to
+    /// (`--registry-ca-file`); empty: the system's roots.
+    pub roots: Vec<reqwest::Certificate>,
 }
 
 impl TilesConfig {
@@ -107,6 +110,7 @@ impl TilesConfig {
             max_entries: crate::follower::MAX_PENDING as u64,
             store: None,
             witness_max_age: Duration::from_secs(60),
+            roots: Vec::new(),
         }
     }
 
@@ -114,7 +118,7 @@ impl TilesConfig {
     fn client(&self) -> Result<TileClient, Fault> {
         match &self.store {
             Some(store) => TileClient::from_store(&self.url, store.clone(), self.timeout),
-            None => TileClient::new(&self.url, self.timeout),
+            None => TileClient::new(&self.url, self.timeout, &self.roots),
         }
     }
 }

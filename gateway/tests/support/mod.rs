@@ -137,7 +137,56 @@ pub async fn registry_on_log<T: Send + 'static>(
     start_on_log(params, cadence, None, write, None).await
 }
 
+/// Starts a registry for a new sha2-128f group serving HTTPS with `tls`; its client (for
+/// the admin calls) trusts only `ca`'s certificates.
+pub async fn registry_over_tls(
+    tls: Arc<dgsp_http::tls::Tls>,
+    ca: &dgsp_http::tls::test_certs::TestCa,
+) -> Registry {
+    let roots = reqwest::Certificate::from_pem_bundle(ca.pem().as_bytes()).unwrap();
+    let client = reqwest::Client::builder()
+        .tls_certs_only(roots)
+        .build()
+        .unwrap();
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listen = dgsp_http::tls::Listen::with_tls_no_signal(tcp, tls);
+    start_on(
+        listen,
+        client,
+        ParamSet::Sha2_128f,
+        None,
+        None,
+        |_, _| (),
+        None,
+    )
+    .await
+    .0
+}
+
 async fn start_on_log<T: Send + 'static>(
+    params: ParamSet,
+    cadence: Option<Duration>,
+    tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>,
+    write: impl FnOnce(&Arc<Store>, &Arc<Manager>) -> T + Send + 'static,
+    publishing: Option<Publishing>,
+) -> (Registry, T) {
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let client = reqwest::Client::new();
+    start_on(
+        tcp.into(),
+        client,
+        params,
+        cadence,
+        tiles,
+        write,
+        publishing,
+    )
+    .await
+}
+
+async fn start_on<T: Send + 'static>(
+    listener: dgsp_http::tls::Listen,
+    client: reqwest::Client,
     params: ParamSet,
     cadence: Option<Duration>,
     tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>,
@@ -152,7 +201,6 @@ async fn start_on_log<T: Send + 'static>(
     let written = tokio::task::spawn_blocking(move || write(&s, &m))
         .await
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = server::Config {
         admin_token: ADMIN.into(),
         auditor_token: None,
@@ -179,7 +227,7 @@ async fn start_on_log<T: Send + 'static>(
     let registry = Registry {
         feed_url: url.clone(),
         url,
-        client: reqwest::Client::new(),
+        client,
         store,
         manager,
         running,

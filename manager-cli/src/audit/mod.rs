@@ -218,6 +218,10 @@ async fn from_registry(
             "no auditor token: the feed has no private parts, so commitments and member checks are skipped",
         );
     }
+    let token = token.map(|value| crate::client::Token {
+        name: "auditor",
+        value,
+    });
     let client = args.http.client(&base, token)?;
     let bar = out.progress(0, "auditing");
     let (tx, mut rx) = mpsc::channel::<Vec<dgsp_wire::log::Entry>>(4);

@@ -1,6 +1,7 @@
 //! Honest logs for the auditor tests, written by the real registry: an in-process registry
-//! on loopback (RocksDB in a temp dir), driven through its admin API (and, for bulk
-//! issuance, its writer), read back with the private parts, then shut down cleanly.
+//! on loopback (RocksDB in a temp dir; over HTTPS with `start_over_tls`), driven through its
+//! admin API (and, for bulk issuance, its writer), read back with the private parts, then
+//! shut down cleanly.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -61,11 +62,35 @@ impl Registry {
     /// Starts a registry that also publishes its tiles into `tiles` (as `--tiles-dir`
     /// does), when given.
     pub async fn start_publishing(tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>) -> Registry {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Registry::start_on(listener.into(), reqwest::Client::new(), tiles).await
+    }
+
+    /// Starts a registry serving HTTPS with `tls` (as `serve --tls-cert --tls-key` does);
+    /// the test's own admin calls trust only `ca`.
+    pub async fn start_over_tls(
+        tls: Arc<dgsp_http::tls::Tls>,
+        ca: &dgsp_http::tls::test_certs::TestCa,
+    ) -> Registry {
+        let roots = reqwest::Certificate::from_pem_bundle(ca.pem().as_bytes()).unwrap();
+        let client = reqwest::Client::builder()
+            .tls_certs_only(roots)
+            .build()
+            .unwrap();
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listen = dgsp_http::tls::Listen::with_tls_no_signal(tcp, tls);
+        Registry::start_on(listen, client, None).await
+    }
+
+    async fn start_on(
+        listener: dgsp_http::tls::Listen,
+        client: reqwest::Client,
+        tiles: Option<Arc<dyn dgsp_tilestore::TileStore>>,
+    ) -> Registry {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
         let manager = Arc::new(Manager::generate(ParamSet::Sha2_128f, &mut OsRng));
         store.create_group(manager.public_key(), 1).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let config = server::Config {
             admin_token: ADMIN.into(),
             auditor_token: Some(AUDITOR.into()),
@@ -80,7 +105,7 @@ impl Registry {
             .unwrap();
         Registry {
             url: running.url(),
-            client: reqwest::Client::new(),
+            client,
             store,
             manager,
             running,
