@@ -51,7 +51,7 @@ export DGSP_TILES_VOLUME_PORT=$((port + 35)) DGSP_TILES_FILER_PORT=$((port + 36)
 SEAWEEDFS_IMAGE=dgsp-seaweedfs:stack-test
 export DGSP_IMAGE=$IMAGE DGSP_HAPROXY_IMAGE=$BASE_IMAGE DGSP_SEAWEEDFS_IMAGE=$SEAWEEDFS_IMAGE
 TILES=http://127.0.0.1:$DGSP_TILES_PORT
-REG=http://127.0.0.1:$DGSP_REGISTRY_PORT
+REG=https://127.0.0.1:$DGSP_REGISTRY_PORT   # HTTPS: make-secrets.sh's CA and certificate
 GW_A=http://127.0.0.1:$DGSP_GATEWAY_A_PORT
 GW_B=http://127.0.0.1:$DGSP_GATEWAY_B_PORT
 LB=http://127.0.0.1:$DGSP_LB_PORT
@@ -156,17 +156,21 @@ trap teardown EXIT
 
 # A previous run cut off may have left its stack: start from nothing.
 compose down -v --remove-orphans >/dev/null 2>&1 || true
-say "secrets in $SECRETS (owner 10001, mode 0400)"
+say "secrets in $SECRETS (owner 10001, mode 0400), and the registry's TLS certificate"
 as_root env DGSP_SECRETS_DIR="$SECRETS" deploy/compose/make-secrets.sh >/dev/null
 export DGSP_ADMIN_TOKEN
 DGSP_ADMIN_TOKEN=$(as_root cat "$SECRETS/admin-token")
+# The CA that issued the registry's certificate: what curl and dgsp-manager on the host trust.
+CA="$WORK/tls-ca.pem"
+as_root cat "$SECRETS/tls-ca.pem" >"$CA"
+export DGSP_CA_FILE="$CA"
 
 say "compose up: registry-init, tiles, tiles-init, registry, gateway-a, gateway-b, lb (host networking)"
 compose up -d 2>&1 | sed 's/^/  /'
 
 wait_url() { # URL NAME [SECONDS]
   for _ in $(seq $((${3:-90} * 2))); do
-    curl -fs -o /dev/null "$1" && return 0
+    curl -fs --cacert "$CA" -o /dev/null "$1" && return 0
     sleep 0.5
   done
   echo "$2 not ready at $1" >&2
@@ -185,7 +189,17 @@ for c in $(compose ps -q); do
 done
 dk inspect -f '{{.Config.User}}' "$(compose ps -q registry)" | grep -qx '10001:10001' \
   || { echo "the registry does not run as uid 10001" >&2; exit 1; }
-curl -fs "$REG/v1/group" | grep -q '"params"' || { echo "GET /v1/group failed" >&2; exit 1; }
+curl -fs --cacert "$CA" "$REG/v1/group" | grep -q '"params"' || { echo "GET /v1/group failed" >&2; exit 1; }
+
+say "the registry speaks HTTPS only, with make-secrets.sh's certificate; no token over plain HTTP"
+! curl -s -m 5 -o /dev/null "http://127.0.0.1:$DGSP_REGISTRY_PORT/readyz" \
+  || { echo "the registry answered plain HTTP" >&2; exit 1; }
+! curl -fs -m 5 -o /dev/null "$REG/readyz" \
+  || { echo "curl trusted the registry's certificate without its CA" >&2; exit 1; }
+echo "  plain HTTP: no answer; HTTPS without the CA: refused"
+refusal=$("$MANAGER" --json operator member list --registry "http://10.255.255.1:$DGSP_REGISTRY_PORT" 2>&1 || true)
+case "$refusal" in *plain_http_refused*) echo "  dgsp-manager: admin token over plain HTTP off loopback refused" ;;
+  *) echo "dgsp-manager did not refuse plain HTTP off loopback: $refusal" >&2; exit 1 ;; esac
 code=$(curl -s -o /dev/null -w '%{http_code}' "$LB/metrics")
 [ "$code" = 404 ] || { echo "HAProxy let /metrics through ($code)" >&2; exit 1; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "$LB/admin/v1/members")
@@ -246,7 +260,7 @@ rc=0
 say "the tile store: the registry's log in the bucket, read without a key, not writable without one"
 dk inspect -f '{{.Config.User}}' "$(compose ps -q tiles)" | grep -qx '1000:1000' \
   || { echo "the tile store does not run as uid 1000" >&2; exit 1; }
-reg_size=$(curl -fs "$REG/v1/log/checkpoint" | sed -n 2p)
+reg_size=$(curl -fs --cacert "$CA" "$REG/v1/log/checkpoint" | sed -n 2p)
 got=""
 for _ in $(seq 60); do
   got=$(curl -fs "$TILES/dgsp-tiles/checkpoint" | sed -n 2p || true)
@@ -258,8 +272,8 @@ done
 echo "  $TILES/dgsp-tiles/checkpoint: size $got (the registry's: $reg_size)"
 cmp <(curl -fs "$TILES/dgsp-tiles/tile/entries/000.p/$((got < 256 ? got : 256))" 2>/dev/null \
         || curl -fs "$TILES/dgsp-tiles/tile/entries/000") \
-    <(curl -fs "$REG/v1/log/tile/entries/000.p/$((got < 256 ? got : 256))" 2>/dev/null \
-        || curl -fs "$REG/v1/log/tile/entries/000") \
+    <(curl -fs --cacert "$CA" "$REG/v1/log/tile/entries/000.p/$((got < 256 ? got : 256))" 2>/dev/null \
+        || curl -fs --cacert "$CA" "$REG/v1/log/tile/entries/000") \
   || { echo "the bucket's first entry bundle differs from the registry's" >&2; exit 1; }
 echo "  tile/entries/000: the same bytes in the bucket and at the registry"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary x "$TILES/dgsp-tiles/checkpoint")
@@ -283,7 +297,31 @@ if [ -n "$snap" ]; then
 fi
 echo "  the journal's lease: private/lease (signed HEAD 200, unsigned GET 403)"
 
-log_size() { curl -fs "$REG/v1/checkpoint" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])'; }
+log_size() { curl -fs --cacert "$CA" "$REG/v1/checkpoint" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])'; }
+
+say "the registry's certificate renewed (make-secrets.sh, DGSP_RENEW_TLS=1) and taken on SIGHUP, without a restart"
+served_serial() {
+  openssl s_client -connect "127.0.0.1:$DGSP_REGISTRY_PORT" -CAfile "$CA" </dev/null 2>/dev/null \
+    | openssl x509 -noout -serial
+}
+started=$(dk inspect -f '{{.State.StartedAt}}' "$(compose ps -q registry)")
+before=$(served_serial)
+as_root env DGSP_SECRETS_DIR="$SECRETS" DGSP_RENEW_TLS=1 deploy/compose/make-secrets.sh >/dev/null
+renewed=$(as_root openssl x509 -in "$SECRETS/tls-registry.pem" -noout -serial)
+compose kill -s HUP registry >/dev/null 2>&1
+after=""
+for _ in $(seq 40); do
+  after=$(served_serial || true)
+  [ "$after" = "$renewed" ] && break
+  sleep 0.25
+done
+[ "$after" = "$renewed" ] && [ "$after" != "$before" ] \
+  || { echo "the registry serves '$after' after SIGHUP, not the renewed '$renewed' (before: '$before')" >&2; exit 1; }
+[ "$(dk inspect -f '{{.State.StartedAt}}' "$(compose ps -q registry)")" = "$started" ] \
+  || { echo "the registry restarted on SIGHUP" >&2; exit 1; }
+wait_url "$REG/readyz" registry
+echo "  served: $before -> $after (same process)"
+
 members() { operator --json operator member list | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["members"] if isinstance(d, dict) else d))'; }
 size_before=$(log_size)
 members_before=$(members)
@@ -313,4 +351,4 @@ operator operator issue /work/bob.csr.json --out /work/bob.certs.json >/dev/null
 "$MANAGER" member sign "$WORK/msg.txt" --out "$WORK/bob.sig" >/dev/null
 until_status ok "$LB" "HAProxy, bob's signature" "$WORK/bob.sig"
 
-say "the container stack works: image, compose (host networking), tile store, HAProxy, revocation, restart"
+say "the container stack works: image, compose (host networking), tile store, HAProxy, the registry over HTTPS (renewed on SIGHUP), revocation, restart"
