@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::error::{read_json, write, Error, Result};
 use crate::load::{LoadSummary, Scenario};
-use crate::model::{JudgeItem, VerifyItem, ZetaItem};
+use crate::model::{body, JudgeItem, VerifyItem, ZetaItem};
 
 /// Options of `probe`.
 #[derive(Debug, clap::Args)]
@@ -160,9 +160,7 @@ fn lines<T>(items: &[T], f: impl Fn(&T) -> String) -> Vec<u8> {
 fn target(a: &Args) -> Result<Target> {
     let gw = a.gateway.trim_end_matches('/');
     let verify = || read_json::<Vec<VerifyItem>>(&a.fixtures.join("verify.json"));
-    let body = |v: &VerifyItem| {
-        serde_json::json!({"message": v.message, "signature": v.signature}).to_string()
-    };
+    let verify_line = |v: &VerifyItem| body::verify(&v.message, &v.signature);
     Ok(match a.scenario {
         // mixed: its doomed members are revoked by now; the probe is the verify stream.
         Scenario::Verify | Scenario::Mixed => Target {
@@ -170,7 +168,7 @@ fn target(a: &Args) -> Result<Target> {
             method: "POST",
             url: format!("{gw}/v1/verify"),
             content_type: Some("application/json"),
-            input: Input::BodyLines(lines(&verify()?, body)),
+            input: Input::BodyLines(lines(&verify()?, verify_line)),
         },
         Scenario::VerifyBinary => {
             let items = verify()?;
@@ -198,15 +196,7 @@ fn target(a: &Args) -> Result<Target> {
             let items = verify()?;
             let bodies: Vec<String> = items
                 .chunks_exact(a.batch.max(1))
-                .map(|part| {
-                    let items: Vec<_> = part
-                        .iter()
-                        .map(
-                            |v| serde_json::json!({"message": v.message, "signature": v.signature}),
-                        )
-                        .collect();
-                    serde_json::json!({ "items": items }).to_string()
-                })
+                .map(body::batch)
                 .collect();
             Target {
                 request: "POST /v1/verify/batch".into(),
@@ -223,10 +213,7 @@ fn target(a: &Args) -> Result<Target> {
                 method: "POST",
                 url: format!("{gw}/v1/judge"),
                 content_type: Some("application/json"),
-                input: Input::BodyLines(lines(&judge, |j| {
-                    serde_json::json!({"message": j.message, "signature": j.signature, "id": j.id, "pi": j.pi})
-                        .to_string()
-                })),
+                input: Input::BodyLines(lines(&judge, body::judge)),
             }
         }
         Scenario::Reads => {

@@ -6,11 +6,10 @@ use std::sync::{Arc, OnceLock};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use serde_json::json;
 
 use super::{Args, Scenario};
 use crate::error::{read, read_json, Error, Result};
-use crate::model::{JudgeItem, MixedItem, VerifyItem, ZetaItem};
+use crate::model::{body, JudgeItem, MixedItem, VerifyItem, ZetaItem};
 
 /// What a POST's answer must say.
 #[derive(Debug)]
@@ -122,9 +121,14 @@ pub fn get() -> &'static Prepared {
         .expect("the run's items are installed before goose starts")
 }
 
+/// The cursor's next position (mixed interleaves two item lists on it).
+pub fn next_raw() -> usize {
+    CURSOR.fetch_add(1, Ordering::Relaxed)
+}
+
 /// The index of the next item among `n` (wrapping around after the last).
 pub fn next(n: usize) -> usize {
-    CURSOR.fetch_add(1, Ordering::Relaxed) % n.max(1)
+    next_raw() % n.max(1)
 }
 
 /// Items taken so far.
@@ -146,8 +150,8 @@ fn b64(s: &str, what: &str) -> Result<Vec<u8>> {
         .map_err(|e| Error::Usage(format!("fixtures: {what}: {e}")))
 }
 
-fn json_body(v: &serde_json::Value) -> &'static [u8] {
-    leak(v.to_string().into_bytes())
+fn leak_str(s: String) -> &'static [u8] {
+    leak(s.into_bytes())
 }
 
 /// Reads the fixture files the scenario needs and builds its requests.
@@ -164,7 +168,7 @@ pub async fn prepare(a: &Args) -> Result<Prepared> {
     };
     let verify = || read_json::<Vec<VerifyItem>>(&dir.join("verify.json"));
     let verify_post = |v: &VerifyItem| Post {
-        body: json_body(&json!({"message": v.message, "signature": v.signature})),
+        body: leak_str(body::verify(&v.message, &v.signature)),
         expect: Expect::Status(v.expect.clone()),
     };
     match a.scenario {
@@ -184,12 +188,8 @@ pub async fn prepare(a: &Args) -> Result<Prepared> {
         Scenario::Batch => {
             p.items_per_request = a.batch;
             for part in verify()?.chunks_exact(a.batch) {
-                let items: Vec<_> = part
-                    .iter()
-                    .map(|v| json!({"message": v.message, "signature": v.signature}))
-                    .collect();
                 p.posts.push(Post {
-                    body: json_body(&json!({ "items": items })),
+                    body: leak_str(body::batch(part)),
                     expect: Expect::Batch(part.iter().map(|v| v.expect.clone()).collect()),
                 });
             }
@@ -199,9 +199,7 @@ pub async fn prepare(a: &Args) -> Result<Prepared> {
             p.posts = judge
                 .iter()
                 .map(|j| Post {
-                    body: json_body(&json!({
-                        "message": j.message, "signature": j.signature, "id": j.id, "pi": j.pi,
-                    })),
+                    body: leak_str(body::judge(j)),
                     expect: Expect::Judge(j.expect_correct),
                 })
                 .collect();
@@ -228,7 +226,7 @@ pub async fn prepare(a: &Args) -> Result<Prepared> {
                 .iter()
                 .map(|m| Doomed {
                     member: m.member,
-                    body: json_body(&json!({"message": m.message, "signature": m.signature})),
+                    body: leak_str(body::verify(&m.message, &m.signature)),
                 })
                 .collect();
             let file = a.admin_token_file.as_ref().ok_or_else(|| {

@@ -32,12 +32,21 @@ use super::requests::{judge_answer, post};
 /// How many breaches are listed in words (all are counted).
 const LISTED: usize = 20;
 
-/// A revocation the run made.
+/// A revocation the run sent, recorded before the request goes out: if the request is
+/// dropped or fails after the registry committed it, the member is still known to be
+/// (possibly) revoked, and its `revoked` answers are not taken for a breach.
 #[derive(Debug, Clone, Copy)]
 struct Revocation {
     member: u64,
     sent_us: u64,
-    ack_us: u64,
+    /// The acknowledgement: when it arrived and the revocation's log entry.
+    ack: Option<Ack>,
+}
+
+/// A registry's acknowledgement of a revocation.
+#[derive(Debug, Clone, Copy)]
+struct Ack {
+    at_us: u64,
     seq: u64,
 }
 
@@ -62,9 +71,16 @@ fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// The records survive a panicking holder: they are only ever appended to or completed.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn revocation_of(member: u64) -> Option<Revocation> {
-    let list = REVOCATIONS.lock().unwrap_or_else(|p| p.into_inner());
-    list.iter().find(|r| r.member == member).copied()
+    lock(&REVOCATIONS)
+        .iter()
+        .find(|r| r.member == member)
+        .copied()
 }
 
 /// The revoker's transaction: revokes the next doomed member (nothing once all are).
@@ -76,6 +92,11 @@ pub async fn revoke_next(user: &mut GooseUser) -> TransactionResult {
     };
     let url = format!("{}/admin/v1/members/{member}/revoke", p.registry);
     let sent_us = now_us();
+    lock(&REVOCATIONS).push(Revocation {
+        member,
+        sent_us,
+        ack: None,
+    });
     let name = "registry /admin/v1/members/{id}/revoke";
     if let Some((mut request, v)) = post(
         user,
@@ -87,17 +108,13 @@ pub async fn revoke_next(user: &mut GooseUser) -> TransactionResult {
     )
     .await?
     {
-        let ack_us = now_us();
+        let at_us = now_us();
         match v["seq"].as_u64() {
-            Some(seq) => REVOCATIONS
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(Revocation {
-                    member,
-                    sent_us,
-                    ack_us,
-                    seq,
-                }),
+            Some(seq) => {
+                if let Some(r) = lock(&REVOCATIONS).iter_mut().find(|r| r.member == member) {
+                    r.ack = Some(Ack { at_us, seq });
+                }
+            }
             None => judge_answer(user, &mut request, Some("no `seq` in the answer".into()))?,
         }
     }
@@ -121,26 +138,23 @@ pub async fn verify_doomed(user: &mut GooseUser, d: &Doomed) -> TransactionResul
         applied_seq: v["freshness"]["applied_seq"].as_u64().unwrap_or(0),
     };
     let wrong = breach_now(&answer, revocation_of(d.member));
-    ANSWERS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(answer);
+    lock(&ANSWERS).push(answer);
     judge_answer(user, &mut request, wrong)
 }
 
-/// Rules 1 and 2 for one answer, with what is known of its member's revocation.
+/// Rules 1 and 2 for one answer, with what is known of its member's revocation (rule 2
+/// needs the acknowledged log entry).
 fn breach_now(a: &Answer, r: Option<Revocation>) -> Option<String> {
-    match (a.status.as_str(), r) {
-        ("ok" | "revoked", None) => None,
-        ("ok", Some(r)) if a.applied_seq >= r.seq => Some(format!(
+    match (a.status.as_str(), r.and_then(|r| r.ack)) {
+        ("ok", Some(ack)) if a.applied_seq >= ack.seq => Some(format!(
             "ok although its evidence covers the revocation (applied_seq {} >= entry {})",
-            a.applied_seq, r.seq
+            a.applied_seq, ack.seq
         )),
-        ("revoked", Some(r)) if a.applied_seq < r.seq => Some(format!(
+        ("revoked", Some(ack)) if a.applied_seq < ack.seq => Some(format!(
             "revoked with evidence that does not cover the revocation (applied_seq {} < entry {})",
-            a.applied_seq, r.seq
+            a.applied_seq, ack.seq
         )),
-        ("ok" | "revoked", Some(_)) => None,
+        ("ok" | "revoked", _) => None,
         (other, _) => Some(format!("status {other}, expected ok or revoked")),
     }
 }
@@ -150,8 +164,12 @@ fn breach_now(a: &Answer, r: Option<Revocation>) -> Option<String> {
 pub struct MixedAnalysis {
     /// The bound of rule 3, ms.
     pub bound_ms: u64,
-    /// Members the run revoked.
+    /// Members the run revoked (acknowledged by the registry).
     pub revocations: usize,
+    /// Revocations sent but never acknowledged (failed or cut off at the end of the run):
+    /// their members may or may not be revoked, so only rules 1 and 4 hold them.
+    #[serde(default)]
+    pub unacknowledged: usize,
     /// Time from sending a revocation to the registry's acknowledgement, ms: median, max.
     pub revoke_ack_ms: [f64; 2],
     /// Answers about doomed members.
@@ -175,11 +193,8 @@ pub struct MixedAnalysis {
 
 /// Holds the recorded answers to the four rules.
 pub fn analyse(bound_ms: u64) -> MixedAnalysis {
-    let revs = REVOCATIONS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let answers = ANSWERS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let revs = lock(&REVOCATIONS).clone();
+    let answers = lock(&ANSWERS).clone();
     judge(&revs, &answers, bound_ms)
 }
 
@@ -212,13 +227,13 @@ fn judge(revs: &[Revocation], answers: &[Answer], bound_ms: u64) -> MixedAnalysi
                 "member {}: revoked, but the run never revoked it (or its revocation failed)",
                 a.member
             )),
-            Some(r) if a.sent_us > r.ack_us + bound_us => {
+            Some(Revocation { ack: Some(ack), .. }) if a.sent_us > ack.at_us + bound_us => {
                 past_bound += 1;
                 if a.status != "revoked" {
                     breach(format!(
                         "member {}: still ok {} ms after the registry acknowledged its revocation (bound {bound_ms} ms)",
                         a.member,
-                        (a.sent_us - r.ack_us) / 1000
+                        (a.sent_us - ack.at_us) / 1000
                     ));
                 }
             }
@@ -234,21 +249,26 @@ fn judge(revs: &[Revocation], answers: &[Answer], bound_ms: u64) -> MixedAnalysi
             }
         }
     }
-    let mut acks: Vec<f64> = revs
+    let acked: Vec<(Revocation, Ack)> = revs
         .iter()
-        .map(|r| r.ack_us.saturating_sub(r.sent_us) as f64 / 1000.0)
+        .filter_map(|r| r.ack.map(|ack| (*r, ack)))
         .collect();
-    let mut prop: Vec<f64> = revs
+    let mut acks: Vec<f64> = acked
         .iter()
-        .filter_map(|r| {
+        .map(|(r, ack)| ack.at_us.saturating_sub(r.sent_us) as f64 / 1000.0)
+        .collect();
+    let mut prop: Vec<f64> = acked
+        .iter()
+        .filter_map(|(r, ack)| {
             first_revoked
                 .get(&r.member)
-                .map(|&t| t.saturating_sub(r.ack_us) as f64 / 1000.0)
+                .map(|&t| t.saturating_sub(ack.at_us) as f64 / 1000.0)
         })
         .collect();
     MixedAnalysis {
         bound_ms,
-        revocations: revs.len(),
+        revocations: acked.len(),
+        unacknowledged: revs.len() - acked.len(),
         revoke_ack_ms: [quantile(&mut acks, 0.5), quantile(&mut acks, 1.0)],
         answers: answers.len(),
         answers_revoked: answers.iter().filter(|a| a.status == "revoked").count(),
@@ -258,9 +278,9 @@ fn judge(revs: &[Revocation], answers: &[Answer], bound_ms: u64) -> MixedAnalysi
             quantile(&mut prop, 0.9),
             quantile(&mut prop, 1.0),
         ],
-        never_seen_revoked: revs
+        never_seen_revoked: acked
             .iter()
-            .filter(|r| !first_revoked.contains_key(&r.member))
+            .filter(|(r, _)| !first_revoked.contains_key(&r.member))
             .count(),
         breaches,
         listed,
@@ -285,8 +305,7 @@ mod tests {
         Revocation {
             member,
             sent_us: ack_us - 1_000,
-            ack_us,
-            seq,
+            ack: Some(Ack { at_us: ack_us, seq }),
         }
     }
 
@@ -331,6 +350,20 @@ mod tests {
             assert_eq!(m.breaches, 1, "{what}: {:?}", m.listed);
             assert!(m.listed[0].contains(what), "{what}: {:?}", m.listed);
         }
+        // A revocation sent but never acknowledged: its revoked answers are no breach, and
+        // it does not count as a revocation the run made.
+        let pending = [Revocation {
+            member: 3,
+            sent_us: 10_000_000,
+            ack: None,
+        }];
+        let m = judge(&pending, &[ans(3, 10_100_000, "revoked", 60)], 5_000);
+        assert_eq!(
+            (m.breaches, m.revocations, m.unacknowledged),
+            (0, 0, 1),
+            "{:?}",
+            m.listed
+        );
         // Never back: an ok sent after a revoked answer arrived.
         let answers = [
             ans(1, 10_200_000, "revoked", 50),

@@ -247,8 +247,9 @@ impl LoadSummary {
         if let Some(m) = &self.mixed {
             let _ = writeln!(
                 t,
-                "  mixed: {} members revoked (acknowledged in {:.1} ms median, {:.1} max); {} answers about them, {} revoked, {} past the {} ms bound; revoked answers began {:.0} ms (median), {:.0} (p90), {:.0} (max) after the acknowledgement; {} never seen revoked; {} breaches",
+                "  mixed: {} members revoked ({} more sent, never acknowledged; acknowledged in {:.1} ms median, {:.1} max); {} answers about them, {} revoked, {} past the {} ms bound; revoked answers began {:.0} ms (median), {:.0} (p90), {:.0} (max) after the acknowledgement; {} never seen revoked; {} breaches",
                 m.revocations,
+                m.unacknowledged,
                 m.revoke_ack_ms[0],
                 m.revoke_ack_ms[1],
                 m.answers,
