@@ -33,12 +33,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+. scripts/docker-lib.sh
 
 prepare_build
 
 ROOT=$PWD
-CACHE="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/container"
-BASE_IMAGE=dgsp-base:bookworm
+CACHE=$DOCKER_CACHE
 IMAGE=dgsp:stack-test
 PROJECT=dgsp-stack-test
 PROFILE="${DGSP_CONTAINER_PROFILE:-dev}"
@@ -57,43 +57,10 @@ GW_B=http://127.0.0.1:$DGSP_GATEWAY_B_PORT
 LB=http://127.0.0.1:$DGSP_LB_PORT
 mkdir -p "$CACHE"
 
-# --- tools ---------------------------------------------------------------------------------
-missing=()
-command -v dockerd >/dev/null || missing+=(docker.io)
-command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || missing+=(docker-compose)
-command -v debootstrap >/dev/null || missing+=(debootstrap)
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing ${missing[*]}"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-# Debian's client speaks to Debian's daemon with its built-in BuildKit (no buildx plugin
-# needed); another `docker` earlier on PATH may lack it.
-DOCKER=docker
-[ -x /usr/bin/docker ] && DOCKER=/usr/bin/docker
-if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose); else COMPOSE=(docker-compose); fi
-if ! $DOCKER info >/dev/null 2>&1; then
-  say "starting dockerd (log: $CACHE/dockerd.log)"
-  as_root sh -c "nohup dockerd >'$CACHE/dockerd.log' 2>&1 &"
-  for _ in $(seq 60); do $DOCKER info >/dev/null 2>&1 && break; sleep 1; done
-  $DOCKER info >/dev/null 2>&1 || { echo "dockerd did not start; see $CACHE/dockerd.log" >&2; exit 1; }
-fi
-dk() { as_root "$DOCKER" "$@"; }
+# --- tools and the base image (scripts/docker-lib.sh) ---------------------------------------
+ensure_docker
 compose() { as_root env "${COMPOSE_ENV[@]}" "${COMPOSE[@]}" -p "$PROJECT" -f "$ROOT/deploy/compose/compose.host.yaml" "$@"; }
-
-# --- base image ----------------------------------------------------------------------------
-if [ "${DGSP_REBUILD_BASE:-0}" = 1 ] || ! dk image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-  say "making the base image $BASE_IMAGE (debootstrap Debian 12 minbase, ~1 min)"
-  rootfs="$CACHE/rootfs"
-  as_root rm -rf "$rootfs"
-  as_root debootstrap --variant=minbase --include=librocksdb7.8,ca-certificates,curl,haproxy \
-    bookworm "$rootfs" http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
-    || { echo "debootstrap failed; see $CACHE/debootstrap.log" >&2; exit 1; }
-  as_root rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  as_root tar -C "$rootfs" -c . | dk import \
-    -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE_IMAGE" >/dev/null
-  as_root rm -rf "$rootfs"
-fi
+ensure_base_image
 
 # --- image ---------------------------------------------------------------------------------
 say "building dgsp-registry, dgsp-gateway, dgsp-manager ($PROFILE profile)"

@@ -80,6 +80,13 @@ else
   ./scripts/container-stack.sh
 fi
 
+if [ "${DGSP_IMAGE_SOURCE:-1}" = 0 ]; then
+  say "the image from source skipped (DGSP_IMAGE_SOURCE=0)"
+else
+  say "the documented image from source (docker build -f deploy/Dockerfile .: release binaries built in the container), once per change to what it is made of (about 20 min cold; DGSP_IMAGE_SOURCE=0 skips, =always rebuilds)"
+  ./scripts/image-source.sh
+fi
+
 say "all checks passed"
 # The closing line CI reads: what the test runners above ran, added up.
 tally_report
