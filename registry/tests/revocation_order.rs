@@ -354,11 +354,25 @@ async fn a_log_holding_a_snapshot_that_lost_a_revocation_is_repaired_on_start() 
         assert_eq!(proof["revoked"], Value::Bool(true), "zeta {z}: {proof}");
         assert_eq!(proof["count"].as_u64(), Some(revoked.len() as u64));
     }
-    let (_, cp) = get_json(&client, format!("{url}/v1/checkpoint"), None).await;
-    let head = store.head().unwrap();
+    // The served checkpoint catches up with the log (all but the checkpoint entry itself).
+    // Checkpoints are timed (every second here), so the head moves on while we look: read
+    // both again until they meet, as a follower would, within 20 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, cp) = get_json(&client, format!("{url}/v1/checkpoint"), None).await;
+        let head = store.head().unwrap();
+        if cp["size"].as_u64().unwrap() >= head.seq - 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the served checkpoint never covered the log's head {}: {cp}",
+            head.seq
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     running.shutdown().await.unwrap();
     drop(store);
-    assert!(cp["size"].as_u64().unwrap() >= head.seq - 1, "{cp}");
 
     // Repaired: `verify` still names the bad checkpoints, and passes.
     let (verified, text) = verify(dir.path());
