@@ -48,6 +48,11 @@ pub enum WitnessRefusal {
     /// The registry served no witnessed note beside its checkpoint note.
     #[error("the registry's checkpoint carries no witnessed note, and this gateway's witness policy requires one")]
     Missing,
+    /// The witnessed note verifies but carries no cosignature by any witness of the policy
+    /// (a registry without witnesses signs its witnessed notes with the log key alone), and
+    /// the policy's quorum needs some.
+    #[error("{0}")]
+    Uncosigned(String),
     /// The note verifies but too few witnesses cosigned it recently enough (or the log's
     /// own signature is too old or too far ahead).
     #[error("{0}")]
@@ -68,6 +73,7 @@ impl WitnessRefusal {
                 seq,
                 detail: self.to_string(),
             },
+            WitnessRefusal::Uncosigned(detail) => Fault::Unwitnessed { seq, detail },
             WitnessRefusal::Quorum(detail) => Fault::WitnessQuorum { seq, detail },
             WitnessRefusal::Bad(detail) => Fault::BadWitnessed { seq, detail },
         }
@@ -157,6 +163,13 @@ impl WitnessPolicy {
             u64::try_from(tolerance_s).unwrap_or(u64::MAX),
         )
         .map_err(|e| match e {
+            WitnessedError::QuorumNotMet { ref have, ref stale }
+                if have.is_empty() && stale.is_empty() =>
+            {
+                WitnessRefusal::Uncosigned(format!(
+                    "the witnessed checkpoint carries no cosignature by a witness of this gateway's policy (a registry without witnesses signs it with its log key alone): {e}"
+                ))
+            }
             WitnessedError::QuorumNotMet { .. }
             | WitnessedError::StaleLogSignature { .. }
             | WitnessedError::FutureLogSignature { .. } => {
@@ -271,5 +284,45 @@ mod tests {
         let none = policy("quorum none\n");
         assert_eq!(quorum_time(&none, &c), None);
         assert_eq!(quorum_time(&none, &[]), None);
+    }
+
+    #[test]
+    fn a_note_only_the_log_key_signed_is_unwitnessed_one_short_misses_the_quorum() {
+        use dgsp_wire::note::witnessed::witnessed_note;
+        let log = MlDsaCosigner::from_seed("dgsp/00", &[1; 32]).unwrap();
+        let a = MlDsaCosigner::from_seed("a.example", &[2; 32]).unwrap();
+        let b = MlDsaCosigner::from_seed("b.example", &[3; 32]).unwrap();
+        let wp = WitnessPolicy {
+            policy: policy("group two 2 a b c\nquorum two\n"),
+        };
+        let (now_s, root) = (1_800_000_000u64, [9u8; 32]);
+        let cp = Checkpoint {
+            origin: "dgsp/00".into(),
+            size: 5,
+            root,
+            time_unix_ms: Some(now_s * 1000),
+            snapshot: None,
+        };
+        let line = |k: &MlDsaCosigner| k.cosign("dgsp/00", 5, &root, now_s).unwrap();
+        let check = |cosignatures: &[String]| {
+            let note = witnessed_note("dgsp/00", 5, &root, &line(&log), cosignatures);
+            let max = Some(Duration::from_secs(60));
+            wp.verify(&note, &cp, now_s * 1000, max, Duration::from_secs(5))
+                .map_err(|r| r.into_fault(5).kind())
+        };
+        // What a registry without witnesses publishes: the log's signature alone.
+        assert_eq!(check(&[]).unwrap_err(), "unwitnessed_checkpoint");
+        assert_eq!(check(&[line(&a)]).unwrap_err(), "witness_quorum");
+        let w = check(&[line(&a), line(&b)]).unwrap();
+        assert_eq!(w.cosigners.len(), 2);
+        // Under `quorum none` the log's signature alone is enough.
+        let none = WitnessPolicy {
+            policy: policy("quorum none\n"),
+        };
+        let note = witnessed_note("dgsp/00", 5, &root, &line(&log), &[]);
+        let w = none
+            .verify(&note, &cp, now_s * 1000, None, Duration::from_secs(5))
+            .unwrap();
+        assert!(w.cosigners.is_empty());
     }
 }

@@ -4,11 +4,13 @@
 //! (a tile's bytes never change: an existing tile with other bytes is a fault, reported and
 //! retried), then the bundle of the snapshot the checkpoint names
 //! (`dgsp_wire::snapshot_bundle`, `snapshot/<N>`, create-if-absent too: its bytes are a
-//! function of the signed snapshot), then the `checkpoint` object, then, when the registry
-//! has witnesses, the witnessed note of the same tree as [`WITNESSED_CHECKPOINT`]
-//! (overwritten, as `checkpoint` is; our extension of the layout). Partial tiles are
-//! written only at checkpointed sizes; a reader that finds a checkpoint finds every tile and
-//! the snapshot bundle it needs.
+//! function of the signed snapshot), then the `checkpoint` object, then the witnessed note
+//! of the same tree (signed by the log key, cosigned when the registry has witnesses) as
+//! [`WITNESSED_CHECKPOINT`] (overwritten, as `checkpoint` is; our extension of the layout).
+//! Partial tiles are written only at checkpointed sizes; a reader that finds a checkpoint
+//! finds every tile and the snapshot bundle it needs. The group key's statement naming the
+//! log key is written as [`LOG_KEY`] (the path `GET /v1/log/key` has under `/v1/log/`)
+//! before anything else, and again whenever it changes (each start dates it anew).
 //!
 //! The mirror follows the publisher and never delays a write: a store that is down is
 //! retried with backoff (1 s to 30 s) and the failure logged and counted; the registry keeps
@@ -43,8 +45,13 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// The tile store object holding the witnessed note of the tree `checkpoint` names (the
 /// plain C2SP checkpoint signed by the log key and cosigned by the witnesses), written after
-/// `checkpoint` by a registry with witnesses.
+/// `checkpoint`.
 pub const WITNESSED_CHECKPOINT: &str = "checkpoint.witnessed";
+
+/// The tile store object holding the group key's statement naming its log key (what the
+/// registry serves at `GET /v1/log/key`, so the layout under `/v1/log/` and the store's
+/// are the same), for readers that reach only the tiles.
+pub const LOG_KEY: &str = "key";
 
 /// Snapshots (with their sets) remembered from the publisher's state, newest last.
 pub const RECENT: usize = 4;
@@ -57,6 +64,8 @@ pub struct Progress {
     pub done: (u64, String),
     /// The number of the snapshot whose bundle was last written.
     pub bundle: Option<u64>,
+    /// The log-key statement last written as [`LOG_KEY`].
+    pub log_key: Option<String>,
     /// The last few signed snapshots seen in the publisher's state, each with exactly its
     /// set (its root checked), newest last; at most [`RECENT`].
     recent: VecDeque<(SignedSnapshot, RevocationSet)>,
@@ -162,6 +171,14 @@ pub async fn step(
     tiles: &dyn TileStore,
     progress: &mut Progress,
 ) -> Result<bool, String> {
+    let statement = read(published).log_key_statement.clone();
+    if let Some(statement) = statement.filter(|s| progress.log_key.as_ref() != Some(s)) {
+        tiles
+            .put(LOG_KEY, Bytes::from(statement.clone().into_bytes()))
+            .await
+            .map_err(|e| format!("{LOG_KEY}: {e}"))?;
+        progress.log_key = Some(statement);
+    }
     let (size, note, named, witnessed) = {
         let p = read(published);
         progress.remember(&p);

@@ -53,7 +53,9 @@ pub struct SignedCheckpoint {
     pub checkpoint: Checkpoint,
     /// The signed note.
     pub note: String,
-    /// The witnessed note of the same tree, when the registry has witnesses.
+    /// The witnessed note of the same tree: signed by the log key and cosigned by a quorum
+    /// of the witnesses, or, without witnesses, signed by the log key alone (`None` only
+    /// for a registry without a log key, and for a note stored before there was one).
     pub witnessed: Option<String>,
     /// [`StoredNote`] JSON: what `meta` keeps and `GET /v1/checkpoint` answers.
     pub json: axum::body::Bytes,
@@ -103,6 +105,9 @@ pub struct Published {
     /// logged revocation, no proof is served and the registry is not ready until the
     /// publisher signs the corrected snapshot, its first step after a start.
     pub repair: Option<String>,
+    /// The group key's statement naming the log key that signs the witnessed notes
+    /// (`GET /v1/log/key`), set when the publisher starts: the tile mirror publishes it.
+    pub log_key_statement: Option<String>,
 }
 
 /// Shared handle.
@@ -185,6 +190,7 @@ pub fn load(store: &Store, manager: &Manager) -> Result<SharedPublished, store::
         last_sign_ms: 0.0,
         last_checkpoint_sign_ms: 0.0,
         repair,
+        log_key_statement: None,
     })))
 }
 
@@ -236,10 +242,13 @@ pub struct PublisherConfig {
     /// rather than sign.
     pub clock_tolerance: Duration,
     /// The witnesses whose quorum must cosign a checkpoint before it is published
-    /// (`crate::witnessing`); `None`: checkpoints are published as signed.
+    /// (`crate::witnessing`); `None`: checkpoints are published as signed (with the log
+    /// key's signature alone when there is a log key).
     pub witnesses: Option<Arc<crate::witnessing::Witnesses>>,
     /// The group's log key, whose statement `GET /v1/log/key` serves (the one the witnesses
-    /// use, when there are witnesses); `None`: 404 there.
+    /// use, when there are witnesses) and which signs every checkpoint's witnessed note;
+    /// `None` (and no witnesses): checkpoints carry no witnessed note, 404 there.
+    /// `dgsp-registry serve` always has one.
     pub log_key: Option<Arc<crate::witnessing::LogKey>>,
 }
 
@@ -265,6 +274,9 @@ struct Publisher {
     clock: Arc<dyn Clock>,
     tolerance_ms: u64,
     witnessing: Option<Arc<crate::witnessing::Witnesses>>,
+    /// Signs every checkpoint's witnessed note (the witnesses' own log key when there are
+    /// witnesses).
+    log_key: Option<Arc<crate::witnessing::LogKey>>,
     /// Every revoked zeta folded so far (a copy-on-write clone of the served set plus what
     /// came since). Nothing read from the log is ever dropped from it.
     working: RevocationSet,
@@ -364,6 +376,16 @@ impl Publisher {
             Some(Ok(Event::Checkpoint { size, .. })) => size,
             _ => 0,
         };
+        let log_key = config
+            .log_key
+            .or_else(|| config.witnesses.as_ref().map(|w| w.log_key().clone()));
+        if let (Some(w), Some(k)) = (&config.witnesses, &log_key) {
+            assert!(
+                Arc::ptr_eq(w.log_key(), k) || w.log_key().vkey() == k.vkey(),
+                "the witnesses' log key is the publisher's"
+            );
+        }
+        write(&published).log_key_statement = log_key.as_ref().map(|k| k.statement.clone());
         Ok(Publisher {
             store,
             writer,
@@ -373,6 +395,7 @@ impl Publisher {
             clock: config.clock,
             tolerance_ms: config.clock_tolerance.as_millis() as u64,
             witnessing: config.witnesses,
+            log_key,
             working,
             processed,
             // Revocations up to the cut are in the latest snapshot ([`load`] checked it,
@@ -615,26 +638,41 @@ impl Publisher {
         Ok(SignedCheckpoint::new(cp, note))
     }
 
-    /// Has `signed` cosigned by a quorum of the witnesses (when the registry has any), then
-    /// serves it and, if the log owes one, appends it. Without a quorum nothing is
-    /// published: the served note keeps its older signed time, so followers see the
-    /// registry's freshness age (never a fresh time no quorum vouched for), and the next
-    /// try comes after [`WITNESS_RETRY`] at the latest.
+    /// Has `signed` cosigned by a quorum of the witnesses (when the registry has any), or
+    /// else signed by the log key alone (when it has one), then serves it and, if the log
+    /// owes one, appends it. Without a quorum nothing is published: the served note keeps
+    /// its older signed time, so followers see the registry's freshness age (never a fresh
+    /// time no quorum vouched for), and the next try comes after [`WITNESS_RETRY`] at the
+    /// latest.
     async fn publish_checkpoint(&mut self, signed: SignedCheckpoint) -> Result<(), StepError> {
         let size = signed.checkpoint.size;
         let root = signed.checkpoint.root;
-        let signed = match self.witnessing.as_ref() {
-            None => signed,
-            Some(w) => match w.witness(&signed.checkpoint, &self.store).await {
-                Ok(witnessed) => {
-                    SignedCheckpoint::witnessed(signed.checkpoint, signed.note, Some(witnessed))
-                }
+        let witnessed = match (self.witnessing.as_ref(), self.log_key.as_ref()) {
+            (Some(w), _) => match w.witness(&signed.checkpoint, &self.store).await {
+                Ok(witnessed) => Some(witnessed),
                 Err(why) => {
                     tracing::warn!(size, %why, "checkpoint not published: no witness quorum");
                     self.due = Instant::now() + self.interval.min(WITNESS_RETRY);
                     return Ok(());
                 }
             },
+            (None, Some(k)) => {
+                let (k, cp) = (k.clone(), signed.checkpoint.clone());
+                let now_s = self.clock.now_ms() / 1000;
+                let started = Instant::now();
+                let note = tokio::task::spawn_blocking(move || k.log_signed_note(&cp, now_s))
+                    .await
+                    .map_err(|e| StepError::Failed(format!("log-key signing: {e}")))?
+                    .map_err(StepError::Failed)?;
+                let ms = started.elapsed().as_secs_f64() * 1e3;
+                tracing::debug!(size, ms, "checkpoint signed with the log key");
+                Some(note)
+            }
+            (None, None) => None,
+        };
+        let signed = match witnessed {
+            Some(w) => SignedCheckpoint::witnessed(signed.checkpoint, signed.note, Some(w)),
+            None => signed,
         };
         // Served first, logged second: the note a follower fetches is never older than a
         // checkpoint entry it has already read from the log.

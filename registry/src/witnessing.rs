@@ -2,7 +2,9 @@
 //! is also signed with the group's ML-DSA-44 log key as a plain C2SP checkpoint (origin,
 //! size, root), submitted to every witness of the registry's policy with the C2SP
 //! `tlog-witness` protocol, and published only once the cosignatures that came back
-//! satisfy the policy's quorum (as Tessera does).
+//! satisfy the policy's quorum (as Tessera does). Without witnesses, the checkpoint is
+//! signed with the log key all the same and published with the log's signature alone
+//! ([`LogKey::log_signed_note`]): every checkpoint carries both signatures.
 //!
 //! Witnesses are asked in parallel, each with its own timeout; each one's state (the size
 //! it last cosigned, its last error) lives here, in the publisher's task, never in a
@@ -38,6 +40,8 @@ pub struct LogKey {
     /// Which derivation of the manager key it is (docs/witnesses.md, "Key rotation").
     pub generation: u64,
     signer: MlDsaCosigner,
+    /// `log <vkey>` and `quorum none`: what the log-signed notes are checked with.
+    own_policy: Policy,
     /// The group key's signed statement naming this log key (`GET /v1/log/key`).
     pub statement: String,
 }
@@ -58,9 +62,12 @@ impl LogKey {
                 time_unix_ms: now_unix_ms,
             })
             .map_err(|e| format!("the log-key statement: {e}"))?;
+        let own_policy = Policy::parse(&format!("log {}\nquorum none\n", signer.vkey()))
+            .map_err(|e| format!("the log key's own policy: {e}"))?;
         Ok(LogKey {
             generation,
             signer,
+            own_policy,
             statement,
         })
     }
@@ -69,6 +76,30 @@ impl LogKey {
     /// policy's `log` line and each witness's configuration name.
     pub fn vkey(&self) -> String {
         self.signer.vkey()
+    }
+
+    /// The log's signature line over `cp`'s tree (origin, size, root) as the plain C2SP
+    /// checkpoint, timestamped `now_unix_s` (a `subtree/v1` cosignature with the log's own
+    /// name).
+    pub fn sign(&self, cp: &Checkpoint, now_unix_s: u64) -> Result<String, String> {
+        self.signer
+            .cosign(&cp.origin, cp.size, &cp.root, now_unix_s)
+            .map_err(|e| format!("signing with the log key: {e}"))
+    }
+
+    /// The witnessed note of `cp`'s tree with the log's signature alone, no cosignatures:
+    /// what a registry without witnesses publishes beside every checkpoint, so that each
+    /// carries both signatures (docs/witnesses.md). Refused (never published) if the line
+    /// just signed does not verify under this key.
+    pub fn log_signed_note(&self, cp: &Checkpoint, now_unix_s: u64) -> Result<String, String> {
+        let line = self.sign(cp, now_unix_s)?;
+        let note = witnessed_note(&cp.origin, cp.size, &cp.root, &line, &[]);
+        let w = verify_witnessed(&note, &self.own_policy, now_unix_s, None, 0)
+            .map_err(|e| format!("the log-signed note does not verify: {e}"))?;
+        if (w.origin.as_str(), w.size, w.root) != (cp.origin.as_str(), cp.size, cp.root) {
+            return Err("the log-signed note names another tree than the checkpoint".into());
+        }
+        Ok(note)
     }
 }
 
@@ -182,11 +213,7 @@ impl Witnesses {
     /// witness.
     pub async fn witness(&self, cp: &Checkpoint, store: &Arc<Store>) -> Result<String, String> {
         let now_s = self.clock.now_ms() / 1000;
-        let log_line = self
-            .log_key
-            .signer
-            .cosign(&cp.origin, cp.size, &cp.root, now_s)
-            .map_err(|e| format!("signing with the log key: {e}"))?;
+        let log_line = self.log_key.sign(cp, now_s)?;
         let note = format!(
             "{}\n{log_line}",
             CheckpointBody::plain(&cp.origin, cp.size, cp.root).to_body()

@@ -2,14 +2,24 @@
 //! RFC 6962 root of the entries the feed serves, every tile holds exactly what the tree and
 //! the feed say, caches are told the right lifetimes, uncovered tiles are refused, and an
 //! independent client (Go, filippo.io/torchwood, `interop/tlogclient`) reads and verifies
-//! the whole log against the checkpoint's root.
+//! the whole log against the checkpoint's root. Without witnesses, every checkpoint still
+//! carries both signatures: `checkpoint.witnessed` is the same tree signed by the log key
+//! the group key's statement (`GET /v1/log/key`) names, served and mirrored beside
+//! `checkpoint`, and the mirror writes the statement as `key`.
 
 mod support;
 
 use std::process::Command;
+use std::sync::Arc;
 
-use dgsp_wire::log::Entry;
+use dgsp_core::checkpoint::Checkpoint;
+use dgsp_core::ManagerPublicKey;
+use dgsp_registry::witnessing::LogKey;
+use dgsp_wire::log::{now_ms, Entry};
 use dgsp_wire::merkle;
+use dgsp_wire::note::policy::Policy;
+use dgsp_wire::note::signed_note::SignedNote;
+use dgsp_wire::note::witnessed::verify_witnessed;
 use dgsp_wire::tiles::{self, entry_bytes, leaf_of, Tile};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -46,6 +56,52 @@ async fn get_bytes(
     (status, headers, r.bytes().await.unwrap().to_vec())
 }
 
+/// A new group (manager from `seed`) served with `config` and the group's log key
+/// (generation 0), as `dgsp-registry serve` always has one, and no witnesses.
+async fn start_with_log_key(seed: u64, mut config: dgsp_registry::server::Config) -> Registry {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, manager) = support::group(dir.path(), seed, 1);
+    let log_key = LogKey::derive(&manager, 0, now_ms()).unwrap();
+    config.publisher.log_key = Some(Arc::new(log_key));
+    let running = support::serve(store.clone(), manager.clone(), config).await;
+    Registry {
+        url: running.url(),
+        client: reqwest::Client::new(),
+        store,
+        manager,
+        running,
+        dir,
+    }
+}
+
+/// The log key the group key's statement at `GET /v1/log/key` names, as a policy of that
+/// `log` line alone (`quorum none`).
+async fn log_key_policy(reg: &Registry, group: &ManagerPublicKey) -> (String, Policy) {
+    let (status, headers, body) = get_bytes(reg, "key").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "text/plain; charset=utf-8");
+    let statement = String::from_utf8(body).unwrap();
+    let named = group.verify_log_key(&statement).unwrap();
+    let policy = Policy::parse(&format!("log {}\nquorum none\n", named.vkey)).unwrap();
+    (statement, policy)
+}
+
+/// Checks a witnessed note of a registry without witnesses: the log's signature alone,
+/// valid under the log key of `policy`, timestamped now, over the tree of `cp`.
+fn check_log_signed(witnessed: &str, policy: &Policy, cp: &Checkpoint) {
+    let w = verify_witnessed(witnessed, policy, now_ms() / 1000, Some(60), 5)
+        .unwrap_or_else(|e| panic!("the witnessed note does not verify: {e}\n{witnessed}"));
+    assert_eq!(
+        (w.origin.as_str(), w.size, w.root),
+        (cp.origin.as_str(), cp.size, cp.root),
+        "the witnessed note is of another tree than the group-signed one"
+    );
+    assert!(w.cosigners.is_empty(), "no witnesses, no cosignatures");
+    let note = SignedNote::parse(witnessed).unwrap();
+    assert_eq!(note.signatures.len(), 1, "the log's signature alone");
+    assert_eq!(note.signatures[0].name, cp.origin);
+}
+
 /// Joins `n` members named `{prefix}-NNN` in one bulk request.
 async fn bulk_join(reg: &Registry, prefix: &str, n: usize) {
     let names: Vec<String> = (0..n).map(|i| format!("{prefix}-{i:03}")).collect();
@@ -80,7 +136,7 @@ fn go_client() -> Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifies() {
-    let reg = Registry::start(27, support::config(ADMIN)).await;
+    let reg = start_with_log_key(27, support::config(ADMIN)).await;
     // 300 joins and a revocation: past one full tile, so that level 1 exists.
     bulk_join(&reg, "member", 300).await;
     let r = reg
@@ -99,17 +155,26 @@ async fn the_registry_serves_its_log_as_tiles_that_an_independent_client_verifie
     let (status, headers, note) = get_bytes(&reg, "checkpoint").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["cache-control"], "public, max-age=2");
-    // Without witnesses there is no witnessed note beside it.
-    let (status, headers, body) = get_bytes(&reg, "checkpoint.witnessed").await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    assert_eq!(headers["content-type"], "application/problem+json");
-    let problem: Value = serde_json::from_slice(&body).unwrap();
-    assert!(
-        problem["type"].as_str().unwrap().ends_with("no-witnesses"),
-        "{problem}"
-    );
     let note = String::from_utf8(note).unwrap();
     let cp = reg.manager.public_key().verify_checkpoint(&note).unwrap();
+    // Without witnesses the witnessed note beside it carries the log key's signature
+    // alone, over the same tree, under the key the group key's statement names.
+    let (status, headers, witnessed) = get_bytes(&reg, "checkpoint.witnessed").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["cache-control"], "public, max-age=2");
+    assert_eq!(headers["content-type"], "text/plain; charset=utf-8");
+    let (_, policy) = log_key_policy(&reg, reg.manager.public_key()).await;
+    check_log_signed(&String::from_utf8(witnessed).unwrap(), &policy, &cp);
+    // And `/v1/checkpoint` carries it as `witnessed` (answers' evidence, followers).
+    let url = format!("{}/v1/checkpoint", reg.url);
+    let (status, served) = support::get_json(&reg.client, url, None).await;
+    assert_eq!(status, StatusCode::OK, "{served}");
+    let served_cp = reg
+        .manager
+        .public_key()
+        .verify_checkpoint(served["note"].as_str().unwrap())
+        .unwrap();
+    check_log_signed(served["witnessed"].as_str().unwrap(), &policy, &served_cp);
     assert!(cp.size >= head, "covers {} of {head}", cp.size);
     let entries = all_entries(&reg).await;
     let covered = &entries[..cp.size as usize];
@@ -195,7 +260,7 @@ async fn the_tiles_are_published_to_a_directory_an_independent_client_verifies()
         tiles: Some(std::sync::Arc::new(tiles)),
         ..support::config(ADMIN)
     };
-    let reg = Registry::start(28, config).await;
+    let reg = start_with_log_key(28, config).await;
     bulk_join(&reg, "m", 260).await;
     let head = reg.store.head().unwrap().seq;
     support::wait_covering(&reg.client, &reg.url, head, support::polls(600, 50)).await;
@@ -212,6 +277,34 @@ async fn the_tiles_are_published_to_a_directory_an_independent_client_verifies()
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let cp = published.expect("the mirror published a checkpoint covering the log");
+    // Beside it, the statement naming the log key (`key`, as under `/v1/log/`) and the
+    // witnessed note of the same tree, signed by that key alone (written after
+    // `checkpoint`: read both again until they name the same tree).
+    let group = reg.manager.public_key();
+    let (statement, policy) = log_key_policy(&reg, group).await;
+    let written = std::fs::read_to_string(out.path().join("key")).unwrap();
+    assert_eq!(
+        written, statement,
+        "the mirror's key is the served statement"
+    );
+    let mut checked = false;
+    for _ in 0..200 {
+        let read = |name: &str| std::fs::read_to_string(out.path().join(name)).ok();
+        if let (Some(note), Some(witnessed)) = (read("checkpoint"), read("checkpoint.witnessed")) {
+            let c = group.verify_checkpoint(&note).unwrap();
+            let w = verify_witnessed(&witnessed, &policy, now_ms() / 1000, None, 5).unwrap();
+            if (w.size, w.root) == (c.size, c.root) {
+                check_log_signed(&witnessed, &policy, &c);
+                checked = true;
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        checked,
+        "no checkpoint.witnessed of the directory's checkpoint's tree"
+    );
     for tile in tiles::tiles_for(0, cp.size) {
         let (status, _, served) = get_bytes(&reg, &tile.path()).await;
         assert_eq!(status, StatusCode::OK);
@@ -256,6 +349,14 @@ async fn a_group_whose_entries_do_not_fit_a_bundle_says_so_instead_of_serving_ti
     ));
     store.create_group(manager.public_key(), 1).unwrap();
     let running = support::serve(store, manager, support::config(ADMIN)).await;
+    // Started without a log key (an embedding; `dgsp-registry serve` always has one): no
+    // witnessed note, and it says why.
+    let r = reqwest::get(format!("{}/v1/log/checkpoint.witnessed", running.url()))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["type"], "urn:dgsp:problem:no-log-key", "{p}");
     let r = reqwest::get(format!("{}/v1/log/tile/0/000.p/1", running.url()))
         .await
         .unwrap();

@@ -5,8 +5,8 @@
 //! answering, nothing newer is published (the served note ages, `/readyz` says which
 //! witness fails) while writes are still acknowledged; when it answers again, publication
 //! resumes and covers them. Its tile store (a directory) holds `checkpoint.witnessed` beside
-//! `checkpoint`, of the same tree, and the registry serves it at
-//! `/v1/log/checkpoint.witnessed`.
+//! `checkpoint`, of the same tree, and the log-key statement as `key`; the registry serves
+//! the witnessed note at `/v1/log/checkpoint.witnessed`.
 //!
 //! `DGSP_SKIP_WITNESSES=1` skips it, saying so.
 
@@ -176,6 +176,11 @@ async fn checkpoints_are_published_only_once_both_witnesses_cosign() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // And the statement naming the log key, as `key` (its path under `/v1/log/`).
+    assert_eq!(
+        std::fs::read_to_string(tiles.path().join("key")).unwrap(),
+        statement
+    );
 
     // The log grows: the next checkpoints extend it, cosigned by both from their last size.
     for n in 0..3 {

@@ -1,8 +1,8 @@
 //! The log as C2SP `tlog-tiles`, served by the registry itself under `/v1/log/`:
 //! `checkpoint` (the newest signed note, as text), `checkpoint.witnessed` (its witnessed
-//! note, when the registry has witnesses) and `tile/...` (hash tiles and entry bundles, read
-//! from the tree projection and the log). Any static server or object store
-//! can serve the same layout (`docs/format.md`, "Tiles").
+//! note: signed by the log key, cosigned when the registry has witnesses) and `tile/...`
+//! (hash tiles and entry bundles, read from the tree projection and the log). Any static
+//! server or object store can serve the same layout (`docs/format.md`, "Tiles").
 //!
 //! A tile is served once every hash or entry it holds is covered by the newest signed
 //! checkpoint; its bytes never change after that, so every tile, full or partial, is
@@ -64,20 +64,20 @@ pub async fn checkpoint(State(s): State<Shared>) -> Response {
 }
 
 /// The witnessed note of the tree the newest checkpoint names (the plain C2SP checkpoint
-/// signed by the group's log key and cosigned by a quorum of the witnesses), as text: our
-/// extension of the tiles layout (docs/format.md, "Tiles"), fresh as briefly as
-/// `checkpoint`.
+/// signed by the group's log key and cosigned by a quorum of the witnesses; without
+/// witnesses, signed by the log key alone), as text: our extension of the tiles layout
+/// (docs/format.md, "Tiles"), fresh as briefly as `checkpoint`.
 #[utoipa::path(get, path = "/v1/log/checkpoint.witnessed", tag = "tiles",
-    responses((status = 200, description = "the witnessed note of the newest checkpoint's tree (C2SP tlog-checkpoint with tlog-cosignature lines)", content_type = "text/plain"),
-        (status = 404, description = "`no-witnesses`: this registry has no witnesses", body = Problem),
+    responses((status = 200, description = "the witnessed note of the newest checkpoint's tree (C2SP tlog-checkpoint signed by the group's log key, with the witnesses' tlog-cosignature lines; without witnesses, the log's signature alone)", content_type = "text/plain"),
+        (status = 404, description = "`no-log-key`: this registry was started without a log key (an embedding that configured none; `dgsp-registry serve` always has one)", body = Problem),
         (status = 503, body = Problem)))]
 pub async fn checkpoint_witnessed(State(s): State<Shared>) -> Response {
-    if s.witnesses.is_none() {
+    if s.witnesses.is_none() && s.log_key.is_none() {
         return Problem::new(
             StatusCode::NOT_FOUND,
-            "no-witnesses",
-            "No witnesses",
-            "this registry has no witnesses (--witness-policy): its checkpoints carry no witnessed note",
+            "no-log-key",
+            "No log key",
+            "this registry was started without a log key, so its checkpoints carry no witnessed note",
         )
         .into_response();
     }
