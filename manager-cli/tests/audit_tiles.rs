@@ -3,8 +3,8 @@
 //! and from the registry's own `/v1/log`. The honest tiles report nothing; each tampering
 //! of the published directory (a changed byte in a bundle or a hash tile, a truncated
 //! bundle, a tile of another tree size or of another log, a checkpoint whose root is not
-//! the entries') is refused with a named finding; HTTP failures are typed errors, transient
-//! ones retried.
+//! the entries', a server that answers the consistency proofs' reads with another tree) is
+//! refused with a named finding; HTTP failures are typed errors, transient ones retried.
 
 #[path = "support/logs.rs"]
 mod logs;
@@ -129,6 +129,43 @@ async fn serve(dir: PathBuf, fail_first: usize) -> (String, Arc<AtomicUsize>) {
                 return StatusCode::BAD_REQUEST.into_response();
             }
             match std::fs::read(dir.join(rel)) {
+                Ok(bytes) => bytes.into_response(),
+                Err(_) => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, count)
+}
+
+/// A static file server on loopback over `dir` that serves `path` from the file the first
+/// time it is asked for and `later` every time after: a server (or a CDN edge) that shows
+/// one reader two trees. Returns its base URL and the count of requests for `path`.
+async fn serve_two_ways(
+    dir: PathBuf,
+    path: &'static str,
+    later: Vec<u8>,
+) -> (String, Arc<AtomicUsize>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    let app = axum::Router::new().fallback(move |uri: Uri| {
+        let dir = dir.clone();
+        let rel = uri.path().trim_start_matches('/').to_owned();
+        let answer = if rel == path && seen.fetch_add(1, Ordering::SeqCst) > 0 {
+            Some(later.clone())
+        } else {
+            None
+        };
+        async move {
+            if let Some(bytes) = answer {
+                return bytes.into_response();
+            }
+            if rel.split('/').any(|c| c == ".." || c.is_empty()) {
+                return StatusCode::BAD_REQUEST.into_response();
+            }
+            match std::fs::read(dir.join(&rel)) {
                 Ok(bytes) => bytes.into_response(),
                 Err(_) => StatusCode::NOT_FOUND.into_response(),
             }
@@ -477,6 +514,77 @@ async fn a_checkpoint_whose_root_is_not_the_entries_is_found() {
         }
         other => panic!("expected an HTTP error, got {other:?}"),
     }
+}
+
+/// Every checkpoint's root matches the entries and every hash tile matches the bundles when
+/// compared, but the server then answers the proofs' reads of `tile/0/000` with another
+/// log's tile (a split view: the tree it proves from is not the one the checkpoints sign).
+/// Each proof from a checkpoint inside the first 256 entries reads that tile and fails to
+/// verify (`checkpoint_consistency`, at the later checkpoint); each proof from a later one
+/// reads only the level-1 and the partial level-0 tiles, and verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_served_otherwise_to_the_consistency_proofs_is_found() {
+    let p = published();
+    let q = other();
+    let forked = std::fs::read(q.dir.path().join("tile/0/000")).unwrap();
+    assert_ne!(
+        forked,
+        std::fs::read(p.dir.path().join("tile/0/000")).unwrap()
+    );
+    let (url, reads) = serve_two_ways(p.dir.path().to_owned(), "tile/0/000", forked).await;
+    let report = audit_tiles(&url, &p.manager, 0).await.unwrap();
+    eprintln!("{}", report.render());
+    // Compared once as served first (it matched), read once more for the proofs.
+    assert_eq!(reads.load(Ordering::SeqCst), 2);
+
+    // The successive checkpoints the auditor proves between: the checkpoint entries up to
+    // the served checkpoint, then the served one.
+    let mut sizes: Vec<u64> = p.entries[..p.size as usize]
+        .iter()
+        .filter(|e| e.kind == "checkpoint")
+        .map(|e| e.public["size"].as_u64().unwrap())
+        .collect();
+    sizes.push(p.size);
+    let pairs: Vec<(u64, u64)> = sizes.windows(2).map(|w| (w[0], w[1])).collect();
+    let expected: Vec<(&str, u64)> = pairs
+        .iter()
+        .filter(|(old, _)| *old < 256)
+        .map(|&(_, new)| ("checkpoint_consistency", new))
+        .collect();
+    assert!(
+        !expected.is_empty(),
+        "a checkpoint inside the first tile: {sizes:?}"
+    );
+    assert!(
+        pairs.iter().any(|(old, _)| *old >= 256),
+        "a checkpoint past the first tile: {sizes:?}"
+    );
+    assert_eq!(report.kinds(), expected, "{}", report.render());
+    for (v, (old, new)) in report
+        .violations
+        .iter()
+        .zip(pairs.iter().filter(|(old, _)| *old < 256))
+    {
+        assert_detail(v, |d| {
+            d.starts_with(&format!(
+                "the consistency proof from the checkpoint of {old} entries (root "
+            )) && d.contains(&format!(
+                "to the one of {new} (root {}), computed from the served hash tiles, does not verify",
+                hex::encode(merkle::root(
+                    &p.entries[..*new as usize].iter().map(leaf_of).collect::<Vec<_>>()
+                ))
+            ))
+        });
+    }
+    let s = &report.stats;
+    assert_eq!(s.tree_roots, sizes.len() as u64);
+    assert_eq!(
+        s.consistency_proofs + report.violations.len() as u64,
+        s.tree_roots - 1,
+        "every pair proved or reported"
+    );
+    assert!(s.consistency_proofs >= 1);
+    assert!(!report.skipped.contains_key(&Skipped::Consistency));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
