@@ -1,7 +1,8 @@
 //! A gateway that reads the log's tiles (`--tiles`): it starts from the newest checkpoint
 //! and the snapshot bundle it names without replaying the log, follows new checkpoints
-//! through the tiles, refuses every tampered tile with a named fault, and keeps answering
-//! from a published directory with the registry stopped until its state is stale.
+//! through the tiles, refuses every tampered tile with a named fault (at the start, and a
+//! new checkpoint's tile while following, keeping what it had), and keeps answering from a
+//! published directory with the registry stopped until its state is stale.
 //!
 //! The registries here mirror to a local directory (`dgsp_tilestore::LocalDir`), served to
 //! the gateways either by the registry itself (`/v1/log`) or by a small static file server
@@ -373,6 +374,153 @@ async fn tampered_tiles_are_refused_with_named_faults() {
     })
     .await;
     g.shutdown().await;
+}
+
+/// Brings the served directory `to` up to the registry's published `from` for the checkpoint
+/// `note`: every tile and snapshot bundle first, then `tamper` on the copy, then the
+/// checkpoint, as the mirror writes them (a reader that sees the note finds its tiles).
+fn publish_to(from: &Path, to: &Path, note: &str, tamper: impl FnOnce(&Path)) {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if name == "checkpoint" || name == "checkpoint.witnessed" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &to.join(&name));
+            } else {
+                std::fs::copy(e.path(), to.join(&name)).unwrap();
+            }
+        }
+    }
+    copy(from, to);
+    tamper(to);
+    std::fs::write(to.join("checkpoint"), note).unwrap();
+}
+
+/// The entry bundle of the tree of `size` entries that holds entry `size`.
+fn last_bundle(size: u64) -> String {
+    dgsp_wire::tiles::Tile {
+        level: None,
+        index: (size - 1) / 256,
+        width: ((size - 1) % 256 + 1) as u16,
+    }
+    .path()
+}
+
+/// A gateway that started from the tiles and follows them: a new checkpoint's entry bundle
+/// is changed in the served directory before the gateway reads it. It is refused
+/// (`tile_mismatch`, in `/readyz` and the fault counter), none of its entries (a revocation
+/// among them) is applied, and the gateway keeps answering from the checkpoint it had,
+/// ready and degraded, until that is older than its bound; the honest bundle is then applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_tile_is_refused_while_following() {
+    let tiles = tempfile::tempdir().unwrap();
+    let (reg, ()) =
+        support::registry_with_tiles(tiles.path(), Duration::from_millis(200), |_, _| ()).await;
+    bulk_join(&reg, "m", 50).await;
+    let mut alice = reg.member("alice", 2).await;
+    reg.reserve_and_revoke(0, 3).await;
+    let key = reg.manager.public_key().clone();
+    // The directory the gateway reads, which the test brings up to the registry's.
+    let served = tempfile::tempdir().unwrap();
+    let note = published(&reg, tiles.path(), 3).await;
+    publish_to(tiles.path(), served.path(), &note, |_| ());
+    let url = static_server(served.path().to_owned()).await;
+    let max = Duration::from_secs(8);
+    let g = tiles_gateway(&key, &url, max).await;
+    wait_for("ready from the tiles", || async {
+        (readyz(&g).await.0 == 200).then_some(())
+    })
+    .await;
+    // It follows an honest checkpoint (which also makes its state recent).
+    bulk_join(&reg, "honest", 5).await;
+    let note = published(&reg, tiles.path(), 3).await;
+    let held = key.verify_checkpoint(&note).unwrap();
+    publish_to(tiles.path(), served.path(), &note, |_| ());
+    g.reach(held.size).await;
+    let (code, r) = readyz(&g).await;
+    assert_eq!(code, 200, "{r}");
+    assert!(r["fault"].is_null(), "{r}");
+    let message = b"signed before the revocation";
+    let sig = alice.sign(message);
+    assert_eq!(g.verify(message, &sig).await["status"], "ok");
+
+    // Alice is revoked; the next checkpoint's last bundle has a changed byte when the
+    // gateway reads it.
+    bulk_join(&reg, "tampered", 5).await;
+    reg.revoke(alice.id).await;
+    let note = published(&reg, tiles.path(), 5).await;
+    let next = key.verify_checkpoint(&note).unwrap();
+    assert!(next.size > held.size);
+    let bundle = last_bundle(next.size);
+    assert!(
+        !served.path().join(&bundle).exists(),
+        "{bundle} is new to the gateway"
+    );
+    publish_to(tiles.path(), served.path(), &note, |d| {
+        flip(&d.join(&bundle), |n| n - 20)
+    });
+    let r = wait_for("the tampered bundle refused", || async {
+        let (code, r) = readyz(&g).await;
+        (r["fault"]["kind"].is_string()).then_some((code, r))
+    })
+    .await;
+    assert_eq!(r.1["fault"]["kind"], "tile_mismatch", "{}", r.1);
+    assert_eq!(
+        r.1["last_integrity_fault"]["kind"], "tile_mismatch",
+        "{}",
+        r.1
+    );
+    // Still ready on what it had: nothing of the refused checkpoint is applied.
+    assert_eq!(r.0, 200, "{}", r.1);
+    assert_eq!(r.1["status"], "degraded", "{}", r.1);
+    assert_eq!(r.1["applied_seq"], held.size, "{}", r.1);
+    assert_eq!(r.1["registry_checkpoint_size"], next.size, "{}", r.1);
+    let faults = support::metric(
+        &g.metrics().await,
+        "dgsp_gateway_feed_faults_total{kind=\"tile_mismatch\"}",
+    )
+    .unwrap_or(0.0);
+    assert!(faults >= 1.0, "the fault is counted");
+    let answer = g.verify(message, &sig).await;
+    assert_eq!(
+        answer["status"], "ok",
+        "the revocation was not applied: {answer}"
+    );
+    assert_eq!(answer["freshness"]["applied_seq"], held.size, "{answer}");
+    assert_eq!(
+        answer["freshness"]["checkpoint"]["size"], held.size,
+        "{answer}"
+    );
+    // Retried, refused each time, and stale once its checkpoint is older than the bound.
+    let r = wait_for("stale", || async {
+        let (code, r) = readyz(&g).await;
+        (code == 503).then_some(r)
+    })
+    .await;
+    let age =
+        Duration::from_millis(dgsp_wire::log::now_ms().saturating_sub(held.time_unix_ms.unwrap()));
+    assert!(
+        age >= max - Duration::from_millis(600),
+        "stale only after max-age ({age:?})"
+    );
+    assert_eq!(r["status"], "stale", "{r}");
+    assert_eq!(r["fault"]["kind"], "tile_mismatch", "{r}");
+    assert_eq!(r["applied_seq"], held.size, "{r}");
+    assert_eq!(g.verify(message, &sig).await["status"], "stale");
+    // The honest bundle in its place: the checkpoint is applied, the revocation with it.
+    std::fs::copy(tiles.path().join(&bundle), served.path().join(&bundle)).unwrap();
+    g.reach(next.size).await;
+    let (_, r) = readyz(&g).await;
+    assert!(r["fault"].is_null(), "{r}");
+    assert_eq!(r["last_integrity_fault"]["kind"], "tile_mismatch", "{r}");
+    let answer = g.verify(message, &sig).await;
+    assert_eq!(answer["revocation"]["revoked"], true, "{answer}");
+    g.shutdown().await;
+    reg.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
