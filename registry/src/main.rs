@@ -55,6 +55,8 @@ fn main() -> ExitCode {
                     cfg.endpoint = tiles_s3_endpoint;
                     cfg.region = tiles_s3_region;
                     cfg.prefix = tiles_s3_prefix;
+                    // Every object with the `Cache-Control` /v1/log/ serves it with.
+                    cfg.cache_control = Some(dgsp_wire::tiles::cache_control);
                     Some(dgsp_tilestore::StoreConfig::S3(Box::new(cfg)))
                 }
                 (None, None) => None,

@@ -320,6 +320,77 @@ async fn contract_s3() {
     contract(Arc::new(S3::open(env.config("contract")).unwrap()), 6).await;
 }
 
+/// A `Cache-Control` policy as the registry's (`dgsp_wire::tiles::cache_control`, which
+/// this crate does not depend on): public for the published layout, `no-store` for the rest.
+fn test_cache_control(key: &str) -> &'static str {
+    match key {
+        "checkpoint" => "public, max-age=2",
+        _ if key.starts_with("tile/") => "public, max-age=31536000, immutable",
+        _ => "no-store",
+    }
+}
+
+/// Every write stores the `Cache-Control` the configuration chooses for its key, and the
+/// server (SeaweedFS) answers a plain signed GET with it: create-if-absent, an overwrite,
+/// both compare-and-swap modes. Without a policy the server adds none of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_objects_carry_their_cache_control() {
+    let Some(env) = s3_env("s3_objects_carry_their_cache_control") else {
+        return;
+    };
+    let mut cfg = env.config("cachecontrol");
+    cfg.cache_control = Some(test_cache_control);
+    let prefix = cfg.prefix.clone();
+    let store = S3::open(cfg).unwrap();
+    let cc = |key: &str| env.get_header(&format!("{prefix}/{key}"), "cache-control");
+
+    let tile = "tile/entries/x001/002.p/7";
+    store.put_new(tile, b("bundle")).await.unwrap();
+    store.put("checkpoint", b("note 1")).await.unwrap();
+    store.put("checkpoint", b("note 2")).await.unwrap();
+    let v = store
+        .put_if("private/lease", b("holder A"), Precondition::Absent)
+        .await
+        .unwrap();
+    store
+        .put_if(
+            "private/lease",
+            b("holder A, renewed"),
+            Precondition::Matches(v),
+        )
+        .await
+        .unwrap();
+    store
+        .put_new("private/journal/00000000000000000001", b("segment"))
+        .await
+        .unwrap();
+    for (key, want) in [
+        (tile, "public, max-age=31536000, immutable"),
+        ("checkpoint", "public, max-age=2"),
+        ("private/lease", "no-store"),
+        ("private/journal/00000000000000000001", "no-store"),
+    ] {
+        assert_eq!(cc(key).as_deref(), Some(want), "{key}");
+    }
+
+    let mut plain = env.config("nocachecontrol");
+    plain.cache_control = None;
+    let plain_prefix = plain.prefix.clone();
+    let plain = S3::open(plain).unwrap();
+    plain.put_new(tile, b("bundle")).await.unwrap();
+    assert_eq!(
+        env.get_header(&format!("{plain_prefix}/{tile}"), "cache-control"),
+        None,
+        "no policy, no header"
+    );
+
+    for s in [&store, &plain] {
+        for k in s.list("").await.unwrap() {
+            s.delete(&k).await.unwrap();
+        }
+    }
+}
+
 /// Two handles on one directory (as two processes would have) racing compare-and-swap:
 /// the `flock` serialises them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -28,7 +28,7 @@ use std::sync::Arc;
 pub use bytes::Bytes;
 pub use error::{BoxError, Error, Result};
 pub use local::LocalDir;
-pub use s3::{S3Config, S3Credentials, S3};
+pub use s3::{CacheControl, S3Config, S3Credentials, S3};
 
 /// The most keys one [`TileStore::list`] call returns; more is [`Error::ListTooLarge`]
 /// (list a narrower prefix).

@@ -8,6 +8,10 @@
 //!
 //! The server must honour both headers (AWS S3 since 2024, Cloudflare R2, SeaweedFS; not
 //! S3Proxy 2.6: docs/tilestore.md).
+//!
+//! Every write carries the `Cache-Control` that [`S3Config::cache_control`] chooses for its
+//! key (`Attribute::CacheControl`): the bucket then answers every read with it, as a CDN in
+//! front of it needs. The registry chooses `dgsp_wire::tiles::cache_control`.
 
 use std::fmt;
 use std::time::Duration;
@@ -17,8 +21,8 @@ use futures_util::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
 use object_store::path::Path as OsPath;
 use object_store::{
-    BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
-    RetryConfig, UpdateVersion,
+    Attribute, Attributes, BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutMode,
+    PutOptions, PutPayload, RetryConfig, UpdateVersion,
 };
 
 use crate::{
@@ -90,12 +94,18 @@ pub struct S3Config {
     pub max_retries: usize,
     /// No retry starts later than this after the first try.
     pub retry_timeout: Duration,
+    /// The `Cache-Control` stored with each object written, chosen by its key (without the
+    /// prefix); `None`: objects are stored without one.
+    pub cache_control: Option<CacheControl>,
 }
+
+/// Chooses the `Cache-Control` of the object at a key (relative to the store's prefix).
+pub type CacheControl = fn(&str) -> &'static str;
 
 impl S3Config {
     /// A configuration with the defaults: AWS endpoint, `us-east-1`, path style, no prefix,
     /// credentials from the environment, 30 s per request (5 s to connect), 5 retries within
-    /// 60 s.
+    /// 60 s, no `Cache-Control`.
     pub fn new(bucket: impl Into<String>) -> Self {
         S3Config {
             endpoint: None,
@@ -108,6 +118,7 @@ impl S3Config {
             connect_timeout: Duration::from_secs(5),
             max_retries: 5,
             retry_timeout: Duration::from_secs(60),
+            cache_control: None,
         }
     }
 }
@@ -118,6 +129,7 @@ pub struct S3 {
     /// `prefix/` or empty.
     prefix: String,
     described: String,
+    cache_control: Option<CacheControl>,
 }
 
 impl fmt::Debug for S3 {
@@ -217,6 +229,7 @@ impl S3 {
                 format!("{prefix}/")
             },
             described,
+            cache_control: cfg.cache_control,
         })
     }
 
@@ -235,8 +248,13 @@ impl S3 {
         mode: PutMode,
     ) -> std::result::Result<Version, PutFailure> {
         let path = self.path(key).map_err(PutFailure::Other)?;
+        let mut attributes = Attributes::new();
+        if let Some(choose) = self.cache_control {
+            attributes.insert(Attribute::CacheControl, choose(key).into());
+        }
         let opts = PutOptions {
             mode,
+            attributes,
             ..Default::default()
         };
         match self

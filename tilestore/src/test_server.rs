@@ -50,6 +50,43 @@ impl S3Env {
         (&self.access_key, &self.secret_key)
     }
 
+    /// The value of header `name` in the server's answer to a plain, SigV4-signed HTTP
+    /// `GET` of `object` (its full key in the bucket: the store's prefix, `/`, the key),
+    /// made with `curl --aws-sigv4` as `scripts/s3.sh` makes its requests; `None` when the
+    /// answer has no such header. Panics unless the answer is 200.
+    pub fn get_header(&self, object: &str, name: &str) -> Option<String> {
+        let url = format!(
+            "{}/{}/{object}",
+            self.endpoint.trim_end_matches('/'),
+            self.bucket
+        );
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "10", "-o", "/dev/null", "-D", "-"])
+            .arg("--aws-sigv4")
+            .arg(format!("aws:amz:{}:s3", self.region))
+            .arg("--user")
+            .arg(format!("{}:{}", self.access_key, self.secret_key))
+            .args(["-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"])
+            .arg(&url)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running curl for {url}: {e}"));
+        let head = String::from_utf8_lossy(&out.stdout);
+        let status = head.lines().next().unwrap_or_default();
+        assert!(
+            out.status.success() && status.split_whitespace().nth(1) == Some("200"),
+            "GET {url}: {status:?} ({}; stderr {})",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        head.lines().skip(1).find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+
     /// A configuration for a fresh, unique key prefix named after `test`.
     pub fn config(&self, test: &str) -> S3Config {
         let nanos = SystemTime::now()

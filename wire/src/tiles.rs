@@ -67,6 +67,32 @@ pub fn stored_node<B: AsRef<[u8]>, E: std::fmt::Display>(
     }
 }
 
+/// How long a cache may serve the checkpoint without asking again (seconds). Short: a
+/// verifier judges freshness by the note's signed time, and a cache adds its age to it.
+pub const CHECKPOINT_MAX_AGE_SECS: u32 = 2;
+/// `Cache-Control` of the checkpoint notes (`checkpoint`, `checkpoint.witnessed`): fresh
+/// for [`CHECKPOINT_MAX_AGE_SECS`].
+pub const CHECKPOINT_CACHE_CONTROL: &str = "public, max-age=2";
+/// `Cache-Control` of every tile (hash tiles, entry bundles, full or partial) and snapshot
+/// bundle: published once, at a checkpointed size, its bytes never change.
+pub const TILE_CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+/// `Cache-Control` of everything else in a tile store: the journal and the lease under
+/// `private/` (never to be served, let alone cached), and any key not named above.
+pub const PRIVATE_CACHE_CONTROL: &str = "no-store";
+
+/// The `Cache-Control` of the object at `key` (relative to the log's prefix), the one
+/// definition for the registry's `/v1/log/` and for what its tile mirror writes to S3:
+/// [`CHECKPOINT_CACHE_CONTROL`] for `checkpoint` and `checkpoint.witnessed`,
+/// [`TILE_CACHE_CONTROL`] under `tile/` and `snapshot/`, [`PRIVATE_CACHE_CONTROL`] for the
+/// rest (`private/journal/...`, `private/lease`, unknown keys: nothing unknown is cached).
+pub fn cache_control(key: &str) -> &'static str {
+    match key {
+        "checkpoint" | "checkpoint.witnessed" => CHECKPOINT_CACHE_CONTROL,
+        _ if key.starts_with("tile/") || key.starts_with("snapshot/") => TILE_CACHE_CONTROL,
+        _ => PRIVATE_CACHE_CONTROL,
+    }
+}
+
 /// One tile's place: level (`None` for an entry bundle), index and width (1..=256).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tile {
@@ -462,6 +488,30 @@ mod tests {
     use super::*;
     use crate::merkle::{leaf_hash, root, root_at, Leaves};
     use std::collections::HashMap;
+
+    #[test]
+    fn cache_control_by_key() {
+        assert_eq!(
+            CHECKPOINT_CACHE_CONTROL,
+            format!("public, max-age={CHECKPOINT_MAX_AGE_SECS}")
+        );
+        for (key, want) in [
+            ("checkpoint", CHECKPOINT_CACHE_CONTROL),
+            ("checkpoint.witnessed", CHECKPOINT_CACHE_CONTROL),
+            ("tile/0/x001/234.p/5", TILE_CACHE_CONTROL),
+            ("tile/entries/000", TILE_CACHE_CONTROL),
+            ("snapshot/3", TILE_CACHE_CONTROL),
+            ("private/lease", PRIVATE_CACHE_CONTROL),
+            (
+                "private/journal/00000000000000000001",
+                PRIVATE_CACHE_CONTROL,
+            ),
+            ("checkpoint2", PRIVATE_CACHE_CONTROL),
+            ("tiles", PRIVATE_CACHE_CONTROL),
+        ] {
+            assert_eq!(cache_control(key), want, "{key}");
+        }
+    }
 
     #[test]
     fn paths_round_trip_and_are_unique() {

@@ -6,7 +6,8 @@
 //!
 //! A tile is served once every hash or entry it holds is covered by the newest signed
 //! checkpoint; its bytes never change after that, so every tile, full or partial, is
-//! `immutable` for a year. The checkpoint is fresh for [`CHECKPOINT_MAX_AGE_SECS`].
+//! `immutable` for a year ([`TILE_CACHE_CONTROL`]). The checkpoint is fresh for
+//! [`CHECKPOINT_MAX_AGE_SECS`] ([`CHECKPOINT_CACHE_CONTROL`]).
 //!
 //! `snapshot/<N>` is the bundle of signed snapshot `N` (its revoked zetas, sorted, and the
 //! signed snapshot: `dgsp_wire::snapshot_bundle`), served for the registry's latest
@@ -29,11 +30,9 @@ use dgsp_wire::tiles::Tile;
 /// number): one per process, shared by every registry it runs (tests run several).
 pub static BUNDLE_CACHE: Mutex<Option<([u8; 32], axum::body::Bytes)>> = Mutex::new(None);
 
-/// How long a cache may serve the checkpoint without asking again (seconds). Short: a
-/// verifier judges freshness by the note's signed time, and a cache adds its age to it.
-pub const CHECKPOINT_MAX_AGE_SECS: u32 = 2;
-/// `Cache-Control` of every tile: its bytes never change.
-pub const TILE_CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+// The `Cache-Control` values, defined once for this and for what the tile mirror writes
+// to a bucket (`dgsp_wire::tiles::cache_control`).
+pub use dgsp_wire::tiles::{CHECKPOINT_CACHE_CONTROL, CHECKPOINT_MAX_AGE_SECS, TILE_CACHE_CONTROL};
 
 /// The newest signed checkpoint note, as text (`text/plain; charset=utf-8`).
 #[utoipa::path(get, path = "/v1/log/checkpoint", tag = "tiles",
@@ -44,10 +43,7 @@ pub async fn checkpoint(State(s): State<Shared>) -> Response {
         Some(c) => (
             [
                 (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
-                (
-                    header::CACHE_CONTROL,
-                    format!("public, max-age={CHECKPOINT_MAX_AGE_SECS}"),
-                ),
+                (header::CACHE_CONTROL, CHECKPOINT_CACHE_CONTROL.to_owned()),
             ],
             c.note.clone(),
         )
@@ -89,10 +85,7 @@ pub async fn checkpoint_witnessed(State(s): State<Shared>) -> Response {
         Some(witnessed) => (
             [
                 (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
-                (
-                    header::CACHE_CONTROL,
-                    format!("public, max-age={CHECKPOINT_MAX_AGE_SECS}"),
-                ),
+                (header::CACHE_CONTROL, CHECKPOINT_CACHE_CONTROL.to_owned()),
             ],
             witnessed,
         )
