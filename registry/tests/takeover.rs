@@ -1,11 +1,16 @@
-//! The registry survives its disk: with the journal in object storage, the writer is killed
-//! under load (`SIGKILL`) ten times, each time replaced by a standby that started on an
-//! empty data directory with only the bucket and the manager key. Afterwards: every
-//! acknowledged write is in the log read back from the bucket, member ids continue without
-//! a gap, every checkpoint seen before a kill is extended by the next one (RFC 6962
-//! consistency proofs), and at no time did two registries write: a standby never listens
-//! while the writer lives, and a writer frozen (`SIGSTOP`) past its lease and then thawed
-//! refuses the write it had queued instead of forking the log.
+//! The registry survives its disk: with the journal in object storage, eleven writers in
+//! turn serve under load, each replaced by a standby that started on an empty data
+//! directory with only the bucket and the manager key. Ten of them are killed (`SIGKILL`,
+//! counted and asserted); one is frozen (`SIGSTOP`) past its lease and then thawed.
+//! Afterwards: every acknowledged write is in the log read back from the bucket, member ids
+//! continue without a gap, every checkpoint seen before a kill is extended by the next one
+//! (RFC 6962 consistency proofs), and at no time did two registries write: every 100 ms
+//! while a writer lives, its standby does not listen and the lease object names the
+//! writer's pid (not released); the thawed writer refuses the write it is sent instead of
+//! forking the log, and the lease names its successor until it exits.
+//!
+//! With S3, every object the registries wrote carries the `Cache-Control` that `/v1/log/`
+//! serves it with (`dgsp_wire::tiles::cache_control`), read back over plain signed HTTP.
 //!
 //! Runs against the tests' S3 server (SeaweedFS, `scripts/s3.sh`); under `DGSP_SKIP_S3=1`
 //! it runs against a local directory instead, and says so.
@@ -14,6 +19,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,13 +34,18 @@ use support::load::{client_loop, post_ok, Acked};
 
 const TOKEN: &str = "takeover-test-admin-token";
 const PASSPHRASE: &str = "takeover test passphrase";
-/// Short enough for ten takeovers in a minute, long enough that a loaded 2-core machine
+/// Short enough for eleven takeovers in a minute, long enough that a loaded 2-core machine
 /// (SeaweedFS, two registries and the clients on it) renews in time: at 1 s, a renewal
 /// delayed past 0.8 s under other builds halted a writer that was meant to live.
 const TTL_MS: u64 = 3000;
-const ROUNDS: u64 = 10;
+/// Writers replaced: all SIGKILLed but the frozen one.
+const ROUNDS: u64 = 11;
 /// The round whose writer is frozen instead of killed.
 const FROZEN_ROUND: u64 = 4;
+/// The issue asks for the takeover under load, with SIGKILL, at least ten times.
+const MIN_KILLS: u64 = 10;
+/// How often the "never two writers" checks run while a writer lives.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// Where the journal lives: the command-line arguments and environment that name it, and
 /// a handle on it for the checks.
@@ -43,6 +54,8 @@ struct Bucket {
     env: Vec<(String, String)>,
     tiles: Arc<dyn TileStore>,
     what: String,
+    /// The S3 server and the prefix, for reading objects over plain HTTP.
+    s3: Option<(dgsp_tilestore::test_server::S3Env, String)>,
 }
 
 fn bucket(dir: &Path) -> Bucket {
@@ -65,6 +78,7 @@ fn bucket(dir: &Path) -> Bucket {
                     ("AWS_ACCESS_KEY_ID".into(), id.into()),
                     ("AWS_SECRET_ACCESS_KEY".into(), secret.into()),
                 ],
+                s3: Some((s3.clone(), cfg.prefix.clone())),
                 tiles: Arc::new(dgsp_tilestore::S3::open(cfg).unwrap()),
                 what,
             }
@@ -85,6 +99,7 @@ fn bucket(dir: &Path) -> Bucket {
                 env: Vec::new(),
                 tiles: Arc::new(dgsp_tilestore::LocalDir::open(&store).unwrap()),
                 what: format!("a local directory {}", store.display()),
+                s3: None,
             }
         }
     }
@@ -139,6 +154,57 @@ async fn checkpoint(
     let note = r.text().await.ok()?;
     let cp = group.verify_checkpoint(&note).unwrap();
     Some((cp.size, cp.root))
+}
+
+/// The lease object as the bucket holds it now: (holder's pid, released); `None` when it
+/// cannot be read (absent, or the store did not answer this time).
+async fn lease_holder(tiles: &dyn TileStore) -> Option<(u32, bool)> {
+    let obj = tiles.get(journal::lease::LEASE_KEY).await.ok()??;
+    let r: journal::lease::Record = serde_json::from_slice(&obj.bytes).ok()?;
+    Some((r.pid, r.released))
+}
+
+/// What [`never_two_writers`] saw in one round.
+#[derive(Debug, Default)]
+struct Watched {
+    samples: u64,
+    /// samples in which the lease object was read
+    lease_read: u64,
+    violations: Vec<String>,
+}
+
+/// Every [`SAMPLE_EVERY`] until `stop`: the standby on `standby_port` does not listen, and
+/// the lease object names the writer (`writer_pid`) and is not released.
+async fn never_two_writers(
+    tiles: Arc<dyn TileStore>,
+    writer_pid: u32,
+    standby_port: u16,
+    stop: Arc<AtomicBool>,
+) -> Watched {
+    let mut w = Watched::default();
+    let standby = std::net::SocketAddr::from(([127, 0, 0, 1], standby_port));
+    while !stop.load(Ordering::SeqCst) {
+        let t = Instant::now();
+        w.samples += 1;
+        let connect = tokio::net::TcpStream::connect(standby);
+        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), connect).await {
+            w.violations
+                .push(format!("sample {}: the standby listens", w.samples));
+        }
+        match lease_holder(tiles.as_ref()).await {
+            Some((pid, false)) if pid == writer_pid => w.lease_read += 1,
+            Some((pid, released)) => {
+                w.lease_read += 1;
+                w.violations.push(format!(
+                    "sample {}: the lease names pid {pid} (released: {released}), not the writer's {writer_pid}",
+                    w.samples
+                ));
+            }
+            None => {}
+        }
+        tokio::time::sleep(SAMPLE_EVERY.saturating_sub(t.elapsed())).await;
+    }
+    w
 }
 
 struct Registry {
@@ -216,6 +282,7 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
     let mut standby: Option<Registry> = None;
     let mut checkpoints: Vec<(u64, [u8; 32])> = Vec::new();
     let mut takeovers = Vec::new();
+    let (mut kills, mut frozen, mut samples) = (0u64, 0u64, 0u64);
     for round in 0..ROUNDS {
         let base = format!("http://127.0.0.1:{}", writer.port);
         let since = Instant::now();
@@ -224,6 +291,14 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
             takeovers.push(since.elapsed());
         }
         let next = standby.insert(spawn(round + 1, dir.path().join(format!("r{}", round + 1))));
+        // Never two writers, sampled all the time this writer lives.
+        let stop = Arc::new(AtomicBool::new(false));
+        let watch = tokio::spawn(never_two_writers(
+            b.tiles.clone(),
+            writer.child.id(),
+            next.port,
+            stop.clone(),
+        ));
         // Load, while the standby stands by without listening.
         let workers: Vec<_> = (0..4)
             .map(|w| {
@@ -246,6 +321,14 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
         if let Some(cp) = checkpoint(&client, &base, &group).await {
             checkpoints.push(cp);
         }
+        stop.store(true, Ordering::SeqCst);
+        let watched = watch.await.unwrap();
+        assert!(
+            watched.violations.is_empty() && watched.lease_read > 0,
+            "round {round}: two writers, or the lease never read: {watched:?}\nstandby:\n{}",
+            log_tail(&next.log)
+        );
+        samples += watched.samples;
         if round == FROZEN_ROUND {
             // Frozen, not dead: the standby takes over; thawed, the old writer must not
             // write (its lease expired; its segment names are taken).
@@ -272,18 +355,29 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
                 "the thawed writer did not halt on its lease\n{}",
                 log_tail(&writer.log)
             );
-            // ...and exits, for whatever restarts it to start a standby.
+            // ...and exits, for whatever restarts it to start a standby; until it does, the
+            // lease names its successor at every sample.
+            let successor = next.child.id();
             let deadline = Instant::now() + Duration::from_secs(10);
             let status = loop {
                 if let Some(status) = writer.child.try_wait().unwrap() {
                     break status;
                 }
+                samples += 1;
+                if let Some((pid, released)) = lease_holder(b.tiles.as_ref()).await {
+                    assert!(
+                        pid == successor && !released,
+                        "the thawed writer's lease: pid {pid} (released: {released}), not its successor's {successor}"
+                    );
+                }
                 assert!(Instant::now() < deadline, "the halted writer did not exit");
-                std::thread::sleep(Duration::from_millis(50));
+                tokio::time::sleep(SAMPLE_EVERY).await;
             };
             assert!(!status.success(), "a halted writer exits with an error");
+            frozen += 1;
         } else {
             writer.child.kill().unwrap(); // SIGKILL
+            kills += 1;
         }
         writer.child.wait().unwrap();
         for w in workers {
@@ -291,6 +385,11 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
         }
         writer = standby_taken(&mut standby);
     }
+    assert!(
+        kills >= MIN_KILLS,
+        "{kills} writers SIGKILLed, fewer than {MIN_KILLS}"
+    );
+    assert_eq!(frozen, 1, "one writer frozen and thawed");
     // The last writer serves; one more checkpoint after the last takeover.
     let base = format!("http://127.0.0.1:{}", writer.port);
     serving(&client, &writer).await;
@@ -320,6 +419,11 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
         .status();
     writer.child.wait().unwrap();
 
+    // Every object the registries wrote carries the `Cache-Control` /v1/log/ serves it with.
+    let cache_checked = match &b.s3 {
+        Some((s3, prefix)) => cache_headers(b.tiles.as_ref(), s3, prefix).await,
+        None => "not checked (no S3)".to_owned(),
+    };
     // The log, as the bucket holds it, read into a fresh database.
     let restored = tempfile::tempdir().unwrap();
     let store = Store::open(restored.path()).unwrap();
@@ -383,7 +487,7 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
     }
     takeovers.sort();
     eprintln!(
-        "takeover test ({}): {ROUNDS} writers killed; {} joins, {} issuances, {} revocations acknowledged, all in the bucket's log of {} entries; {} checkpoints consistent; takeover (kill to serving, lease ttl {TTL_MS} ms) median {:?}, max {:?}",
+        "takeover test ({}): {kills} writers killed (SIGKILL), {frozen} frozen past its lease and thawed ({ROUNDS} takeovers); never two writers in {samples} samples; {} joins, {} issuances, {} revocations acknowledged, all in the bucket's log of {} entries; {} checkpoints consistent; Cache-Control {cache_checked}; takeover (kill or freeze to serving, lease ttl {TTL_MS} ms) median {:?}, max {:?}",
         b.what,
         acked.joined.len(),
         acked.issued.len(),
@@ -393,6 +497,33 @@ async fn a_standby_takes_over_after_sigkill_losing_nothing() {
         takeovers[takeovers.len() / 2],
         takeovers.last().unwrap(),
     );
+}
+
+/// Reads the checkpoint, the first hash tile, entry bundle and snapshot bundle, the lease
+/// and the first journal segment over plain signed HTTP: each carries
+/// `dgsp_wire::tiles::cache_control` of its key. Says what it checked.
+async fn cache_headers(
+    tiles: &dyn TileStore,
+    s3: &dgsp_tilestore::test_server::S3Env,
+    prefix: &str,
+) -> String {
+    let mut keys = vec![
+        "checkpoint".to_owned(),
+        journal::lease::LEASE_KEY.to_owned(),
+    ];
+    for dir in ["tile/0/", "tile/entries/", "snapshot/", journal::PREFIX] {
+        let first = tiles.list(dir).await.unwrap().into_iter().next();
+        keys.push(first.unwrap_or_else(|| panic!("no object under {dir}")));
+    }
+    for key in &keys {
+        let got = s3.get_header(&format!("{prefix}/{key}"), "cache-control");
+        assert_eq!(
+            got.as_deref(),
+            Some(dgsp_wire::tiles::cache_control(key)),
+            "Cache-Control of {key}"
+        );
+    }
+    format!("as /v1/log/ on {}", keys.join(", "))
 }
 
 /// The standby of this round, now the writer.
