@@ -437,6 +437,34 @@ pub async fn add_checkpoint(
     }
 }
 
+/// `GET /witness/{origin_hash}/checkpoint`: the monitoring read of the gateway's witness
+/// (ours; `dgsp_witness::server::latest_checkpoint`), served only with `--witness-key`.
+#[utoipa::path(get, path = "/witness/{origin_hash}/checkpoint", tag = "witness",
+    params(("origin_hash" = String, Path, description = "hex SHA-256 of the log's origin, 64 lowercase digits")),
+    responses(
+        (status = 200, description = "the newest checkpoint this witness cosigned for the log since it started, as a signed note: the checkpoint body, the log's signature line(s) that verified, and this witness's cosignature line (what `dgsp-manager audit --compare witness:<gateway URL>/witness` reads); not cached", body = String, content_type = "text/plain"),
+        (status = 404, description = "a log this witness does not cosign for, or nothing cosigned for it since it started (text/plain); a gateway started without --witness-key answers problem+json",
+            content((String = "text/plain"), (dgsp_http::problem::Problem = "application/problem+json"))),
+        (status = 503, description = "the group's log key is not known yet (Retry-After)", body = String, content_type = "text/plain"),
+    ))]
+pub async fn latest_checkpoint(
+    State(s): State<Shared>,
+    axum::extract::Path(origin_hash): axum::extract::Path<String>,
+) -> Response {
+    let Some(service) = &s.witness else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    match service.witness() {
+        Some(witness) => dgsp_witness::server::latest_checkpoint(witness, &origin_hash),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(CONTENT_TYPE, TEXT_PLAIN), (RETRY_AFTER, "5")],
+            NOT_READY,
+        )
+            .into_response(),
+    }
+}
+
 /// The keys for `group`'s log that the configuration names: the `log` lines of
 /// `--witness-policy` and `--witness-logs` for its origin.
 fn configured_log_keys(

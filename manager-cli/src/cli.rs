@@ -472,7 +472,11 @@ pub struct AuditArgs {
     /// each URL's GET /v1/checkpoint is verified under the group key (and its witnessed
     /// note under the log key), and every two views must be joined by a consistency proof
     /// (computed from the log source: --tiles, else --registry's /v1/log). Two views that
-    /// no proof joins are a split_view, with both notes as evidence
+    /// no proof joins are a split_view, with both notes as evidence. `witness:PREFIX` names
+    /// a witness instead (needs --witness-policy): GET PREFIX/<hex SHA-256(origin)>/checkpoint
+    /// (a gateway with --witness-key serves it at PREFIX = <gateway URL>/witness), the newest
+    /// checkpoint it cosigned, verified under the policy's log and witness keys, is one more
+    /// view
     #[arg(long, value_name = "URL", num_args = 1.., conflicts_with = "file")]
     pub compare: Vec<String>,
     /// with --compare: a witness policy (C2SP tlog-policy, docs/witnesses.md) whose log

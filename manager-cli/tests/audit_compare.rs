@@ -4,7 +4,14 @@
 //! of one tree report nothing; two views that fork (the same size with two roots, or a
 //! larger tree that does not extend the smaller) are a `split_view` carrying both notes,
 //! and exit 3; an unreachable URL, a witnessed note of another tree and a bad log signature
-//! are findings of their own, never a split.
+//! are findings of their own, never a split. A witness is one more view
+//! (`--compare witness:PREFIX`): a gateway run as a witness (`--witness-key`) serves the
+//! newest checkpoint it cosigned at `GET PREFIX/<hex SHA-256(origin)>/checkpoint`; the same
+//! tree elsewhere is consistent with it, another root at its size is a `split_view` with
+//! the witness's note as evidence.
+
+#[path = "../../gateway/tests/support/mod.rs"]
+mod support;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -431,4 +438,232 @@ async fn without_a_policy_the_log_key_comes_from_the_group_statement() {
     assert_eq!(r.findings[0].urls, [gw]);
     assert!(r.views[0].log_signature_checked);
     assert_eq!((r.pairs, r.consistent), (1, 1));
+}
+
+/// A registry signing with its log key (what the gateway's witness learns from its
+/// `GET /v1/log/key`), and a gateway acting as a witness of its log (`--witness-key`),
+/// ready to cosign.
+async fn registry_and_witness_gateway(
+    dir: &Path,
+) -> (
+    support::Registry,
+    support::Gateway,
+    dgsp_gateway::witnessing::WitnessKey,
+) {
+    use std::sync::Arc;
+    use std::time::Duration;
+    let reg = support::registry_publishing(Box::new(|manager: &Arc<Manager>| {
+        dgsp_registry::publisher::PublisherConfig {
+            checkpoint_interval: Duration::from_secs(1),
+            log_key: Some(Arc::new(
+                dgsp_registry::witnessing::LogKey::derive(manager, 0, now_ms()).unwrap(),
+            )),
+            ..dgsp_registry::publisher::PublisherConfig::default()
+        }
+    }))
+    .await;
+    let key = dgsp_gateway::witnessing::WitnessKey::generate("gw.test.invalid").unwrap();
+    let mut c = support::gateway_config(
+        &reg.feed_url,
+        dgsp_gateway::anchor::Anchor::Key(Box::new(reg.manager.public_key().clone())),
+        dir,
+    );
+    c.witness = Some(dgsp_gateway::witnessing::WitnessConfig {
+        key: key.clone(),
+        logs: Default::default(),
+    });
+    let gw = support::gateway(c).await;
+    support::wait_for("the gateway's witness to learn the log key", || async {
+        let w = gw.get("/readyz").await.1["witness"].clone();
+        (w["ready"] == true).then_some(w)
+    })
+    .await;
+    (reg, gw, key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_acting_as_a_witness_is_one_more_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reg, gw, wkey) = registry_and_witness_gateway(dir.path()).await;
+    let m: &Manager = &reg.manager;
+    let origin = origin_for(m.public_key());
+    let log = MlDsaCosigner::from_seed(&origin, &m.log_key_seed(0)).unwrap();
+    let signed = |size: u64, root: Hash| {
+        m.sign_checkpoint(&Checkpoint {
+            origin: origin.clone(),
+            size,
+            root,
+            time_unix_ms: Some(now_ms()),
+            snapshot: None,
+        })
+    };
+    let log_line =
+        |size: u64, root: &Hash| log.cosign(&origin, size, root, now_ms() / 1000).unwrap();
+    let (a, b) = (history_a(), history_b());
+    let (ra, rb) = (a.root_at(5).unwrap(), b.root_at(5).unwrap());
+    let prefix = format!("{}/witness", gw.url);
+
+    // Nothing cosigned yet: the monitoring read says so (404).
+    let hash = dgsp_witness::server::origin_hash(&origin);
+    let r = reqwest::get(format!("{prefix}/{hash}/checkpoint"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+
+    // The witness cosigns history A at size 5, and refuses B at size 5 (422).
+    let submit = |old: u64, size: u64, root: Hash| {
+        let body = dgsp_witness::protocol::AddCheckpoint {
+            old,
+            proof: Vec::new(),
+            checkpoint: witnessed_note(&origin, size, &root, &log_line(size, &root), &[]),
+        }
+        .encode();
+        let url = format!("{prefix}/add-checkpoint");
+        async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, cosig) = submit(0, 5, ra).await;
+    assert_eq!(status, 200, "{cosig}");
+    let served = reqwest::get(format!("{prefix}/{hash}/checkpoint"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(served.ends_with(&cosig), "{served}");
+    let witness_view = format!("witness:{prefix}");
+
+    // The group key and the policy: the log key, the gateway witness; quorum none, so that a
+    // view the witness never cosigned still verifies (its log signature is checked).
+    let key = tempfile::NamedTempFile::new().unwrap();
+    use base64::Engine;
+    std::fs::write(
+        key.path(),
+        base64::engine::general_purpose::STANDARD.encode(m.public_key().to_bytes()),
+    )
+    .unwrap();
+    let policy = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        policy.path(),
+        format!(
+            "log {}\nwitness gw {}\nquorum none\n",
+            log.vkey(),
+            wkey.vkey().unwrap()
+        ),
+    )
+    .unwrap();
+    let tiles = {
+        let dir = tempfile::tempdir().unwrap();
+        for tile in tiles_for(0, 8) {
+            let Some(level) = tile.tree_level() else {
+                continue;
+            };
+            let bytes: Vec<u8> = (0..u64::from(tile.width))
+                .flat_map(|i| a.node(level, tile.index * 256 + i).unwrap())
+                .collect();
+            let path = dir.path().join(tile.path());
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("checkpoint"),
+            signed(8, a.root_at(8).unwrap()),
+        )
+        .unwrap();
+        dir
+    };
+    let run = |urls: Vec<String>, policy: Option<&Path>| {
+        let a = args(&urls, Some(tiles.path()), policy, key.path());
+        async move { compare::compare(&a, &Config::default()).await }
+    };
+
+    // A gateway serving history A at 5, cosigned by the witness: consistent with the
+    // witness's own view and the log source's (A at 8).
+    let ga = serve(View {
+        note: signed(5, ra),
+        witnessed: Some(witnessed_note(
+            &origin,
+            5,
+            &ra,
+            &log_line(5, &ra),
+            &[cosig.trim_end().to_owned()],
+        )),
+        log_key: None,
+    })
+    .await;
+    let r = run(vec![ga.clone(), witness_view.clone()], Some(policy.path()))
+        .await
+        .unwrap();
+    eprintln!("{}", r.render());
+    assert!(r.is_clean(), "{:?}", r.findings);
+    assert_eq!((r.pairs, r.consistent), (3, 3));
+    let w = r.views.iter().find(|v| v.witness).unwrap();
+    assert_eq!(
+        (w.url.as_str(), w.size, w.verified, w.log_signature_checked),
+        (witness_view.as_str(), Some(5), true, true)
+    );
+    assert_eq!(w.cosigners[0].name, "gw");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["views"][1]["witness"], true);
+    assert!(json["views"][0].get("witness").is_none());
+
+    // A gateway serving history B at 5 (signed by the log, never cosigned): split from
+    // the witness's view, both notes as evidence; exit 3.
+    let (status, why) = submit(5, 5, rb).await;
+    assert_eq!(status, 422, "{why}");
+    let gb_note = signed(5, rb);
+    let gb = serve(View {
+        note: gb_note.clone(),
+        witnessed: Some(witnessed_note(&origin, 5, &rb, &log_line(5, &rb), &[])),
+        log_key: None,
+    })
+    .await;
+    let r = run(vec![gb.clone(), witness_view.clone()], Some(policy.path()))
+        .await
+        .unwrap();
+    eprintln!("{}", r.render());
+    let split = r
+        .findings
+        .iter()
+        .find(|f| f.kind.as_str() == "split_view" && f.urls == [gb.clone(), witness_view.clone()])
+        .unwrap_or_else(|| panic!("{:?}", r.findings));
+    assert_eq!(split.evidence[0].note, gb_note);
+    assert_eq!(split.evidence[1].note, served);
+    assert!(
+        split.detail.contains("two trees of size 5"),
+        "{}",
+        split.detail
+    );
+    let key_path = key.path().to_owned();
+    let code = audit::run(
+        args(
+            &[gb.clone(), witness_view.clone()],
+            Some(tiles.path()),
+            Some(policy.path()),
+            &key_path,
+        ),
+        Output { json: true },
+        &Config::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, exit::REJECTED);
+
+    // A prefix that serves no witness is unreachable, not a split; a witness view needs the
+    // policy that names the witness's key.
+    let nowhere = format!("witness:{}/nope", gw.url);
+    let r = run(vec![ga.clone(), nowhere.clone()], Some(policy.path()))
+        .await
+        .unwrap();
+    assert_eq!(r.kinds(), ["unreachable"]);
+    assert_eq!(r.findings[0].urls, [nowhere]);
+    assert!(run(vec![ga, witness_view], None).await.is_err());
+    drop(reg);
 }

@@ -116,7 +116,8 @@ pub struct AppState {
     pub http: dgsp_http::metrics::Metrics,
     /// The wall clock freshness is measured by, and its tolerance for signed times ahead.
     pub clock: crate::clock::WallClock,
-    /// The gateway's witness (`--witness-key`), serving `POST /witness/add-checkpoint`.
+    /// The gateway's witness (`--witness-key`), serving `POST /witness/add-checkpoint` and
+    /// `GET /witness/{origin_hash}/checkpoint`.
     pub witness: Option<Arc<crate::witnessing::WitnessService>>,
 }
 
@@ -156,13 +157,18 @@ pub fn router(state: Shared) -> Router {
     if state.witness.is_some() {
         // Its own limit, the protocol's 16 KiB, answered 413 in text/plain as the protocol's
         // other errors are.
-        router = router.route(
-            "/witness/add-checkpoint",
-            limit_body(
-                post(crate::witnessing::add_checkpoint),
-                dgsp_witness::protocol::MAX_REQUEST_BODY,
-            ),
-        );
+        router = router
+            .route(
+                "/witness/add-checkpoint",
+                limit_body(
+                    post(crate::witnessing::add_checkpoint),
+                    dgsp_witness::protocol::MAX_REQUEST_BODY,
+                ),
+            )
+            .route(
+                "/witness/{origin_hash}/checkpoint",
+                get(crate::witnessing::latest_checkpoint),
+            );
     }
     dgsp_http::router::finish(router, limit, REQUEST_TIMEOUT)
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))

@@ -23,14 +23,14 @@ use dgsp_http::problem;
         verify::verify, verify::verify_batch, verify::judge,
         revocations::group, revocations::checkpoint, revocations::latest_snapshot, revocations::snapshot, revocations::proof,
         health::healthz, health::readyz, health::metrics,
-        crate::witnessing::add_checkpoint
+        crate::witnessing::add_checkpoint, crate::witnessing::latest_checkpoint
     ),
     components(schemas(problem::Problem, model::Status, model::ProofKind)),
     modifiers(&ProblemResponses, &WitnessRoute),
     tags((name = "verify", description = "verification and judging, CPU-bound, load-shed with 503 + Retry-After"),
          (name = "revocations", description = "the group, the checkpoint applied, signed snapshots and revocation proofs"),
          (name = "operations", description = "health, readiness, metrics"),
-         (name = "witness", description = "with --witness-key: the gateway as a c2sp.org/tlog-witness witness of its group's log (submission prefix `<gateway URL>/witness`); text/plain, not problem+json"))
+         (name = "witness", description = "with --witness-key: the gateway as a c2sp.org/tlog-witness witness of its group's log (submission and monitoring prefix `<gateway URL>/witness`); text/plain, not problem+json"))
 )]
 pub struct GatewayApi;
 

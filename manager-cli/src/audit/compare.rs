@@ -24,15 +24,24 @@
 //!    warning (`undecided`; the larger view's split with the source is its own finding).
 //!    Sizes the source does not reach are a warning (`not_compared`).
 //!
+//! A `--compare` argument `witness:PREFIX` is a witness instead (with `--witness-policy`,
+//! which names its key): `GET PREFIX/<hex SHA-256(origin)>/checkpoint`, the monitoring read
+//! our witness server serves (`dgsp_witness::server::latest_checkpoint`; a gateway with
+//! `--witness-key` at `PREFIX = <gateway URL>/witness`), answers the newest checkpoint it
+//! cosigned as a signed note. Its log signature must verify under the policy's log key, and
+//! at least one line by a policy witness must verify (every such line must): then its size
+//! and root are one more view, compared like the others, whose cosigner is that witness (a
+//! split between it and a view it also cosigned names it as having equivocated).
+//!
 //! A URL that does not answer, or answers what does not verify, is a finding of its own
 //! (`unreachable`, `checkpoint_signature`, `witnessed_signature`, `unwitnessed`,
 //! `witnessed_mismatch`), never a split. Exit code as for the other audits: 3 when there is
 //! any finding.
 //!
 //! Limits: each answer is read up to [`MAX_VIEW_ANSWER`] bytes within `--timeout-secs`
-//! (with `--retries`); at most [`MAX_VIEWS`] URLs. Witnesses serve no "latest checkpoint"
-//! (`tlog-witness` has only `add-checkpoint`): a witness's view shows as its cosignatures in
-//! the views' witnessed notes, which the report lists per view.
+//! (with `--retries`); at most [`MAX_VIEWS`] URLs. omniwitness and litewitness serve no
+//! "latest checkpoint" (`tlog-witness` has only `add-checkpoint`): their view shows as their
+//! cosignatures in the views' witnessed notes, which the report lists per view.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -46,7 +55,9 @@ use dgsp_core::ManagerPublicKey;
 use dgsp_wire::anchor::Anchor;
 use dgsp_wire::log::Hash;
 use dgsp_wire::merkle::{consistency_proof_at, root_at, verify_consistency, Nodes, ProofError};
-use dgsp_wire::note::{verify_witnessed, CheckpointBody, Policy, SignedNote};
+use dgsp_wire::note::{
+    verify_signature_line, verify_witnessed, CheckpointBody, Policy, SignedNote,
+};
 use dgsp_wire::tiles::{decode_hash_tile, Tile, TileNodes, TILE_HEIGHT, TILE_WIDTH};
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +74,10 @@ use crate::output::Output;
 pub const MAX_VIEW_ANSWER: usize = 1 << 20;
 /// The most bytes read of a `/v1/log/key` statement or a `/v1/group` answer.
 const MAX_SMALL_ANSWER: usize = 256 << 10;
+/// The most bytes read of a witness's monitoring answer (a note of at most 64 KiB).
+const MAX_WITNESS_ANSWER: usize = 64 << 10;
+/// How a `--compare` argument names a witness's monitoring prefix.
+pub const WITNESS_PREFIX: &str = "witness:";
 /// The largest witness policy file read.
 const MAX_POLICY_FILE: usize = 256 << 10;
 /// The most URLs compared (every pair is compared).
@@ -131,7 +146,8 @@ pub struct Evidence {
     pub size: u64,
     /// The root its note states (hex; empty when it could not be read).
     pub root: String,
-    /// The signed note (group key), verbatim.
+    /// The signed note (group key), verbatim; for a witness, the note it serves (the
+    /// checkpoint, the log's signature, its cosignature).
     pub note: String,
     /// The witnessed note (log key and cosignatures), verbatim, if served.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -176,6 +192,9 @@ pub struct ViewInfo {
     pub url: String,
     /// Whether this is the log source's checkpoint rather than a `--compare` URL.
     pub log_source: bool,
+    /// Whether this is a witness's latest cosigned checkpoint (`witness:PREFIX`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub witness: bool,
     /// Whether its note verified under the group key (then it is compared).
     pub verified: bool,
     /// The size its note states.
@@ -240,7 +259,11 @@ impl CompareReport {
             self.group.params
         );
         for v in &self.views {
-            let what = if v.log_source { "log source" } else { "view" };
+            let what = match (v.log_source, v.witness) {
+                (true, _) => "log source",
+                (false, true) => "witness",
+                (false, false) => "view",
+            };
             match (&v.error, v.size, &v.root) {
                 (Some(e), _, _) => {
                     let _ = writeln!(out, "{what} {}: not compared: {e}", v.url);
@@ -355,9 +378,27 @@ pub async fn compare(args: &AuditArgs, config: &Config) -> Result<CompareReport,
             format!("{} URLs, at most {MAX_VIEWS}", urls.len()),
         ));
     }
-    let mut clients = Vec::with_capacity(urls.len());
-    for u in urls {
+    // The registries' and gateways' URLs, and the witnesses' monitoring prefixes.
+    let (witness_urls, view_urls): (Vec<&String>, Vec<&String>) =
+        urls.iter().partition(|u| u.starts_with(WITNESS_PREFIX));
+    let mut clients = Vec::with_capacity(view_urls.len());
+    for u in &view_urls {
         clients.push(args.http.client(u, None)?.with_max_answer(MAX_VIEW_ANSWER));
+    }
+    let mut witness_clients = Vec::with_capacity(witness_urls.len());
+    for u in &witness_urls {
+        let prefix = &u[WITNESS_PREFIX.len()..];
+        witness_clients.push(
+            args.http
+                .client(prefix, None)?
+                .with_max_answer(MAX_WITNESS_ANSWER),
+        );
+    }
+    if !witness_urls.is_empty() && args.witness_policy.is_none() {
+        return Err(Error::arg(
+            "--compare",
+            "a witness:PREFIX view needs --witness-policy: its witness line holds the key its cosignature must verify under",
+        ));
     }
     let anchor = args
         .group_key
@@ -378,7 +419,7 @@ pub async fn compare(args: &AuditArgs, config: &Config) -> Result<CompareReport,
         None => None,
     };
 
-    // Every view, fetched at once.
+    // Every view, fetched at once; the witnesses' too.
     let mut tasks = Vec::with_capacity(clients.len());
     for c in &clients {
         let c = c.clone();
@@ -386,9 +427,25 @@ pub async fn compare(args: &AuditArgs, config: &Config) -> Result<CompareReport,
             c.get_json::<Served>("/v1/checkpoint", &[]).await
         }));
     }
+    let monitoring = format!(
+        "/{}/checkpoint",
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(origin.as_bytes()))
+    );
+    let mut witness_tasks = Vec::with_capacity(witness_clients.len());
+    for c in &witness_clients {
+        let (c, path) = (c.clone(), monitoring.clone());
+        witness_tasks.push(tokio::spawn(async move { c.get_bytes(&path).await }));
+    }
     let mut answers = Vec::with_capacity(tasks.len());
     for t in tasks {
         answers.push(
+            t.await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())),
+        );
+    }
+    let mut witness_answers = Vec::with_capacity(witness_tasks.len());
+    for t in witness_tasks {
+        witness_answers.push(
             t.await
                 .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())),
         );
@@ -431,7 +488,7 @@ pub async fn compare(args: &AuditArgs, config: &Config) -> Result<CompareReport,
     let demand_witnessed = args.witness_policy.is_some();
 
     let mut verified = Vec::new();
-    for (url, answer) in urls.iter().zip(answers) {
+    for (url, answer) in view_urls.into_iter().zip(answers) {
         let served = match answer {
             Ok(s) => s,
             Err(e) => {
@@ -456,6 +513,36 @@ pub async fn compare(args: &AuditArgs, config: &Config) -> Result<CompareReport,
             &mut report,
         ) {
             verified.push(v);
+        }
+    }
+
+    // The witnesses' latest cosigned checkpoints (a policy is known: checked above).
+    if let Some(p) = policy.as_ref().filter(|_| !witness_urls.is_empty()) {
+        for (url, answer) in witness_urls.into_iter().zip(witness_answers) {
+            let note = match answer {
+                Ok(bytes) => String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned()),
+                Err(e) => Err(e.to_string()),
+            };
+            match note {
+                Ok(note) => {
+                    if let Some(v) = check_witness_view(url, note, &origin, p, &mut report) {
+                        verified.push(v);
+                    }
+                }
+                Err(e) => {
+                    report.findings.push(Finding {
+                        kind: FindingKind::Unreachable,
+                        urls: vec![url.clone()],
+                        detail: format!(
+                            "GET {monitoring} (the witness's latest checkpoint) failed: {e}"
+                        ),
+                        evidence: Vec::new(),
+                    });
+                    let mut info = failed_view(url, false, e);
+                    info.witness = true;
+                    report.views.push(info);
+                }
+            }
         }
     }
 
@@ -610,6 +697,7 @@ fn failed_view(url: &str, log_source: bool, error: String) -> ViewInfo {
     ViewInfo {
         url: url.to_owned(),
         log_source,
+        witness: false,
         verified: false,
         size: None,
         root: None,
@@ -676,6 +764,7 @@ fn check_view(
     let mut info = ViewInfo {
         url: url.to_owned(),
         log_source,
+        witness: false,
         verified: true,
         size: Some(v.cp.size),
         root: Some(hex::encode(v.cp.root)),
@@ -760,6 +849,114 @@ fn check_view(
     report.views.push(info);
     v.cosigners = cosigners;
     Some(v)
+}
+
+/// Verifies a witness's latest cosigned checkpoint (`witness:PREFIX`): the three-line
+/// checkpoint of the group's origin, a valid signature by a `log` key of `policy`, every line
+/// by a policy witness valid, and at least one. Records its [`ViewInfo`] and findings;
+/// `None` when it does not verify (it is then not compared).
+fn check_witness_view(
+    url: &str,
+    note: String,
+    origin: &str,
+    policy: &Policy,
+    report: &mut CompareReport,
+) -> Option<Verified> {
+    let checked = (|| {
+        let parsed = SignedNote::parse(&note).map_err(|e| format!("not a signed note: {e}"))?;
+        let cp =
+            CheckpointBody::parse(&parsed.body).map_err(|e| format!("not a checkpoint: {e}"))?;
+        if !cp.extensions.is_empty() {
+            return Err("a witnessed checkpoint has no extension lines".to_owned());
+        }
+        if cp.origin != origin {
+            return Err(format!(
+                "names origin {:?}, not the group's {origin}",
+                cp.origin
+            ));
+        }
+        let log_keys: Vec<_> = policy.log_keys(origin).collect();
+        let mut log_signed = false;
+        let mut cosigners: Vec<(String, u64)> = Vec::new();
+        for line in &parsed.signatures {
+            if let Some(key) = log_keys
+                .iter()
+                .find(|k| k.name == line.name && k.key_id == line.key_id)
+            {
+                verify_signature_line(key, &cp, line)
+                    .map_err(|e| format!("the log's signature does not verify: {e}"))?;
+                log_signed = true;
+            } else if let Some(w) = policy.witness_by_key(&line.name, &line.key_id) {
+                let ts = verify_signature_line(&w.vkey, &cp, line).map_err(|e| {
+                    format!(
+                        "the cosignature of policy witness {} does not verify: {e}",
+                        w.name
+                    )
+                })?;
+                cosigners.push((w.name.clone(), ts));
+            }
+        }
+        if !log_signed {
+            return Err("no signature by the group's log key (the policy's log line)".into());
+        }
+        if cosigners.is_empty() {
+            return Err("no cosignature by a witness of the policy".into());
+        }
+        Ok((cp, cosigners))
+    })();
+    let (cp, cosigners) = match checked {
+        Ok(ok) => ok,
+        Err(why) => {
+            report.findings.push(Finding {
+                kind: FindingKind::WitnessedSignature,
+                urls: vec![url.to_owned()],
+                detail: format!("the witness's latest checkpoint is refused: {why}"),
+                evidence: vec![Evidence {
+                    url: url.to_owned(),
+                    size: 0,
+                    root: String::new(),
+                    note,
+                    witnessed: None,
+                }],
+            });
+            let mut info = failed_view(url, false, format!("its note: {why}"));
+            info.witness = true;
+            report.views.push(info);
+            return None;
+        }
+    };
+    report.views.push(ViewInfo {
+        url: url.to_owned(),
+        log_source: false,
+        witness: true,
+        verified: true,
+        size: Some(cp.size),
+        root: Some(hex::encode(cp.root)),
+        time_unix_ms: None,
+        witnessed: true,
+        log_signature_checked: true,
+        cosigners: cosigners
+            .iter()
+            .map(|(name, timestamp)| Cosigner {
+                name: name.clone(),
+                timestamp: *timestamp,
+            })
+            .collect(),
+        error: None,
+    });
+    Some(Verified {
+        url: url.to_owned(),
+        cp: Checkpoint {
+            origin: cp.origin,
+            size: cp.size,
+            root: cp.root,
+            time_unix_ms: None,
+            snapshot: None,
+        },
+        note,
+        witnessed: None,
+        cosigners: cosigners.into_iter().map(|(n, _)| n).collect(),
+    })
 }
 
 /// Reads the log source's `checkpoint` note.

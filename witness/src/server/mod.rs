@@ -10,18 +10,20 @@
 //!   lines).
 //! - [`WitnessStore`]: the durable per-origin [`TreeHead`], with an atomic, durable
 //!   compare-and-set; [`MemoryStore`] for tests. A gateway implements it on RocksDB.
-//! - [`router`]: `POST /add-checkpoint` for axum, 16 KiB body limit (413 beyond).
+//! - [`router`]: `POST /add-checkpoint` for axum, 16 KiB body limit (413 beyond), and the
+//!   monitoring `GET /<hex SHA-256(origin)>/checkpoint` ([`latest_checkpoint`]): the newest
+//!   checkpoint cosigned since the start, with the log's signature and the cosignature.
 
 mod http;
 mod store;
 mod witness;
 
-pub use http::router;
+pub use http::{latest_checkpoint, router};
 pub use store::{MemoryStore, StoreError, TreeHead, WitnessStore};
 pub use witness::{
-    system_clock, KnownLogs, KnownLogsError, UnixClock, Witness, WitnessAnswer, BAD_PROOF,
-    BAD_TRUSTED_SIGNATURE, MAX_ORIGIN_LEN, NOT_EMPTY_ROOT, NO_TRUSTED_SIGNATURE, OTHER_ROOT,
-    PROOF_FROM_ZERO, TEXT_PLAIN,
+    origin_hash, system_clock, KnownLogs, KnownLogsError, UnixClock, Witness, WitnessAnswer,
+    BAD_PROOF, BAD_TRUSTED_SIGNATURE, MAX_ORIGIN_LEN, NOT_EMPTY_ROOT, NO_TRUSTED_SIGNATURE,
+    OTHER_ROOT, PROOF_FROM_ZERO, TEXT_PLAIN,
 };
 
 #[cfg(test)]

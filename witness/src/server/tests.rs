@@ -669,3 +669,96 @@ fn fuzzed_bodies_never_panic() {
         &format!("{BAD_PROOF}\n"),
     );
 }
+
+#[test]
+fn the_latest_cosigned_checkpoint_is_served_with_both_signatures() {
+    let s = setup();
+    let hash = origin_hash(&s.log.origin);
+    assert_eq!(hash.len(), 64);
+    // printf %s example.com/log | sha256sum
+    assert_eq!(
+        hash,
+        "4d3203c8f35cdf600e475f55fede6081a703d3d322f208865fca2ec4f0e030f8"
+    );
+    // Nothing cosigned yet; an unknown hash; another spelling of a known one.
+    assert_eq!(s.witness.latest_checkpoint(&hash), None);
+    assert_eq!(s.witness.latest_checkpoint(&"0".repeat(64)), None);
+    assert_eq!(s.witness.latest_checkpoint(&hash.to_uppercase()), None);
+
+    let l = leaves(7, 0);
+    s.submit(0, &l[..3]);
+    s.clock.store(T0 + 5, Ordering::SeqCst);
+    let WitnessAnswer::Cosigned { lines, .. } = s.submit(3, &l) else {
+        panic!()
+    };
+    let note = s.witness.latest_checkpoint(&hash).unwrap();
+    // The checkpoint, the log's line as submitted, the cosignature as handed out.
+    let r = root(&l);
+    let log_line = s.log.key.cosign(&s.log.origin, 7, &r, T0).unwrap();
+    assert_eq!(
+        note,
+        witnessed_note(
+            &s.log.origin,
+            7,
+            &r,
+            &log_line,
+            std::slice::from_ref(&lines)
+        )
+    );
+    let policy = Policy::parse(&format!(
+        "log {}\nwitness gw1 {}\nquorum gw1\n",
+        s.log.key.vkey(),
+        s.witness.vkey()
+    ))
+    .unwrap();
+    let w = verify_witnessed(&note, &policy, T0 + 5, None, 10).unwrap();
+    assert_eq!((w.size, w.root), (7, r));
+    assert_eq!(w.cosigners, vec![("gw1".to_owned(), T0 + 5)]);
+
+    // Refused submissions change nothing; a resubmission of the same tree later does.
+    let other = leaves(7, 1);
+    assert_eq!(s.submit(7, &other).status(), 422);
+    assert_eq!(s.witness.latest_checkpoint(&hash).unwrap(), note);
+    s.clock.store(T0 + 9, Ordering::SeqCst);
+    assert_eq!(s.submit(7, &l).status(), 200);
+    let again = s.witness.latest_checkpoint(&hash).unwrap();
+    assert_eq!(
+        verify_witnessed(&again, &policy, T0 + 9, None, 10)
+            .unwrap()
+            .cosigners,
+        vec![("gw1".to_owned(), T0 + 9)]
+    );
+}
+
+#[tokio::test]
+async fn the_router_serves_the_monitoring_get() {
+    let s = setup();
+    let hash = origin_hash(&s.log.origin);
+    s.submit(0, &leaves(4, 0));
+    let note = s.witness.latest_checkpoint(&hash).unwrap();
+    let app = axum::Router::new().nest("/witness", router(Arc::new(s.witness)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/witness", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let get = |path: String| async move {
+        let r = reqwest::get(path).await.unwrap();
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        (status, headers, r.text().await.unwrap())
+    };
+    let (status, headers, body) = get(format!("{url}/{hash}/checkpoint")).await;
+    assert_eq!((status, body.as_str()), (200, note.as_str()));
+    assert_eq!(headers["content-type"], TEXT_PLAIN);
+    assert_eq!(headers["cache-control"], "no-store");
+    let (status, _, body) = get(format!("{url}/{}/checkpoint", "ab".repeat(32))).await;
+    assert_eq!(status, 404);
+    assert!(body.starts_with("no checkpoint cosigned"), "{body}");
+    // The submission endpoint is still there beside it.
+    let r = reqwest::Client::new()
+        .post(format!("{url}/add-checkpoint"))
+        .body("old 0\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+}

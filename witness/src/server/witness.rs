@@ -12,6 +12,8 @@ use dgsp_wire::note::{
     verify_signature_line, CheckpointBody, MlDsaCosigner, NoteError, Policy, SignedNote, Vkey,
 };
 
+use sha2::{Digest, Sha256};
+
 use super::store::{TreeHead, WitnessStore};
 use crate::protocol::{encode_conflict, AddCheckpoint, CONFLICT_CONTENT_TYPE, MAX_REQUEST_BODY};
 
@@ -222,6 +224,12 @@ pub struct Witness {
     /// Serialises the check-and-write of every request in this process, and holds the last
     /// timestamp issued (cosignature timestamps never go backwards, even if the clock does).
     gate: Mutex<u64>,
+    /// Per origin, the newest checkpoint cosigned since this process started, with the log's
+    /// signature and this witness's cosignature (memory only: see
+    /// [`Witness::latest_checkpoint`]).
+    latest: Mutex<BTreeMap<String, Latest>>,
+    /// `hex(SHA-256(origin))` → origin, for every known origin (the monitoring path).
+    by_hash: BTreeMap<String, String>,
 }
 
 impl fmt::Debug for Witness {
@@ -238,6 +246,19 @@ struct Verified {
     old: u64,
     proof: Vec<[u8; 32]>,
     cp: CheckpointBody,
+    /// The checkpoint's text (the note's body) and the log's signature lines that verified
+    /// under a trusted key, for [`Witness::latest_checkpoint`].
+    body: String,
+    log_lines: Vec<String>,
+}
+
+/// The newest checkpoint this witness cosigned for one origin, as it serves it for
+/// monitoring ([`Witness::latest_checkpoint`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Latest {
+    size: u64,
+    timestamp: u64,
+    note: String,
 }
 
 impl Witness {
@@ -249,12 +270,18 @@ impl Witness {
         store: Arc<dyn WitnessStore>,
         clock: UnixClock,
     ) -> Witness {
+        let by_hash = logs
+            .origins()
+            .map(|o| (origin_hash(o), o.to_owned()))
+            .collect();
         Witness {
             key,
             logs,
             store,
             clock,
             gate: Mutex::new(0),
+            latest: Mutex::new(BTreeMap::new()),
+            by_hash,
         }
     }
 
@@ -302,14 +329,57 @@ impl Witness {
         };
         let cp = &req.cp;
         match self.key.cosign(&cp.origin, cp.size, &cp.root, timestamp) {
-            Ok(lines) => WitnessAnswer::Cosigned {
-                origin: cp.origin.clone(),
-                size: cp.size,
-                timestamp,
-                lines,
-            },
+            Ok(lines) => {
+                self.remember(&req, timestamp, &lines);
+                WitnessAnswer::Cosigned {
+                    origin: cp.origin.clone(),
+                    size: cp.size,
+                    timestamp,
+                    lines,
+                }
+            }
             Err(e) => WitnessAnswer::Internal(format!("cosigning failed: {e}")),
         }
+    }
+
+    /// Keeps `req`'s checkpoint, cosigned by `lines` at `timestamp`, as the origin's newest
+    /// unless a larger tree (or the same tree with a later cosignature) is already kept:
+    /// requests cosign in the store's order but may finish signing in another.
+    fn remember(&self, req: &Verified, timestamp: u64, lines: &str) {
+        let mut note = format!("{}\n", req.body);
+        for line in &req.log_lines {
+            note.push_str(line);
+        }
+        note.push_str(lines);
+        let new = Latest {
+            size: req.cp.size,
+            timestamp,
+            note,
+        };
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        match latest.get(&req.cp.origin) {
+            Some(held) if (held.size, held.timestamp) >= (new.size, new.timestamp) => {}
+            _ => {
+                latest.insert(req.cp.origin.clone(), new);
+            }
+        }
+    }
+
+    /// The newest checkpoint this witness cosigned for the origin whose SHA-256 is
+    /// `origin_hash` (64 lowercase hex digits), since this process started: a signed note of
+    /// the checkpoint's body, the log's signature line(s) that verified under a key trusted
+    /// for the origin, and this witness's cosignature line, exactly as handed out. `None`
+    /// for an unknown origin, or when nothing was cosigned for it since the start (the
+    /// tree is durable in the store, the note and its signatures are not kept: the log's
+    /// next submission, one cadence later, brings them back).
+    ///
+    /// What `GET <prefix>/<hex SHA-256(origin)>/checkpoint` serves
+    /// ([`router`](super::router)): a monitor, e.g. `dgsp-manager audit --compare
+    /// witness:<prefix>`, reads which tree the witness holds and verifies both signatures.
+    pub fn latest_checkpoint(&self, origin_hash: &str) -> Option<String> {
+        let origin = self.by_hash.get(origin_hash)?;
+        let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        latest.get(origin).map(|l| l.note.clone())
     }
 
     /// [`Witness::add_checkpoint`] on tokio's blocking pool (it may wait on the store and
@@ -363,7 +433,7 @@ impl Witness {
         if keys.is_empty() {
             return Err(WitnessAnswer::UnknownOrigin);
         }
-        let mut trusted = 0usize;
+        let mut log_lines = Vec::new();
         for line in &note.signatures {
             let Some(key) = keys
                 .iter()
@@ -373,9 +443,9 @@ impl Witness {
             };
             verify_signature_line(key, &cp, line)
                 .map_err(|_| WitnessAnswer::Forbidden(BAD_TRUSTED_SIGNATURE))?;
-            trusted += 1;
+            log_lines.push(line.to_line());
         }
-        if trusted == 0 {
+        if log_lines.is_empty() {
             return Err(WitnessAnswer::Forbidden(NO_TRUSTED_SIGNATURE));
         }
         if req.old > cp.size {
@@ -388,6 +458,8 @@ impl Witness {
             old: req.old,
             proof: req.proof,
             cp,
+            body: note.body,
+            log_lines,
         })
     }
 
@@ -425,6 +497,12 @@ impl Witness {
             cp.origin
         )))
     }
+}
+
+/// `hex(SHA-256(origin))`, lowercase: how the monitoring path names a log.
+pub fn origin_hash(origin: &str) -> String {
+    let digest = Sha256::digest(origin.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn internal(e: super::StoreError) -> WitnessAnswer {
