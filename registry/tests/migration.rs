@@ -11,38 +11,19 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use dgsp_registry::store::{Head, Store};
+mod support;
+
+use dgsp_registry::store::Store;
 use dgsp_wire::events::Event;
-use dgsp_wire::log::{Entry, Hash};
+use dgsp_wire::log::Hash;
 use dgsp_wire::merkle;
 use dgsp_wire::tiles::{entry_bytes, TILE_HEIGHT};
+use support::chain::append;
 
 /// `MIGRATE_CHUNK` of `registry/src/store/tree.rs`.
 const CHUNK: u64 = 16_384;
 /// Entries in the log: one full chunk, then part of a second.
 const ENTRIES: u64 = CHUNK + 1_001;
-
-/// Appends `events` as one commit.
-fn append(store: &Store, head: &mut Head, events: &[Event]) {
-    let mut entries: Vec<Entry> = Vec::new();
-    for (k, e) in events.iter().enumerate() {
-        let prev: Hash = entries
-            .last()
-            .map_or(head.hash, |x| x.hash_bytes().unwrap());
-        entries.push(Entry::seal(
-            head.seq + 1 + k as u64,
-            1_000 + k as u64,
-            e,
-            &prev,
-        ));
-    }
-    store.commit(&entries, &[]).unwrap();
-    let last = entries.last().unwrap();
-    *head = Head {
-        seq: last.seq,
-        hash: last.hash_bytes().unwrap(),
-    };
-}
 
 /// A log of [`ENTRIES`] entries: the group, then joins, 1000 per commit.
 fn write_log(store: &Store) {

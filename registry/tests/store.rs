@@ -1,30 +1,12 @@
 //! The RocksDB store on disk: atomic commits, restart, chain verification, and a rebuild
 //! that reproduces the live projections byte for byte.
 
+mod support;
+
 use dgsp_registry::store::{Head, Store};
 use dgsp_wire::events::Event;
-use dgsp_wire::log::{Entry, Hash};
-
-fn append(store: &Store, head: &mut Head, events: &[Event]) {
-    let mut entries = Vec::new();
-    for (k, e) in events.iter().enumerate() {
-        let prev: Hash = entries
-            .last()
-            .map_or(head.hash, |x: &Entry| x.hash_bytes().unwrap());
-        entries.push(Entry::seal(
-            head.seq + 1 + k as u64,
-            1_000 + k as u64,
-            e,
-            &prev,
-        ));
-    }
-    store.commit(&entries, &[]).unwrap();
-    let last = entries.last().unwrap();
-    *head = Head {
-        seq: last.seq,
-        hash: last.hash_bytes().unwrap(),
-    };
-}
+use dgsp_wire::log::Entry;
+use support::chain::append;
 
 fn zeta_hex(i: u64) -> String {
     hex::encode([i.to_be_bytes(), (!i).to_be_bytes()].concat())

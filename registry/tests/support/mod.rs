@@ -5,6 +5,7 @@
 //! part of it.
 #![allow(dead_code)]
 
+pub mod chain;
 pub mod load;
 
 use std::path::Path;
