@@ -58,20 +58,12 @@ async fn get_bytes(
 
 /// A new group (manager from `seed`) served with `config` and the group's log key
 /// (generation 0), as `dgsp-registry serve` always has one, and no witnesses.
-async fn start_with_log_key(seed: u64, mut config: dgsp_registry::server::Config) -> Registry {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, manager) = support::group(dir.path(), seed, 1);
-    let log_key = LogKey::derive(&manager, 0, now_ms()).unwrap();
-    config.publisher.log_key = Some(Arc::new(log_key));
-    let running = support::serve(store.clone(), manager.clone(), config).await;
-    Registry {
-        url: running.url(),
-        client: reqwest::Client::new(),
-        store,
-        manager,
-        running,
-        dir,
-    }
+async fn start_with_log_key(seed: u64, config: dgsp_registry::server::Config) -> Registry {
+    Registry::start_configured(seed, config, |manager, config| {
+        let log_key = LogKey::derive(manager, 0, now_ms()).unwrap();
+        config.publisher.log_key = Some(Arc::new(log_key));
+    })
+    .await
 }
 
 /// The log key the group key's statement at `GET /v1/log/key` names, as a policy of that

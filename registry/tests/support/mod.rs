@@ -80,8 +80,19 @@ pub struct Registry {
 impl Registry {
     /// A new group (`group`, created at 1 ms, manager from `seed`) served with `config`.
     pub async fn start(seed: u64, config: server::Config) -> Registry {
+        Registry::start_configured(seed, config, |_, _| ()).await
+    }
+
+    /// As [`Registry::start`], with `configure` given the group's manager to finish `config`
+    /// (a log key derived from it, say) before the registry starts.
+    pub async fn start_configured(
+        seed: u64,
+        mut config: server::Config,
+        configure: impl FnOnce(&Manager, &mut server::Config),
+    ) -> Registry {
         let dir = tempfile::tempdir().unwrap();
         let (store, manager) = group(dir.path(), seed, 1);
+        configure(&manager, &mut config);
         let running = serve(store.clone(), manager.clone(), config).await;
         Registry {
             url: running.url(),
