@@ -15,7 +15,7 @@ mod services;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cli_support::{cli, expect, p, shows_revoked};
+use cli_support::{cli, expect, open_and_judge, p, shows_revoked};
 use serde_json::Value;
 use services::{free_port, init_group, Service};
 
@@ -201,34 +201,8 @@ async fn the_binaries_through_a_revocation_and_a_restart() {
     }
 
     // Open alice's signature and judge the opening (gateway and local).
-    let opened = expect(
-        &operator,
-        0,
-        &[
-            "operator",
-            "open",
-            "--message",
-            &p(&d("alice.txt")),
-            "--signature",
-            &p(&d("alice.sig")),
-        ],
-    )
-    .await;
+    let opened = open_and_judge(&operator, &on(&gw_b), &d("alice.txt"), &d("alice.sig")).await;
     assert_eq!(opened["username"], "alice");
-    let id = opened["id"].as_u64().unwrap().to_string();
-    let pi = opened["pi_hex"].as_str().unwrap().to_owned();
-    let judge = [
-        "judge",
-        "--message",
-        &p(&d("alice.txt")),
-        "--signature",
-        &p(&d("alice.sig")),
-        "--id",
-        &id,
-        "--pi",
-        &pi,
-    ];
-    expect(&on(&gw_b), 0, &judge).await;
 
     // The audit passes, from the live registry (auditor token).
     let auditor = [

@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use cli_support::{cli, expect, p, shows_revoked};
+use cli_support::{cli, expect, open_and_judge, p, shows_revoked};
 use dgsp_witness::test_server::TestWitnesses;
 use serde_json::Value;
 use services::{binary, free_port, init_group, Service};
@@ -613,38 +613,8 @@ async fn witnessed_member_flow_outage_and_split_view() {
         .unwrap_or_else(|| panic!("no witnessed note: {revoked}"));
     let witnessed_size: u64 = witnessed.lines().nth(1).unwrap().parse().unwrap();
     assert!(witnessed_size > before, "{witnessed}");
-    let opened = expect(
-        &operator,
-        0,
-        &[
-            "operator",
-            "open",
-            "--message",
-            &p(&d("alice.txt")),
-            "--signature",
-            &p(&d("alice.sig")),
-        ],
-    )
-    .await;
+    let opened = open_and_judge(&operator, &on(&g1), &d("alice.txt"), &d("alice.sig")).await;
     assert_eq!(opened["username"], "alice", "{opened}");
-    let id = opened["id"].as_u64().unwrap().to_string();
-    let pi = opened["pi_hex"].as_str().unwrap().to_owned();
-    expect(
-        &on(&g1),
-        0,
-        &[
-            "judge",
-            "--message",
-            &p(&d("alice.txt")),
-            "--signature",
-            &p(&d("alice.sig")),
-            "--id",
-            &id,
-            "--pi",
-            &pi,
-        ],
-    )
-    .await;
 
     for s in [&mut g2, &mut fork, &mut g1, &mut reg] {
         s.stop();

@@ -52,6 +52,50 @@ pub fn p(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// `operator open` of `signature` over `message` (with the operator's `operator` env), then
+/// `judge` of that opening through the gateway of `judge_env`; both must succeed. Returns
+/// the opening (`username`, `id`, `pi_hex`, …).
+pub async fn open_and_judge(
+    operator: &[(&str, String)],
+    judge_env: &[(&str, String)],
+    message: &Path,
+    signature: &Path,
+) -> Value {
+    let (message, signature) = (p(message), p(signature));
+    let opened = expect(
+        operator,
+        0,
+        &[
+            "operator",
+            "open",
+            "--message",
+            &message,
+            "--signature",
+            &signature,
+        ],
+    )
+    .await;
+    let id = opened["id"].as_u64().unwrap().to_string();
+    let pi = opened["pi_hex"].as_str().unwrap().to_owned();
+    expect(
+        judge_env,
+        0,
+        &[
+            "judge",
+            "--message",
+            &message,
+            "--signature",
+            &signature,
+            "--id",
+            &id,
+            "--pi",
+            &pi,
+        ],
+    )
+    .await;
+    opened
+}
+
 /// Whether a `verify --group-key --json` report is negative because the revocation proof,
 /// checked by the CLI itself, shows the signature's zeta revoked.
 pub fn shows_revoked(report: &Value) -> bool {
