@@ -112,6 +112,26 @@ fn copy_dir(from: &Path) -> tempfile::TempDir {
     out
 }
 
+/// The file at `rel` under `dir`, as a static server answers it (400 for a path that
+/// leaves `dir` or has an empty component, 404 for no file).
+fn file_response(dir: &Path, rel: &str) -> axum::response::Response {
+    if rel.split('/').any(|c| c == ".." || c.is_empty()) {
+        return StatusCode::BAD_REQUEST.into_response();
+    }
+    match std::fs::read(dir.join(rel)) {
+        Ok(bytes) => bytes.into_response(),
+        Err(_) => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// Serves `app` on a free loopback port; its base URL.
+async fn spawn_server(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
 /// A static file server on loopback over `dir`; the first `fail_first` requests are
 /// answered 503. Returns its base URL and the count of requests.
 async fn serve(dir: PathBuf, fail_first: usize) -> (String, Arc<AtomicUsize>) {
@@ -124,20 +144,10 @@ async fn serve(dir: PathBuf, fail_first: usize) -> (String, Arc<AtomicUsize>) {
             if n < fail_first {
                 return (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response();
             }
-            let rel = uri.path().trim_start_matches('/');
-            if rel.split('/').any(|c| c == ".." || c.is_empty()) {
-                return StatusCode::BAD_REQUEST.into_response();
-            }
-            match std::fs::read(dir.join(rel)) {
-                Ok(bytes) => bytes.into_response(),
-                Err(_) => StatusCode::NOT_FOUND.into_response(),
-            }
+            file_response(&dir, uri.path().trim_start_matches('/'))
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, count)
+    (spawn_server(app).await, count)
 }
 
 /// A static file server on loopback over `dir` that serves `path` from the file the first
@@ -162,19 +172,10 @@ async fn serve_two_ways(
             if let Some(bytes) = answer {
                 return bytes.into_response();
             }
-            if rel.split('/').any(|c| c == ".." || c.is_empty()) {
-                return StatusCode::BAD_REQUEST.into_response();
-            }
-            match std::fs::read(dir.join(&rel)) {
-                Ok(bytes) => bytes.into_response(),
-                Err(_) => StatusCode::NOT_FOUND.into_response(),
-            }
+            file_response(&dir, &rel)
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, count)
+    (spawn_server(app).await, count)
 }
 
 fn http(retries: u32) -> HttpArgs {
