@@ -167,6 +167,11 @@ async fn serve(v: View) -> String {
 /// A published tile directory of the first `size` entries of `t` (hash tiles and the
 /// signed `checkpoint`).
 fn tile_dir(t: &MemoryTree, size: u64) -> tempfile::TempDir {
+    tile_dir_with(t, size, &note(size, t.root_at(size).unwrap()))
+}
+
+/// [`tile_dir`] with `checkpoint` as the directory's checkpoint note.
+fn tile_dir_with(t: &MemoryTree, size: u64, checkpoint: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for tile in tiles_for(0, size) {
         let Some(level) = tile.tree_level() else {
@@ -179,11 +184,7 @@ fn tile_dir(t: &MemoryTree, size: u64) -> tempfile::TempDir {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
     }
-    std::fs::write(
-        dir.path().join("checkpoint"),
-        note(size, t.root_at(size).unwrap()),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("checkpoint"), checkpoint).unwrap();
     dir
 }
 
@@ -559,26 +560,7 @@ async fn a_gateway_acting_as_a_witness_is_one_more_view() {
         ),
     )
     .unwrap();
-    let tiles = {
-        let dir = tempfile::tempdir().unwrap();
-        for tile in tiles_for(0, 8) {
-            let Some(level) = tile.tree_level() else {
-                continue;
-            };
-            let bytes: Vec<u8> = (0..u64::from(tile.width))
-                .flat_map(|i| a.node(level, tile.index * 256 + i).unwrap())
-                .collect();
-            let path = dir.path().join(tile.path());
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, bytes).unwrap();
-        }
-        std::fs::write(
-            dir.path().join("checkpoint"),
-            signed(8, a.root_at(8).unwrap()),
-        )
-        .unwrap();
-        dir
-    };
+    let tiles = tile_dir_with(&a, 8, &signed(8, a.root_at(8).unwrap()));
     let run = |urls: Vec<String>, policy: Option<&Path>| {
         let a = args(&urls, Some(tiles.path()), policy, key.path());
         async move { compare::compare(&a, &Config::default()).await }
