@@ -177,6 +177,10 @@ fn corrupt(what: impl Into<String>, reason: impl ToString) -> Error {
     }
 }
 
+/// The write-ahead log's bound (`max_total_wal_size`): past it, RocksDB flushes the column
+/// families that keep the oldest WAL file alive.
+pub const MAX_TOTAL_WAL_BYTES: u64 = 256 << 20;
+
 impl Store {
     /// Opens (creating if needed) the database in `dir`.
     pub fn open(dir: &Path) -> Result<Store, Error> {
@@ -184,6 +188,13 @@ impl Store {
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_max_background_jobs(2);
+        // Bounds the write-ahead log. A WAL file is deleted only when every column family
+        // with data in it has flushed, and small families ("meta", "head") written with
+        // every batch never fill a memtable: left to RocksDB's default (four times the sum
+        // of every family's memtables, about 4.6 GB here) the registry kept 7.4 GB of WAL
+        // while writing a 2^25-member log, all of it replayed on the next start. Past this
+        // size the families holding the oldest WAL are flushed.
+        opts.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
         let cfs = ALL_CFS
             .iter()
             .map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));

@@ -159,12 +159,19 @@ impl Drop for Closed {
     }
 }
 
+/// The write-ahead log's bound (`max_total_wal_size`).
+pub const MAX_TOTAL_WAL_BYTES: u64 = 256 << 20;
+
 impl Replica {
     /// Opens (creating if needed) the replica in `path`.
     pub fn open(path: &Path) -> Result<Self, ReplicaError> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
+        // Bounds the write-ahead log (as the registry's store does): families written with
+        // every batch but rarely filling a memtable would otherwise keep every WAL file
+        // alive up to RocksDB's default of four times all the families' memtables.
+        opts.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
         let cfs = CFS
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
@@ -482,4 +489,29 @@ fn decode_snapshot(bytes: &[u8]) -> Result<SignedSnapshot, ReplicaError> {
         .as_ref()
         .and_then(snapshot_from_json)
         .ok_or_else(|| ReplicaError::Corrupt("stored snapshot".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_ahead_log_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let _replica = Replica::open(dir.path()).unwrap();
+        let mut options: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("OPTIONS-")
+            })
+            .collect();
+        options.sort();
+        let text = std::fs::read_to_string(options.last().unwrap()).unwrap();
+        let want = format!("max_total_wal_size={MAX_TOTAL_WAL_BYTES}");
+        assert!(text.lines().any(|l| l.trim() == want), "{text}");
+    }
 }
