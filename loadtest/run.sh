@@ -90,7 +90,11 @@ ensure_oha() {
 ensure_oha
 
 say "building dgsp-registry, dgsp-gateway and dgsp-loadtest ($PROFILE)"
-cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-loadtest
+if [ "$PROFILE" = dev ]; then
+  build_dev_bins dgsp-registry dgsp-gateway dgsp-loadtest
+else
+  cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-loadtest
+fi
 case "$PROFILE" in dev) BIN="$CARGO_TARGET_DIR/debug" ;; *) BIN="$CARGO_TARGET_DIR/$PROFILE" ;; esac
 LT="$BIN/dgsp-loadtest"
 

@@ -62,9 +62,7 @@ ensure_schemathesis
 PROFILE="${API_CHECK_PROFILE:-release}"
 say "building dgsp-registry, dgsp-gateway and dgsp-manager ($PROFILE)"
 if [ "$PROFILE" = dev ]; then
-  # The binaries exactly as `cargo test --workspace` builds them (its feature set includes
-  # dev-dependencies; a plain `cargo build -p ...` would compile the crates a second time).
-  cargo test --workspace --locked --no-run --quiet
+  build_dev_bins dgsp-registry dgsp-gateway dgsp-manager
 else
   cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-manager
 fi

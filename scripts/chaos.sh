@@ -27,7 +27,11 @@ case "$profile" in
   *) echo "DGSP_CHAOS_PROFILE must be debug or release, not $profile" >&2; exit 2 ;;
 esac
 say "building the services and the chaos suite ($profile)"
-cargo build --locked "${flags[@]}" -p dgsp-registry -p dgsp-gateway -p dgsp-manager -p dgsp-chaos
+if [ "$profile" = debug ]; then
+  build_dev_bins dgsp-registry dgsp-gateway dgsp-manager dgsp-chaos
+else
+  cargo build --locked "${flags[@]}" -p dgsp-registry -p dgsp-gateway -p dgsp-manager -p dgsp-chaos
+fi
 
 export DGSP_CHAOS_SECONDS=${DGSP_CHAOS_SECONDS:-120}
 say "chaos suite: ${DGSP_CHAOS_SECONDS} s of chaos"

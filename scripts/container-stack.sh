@@ -65,9 +65,7 @@ ensure_base_image
 # --- image ---------------------------------------------------------------------------------
 say "building dgsp-registry, dgsp-gateway, dgsp-manager ($PROFILE profile)"
 if [ "$PROFILE" = dev ]; then
-  # The binaries exactly as `cargo test --workspace` builds them (its feature set includes
-  # dev-dependencies; a plain `cargo build -p ...` would compile the crates a second time).
-  cargo test --workspace --locked --no-run --quiet
+  build_dev_bins dgsp-registry dgsp-gateway dgsp-manager
   bindir="$CARGO_TARGET_DIR/debug"
 else
   cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-manager

@@ -7,6 +7,7 @@
 #   DGSP_FUZZ_SECONDS=3600 ./scripts/fuzz.sh   # a long run
 #   DGSP_FUZZ_SECONDS=0 ./scripts/fuzz.sh      # skip (build nothing)
 #   DGSP_FUZZ_TARGETS="cli_files" ./scripts/fuzz.sh   # some targets only
+#   DGSP_FUZZ_JOBS=1 ./scripts/fuzz.sh         # one target at a time (default: one per core)
 # Installs the nightly toolchain and cargo-fuzz when missing (idempotent). Every run is under
 # AddressSanitizer with a memory bound: a process above 2 GiB of RSS or a single allocation
 # above 512 MiB is a finding, like a crash, a panic or a 30 s input. A finding stops the run
@@ -37,14 +38,42 @@ start=$SECONDS
 say "building the fuzz targets (AddressSanitizer)"
 cargo +nightly fuzz build --target-dir "$target_dir"
 built=$SECONDS
+# libFuzzer runs one process per target: run as many targets at once as there are cores
+# (DGSP_FUZZ_JOBS), each for the full DGSP_FUZZ_SECONDS, each writing its own log, shown
+# when it ends. The first finding fails the run once every running target has ended.
+jobs="${DGSP_FUZZ_JOBS:-$(nproc)}"
+logs=$(mktemp -d -t dgsp-fuzz.XXXXXX)
+declare -A pid_target=()
+failed=()
+finish_one() {
+  local pid rc=0 t
+  wait -n -p pid "${!pid_target[@]}" || rc=$?
+  t=${pid_target[$pid]}
+  unset "pid_target[$pid]"
+  say "fuzzing $t: ended ($( [ "$rc" = 0 ] && echo "no finding" || echo "FINDING, exit $rc"))"
+  if [ "$rc" = 0 ]; then
+    grep -E '^(stat::|#[0-9]+.*DONE)' "$logs/$t.log" || true
+  else
+    cat "$logs/$t.log"
+    failed+=("$t")
+  fi
+}
 for t in $targets; do
-  say "fuzzing $t for ${seconds} s"
+  while [ "${#pid_target[@]}" -ge "$jobs" ]; do finish_one; done
+  say "fuzzing $t for ${seconds} s (log: $logs/$t.log)"
   mkdir -p "corpus/$t"
   # Committed seeds (fuzz/seeds/<target>, read only) join the working corpus.
   seeds=()
   [ -d "seeds/$t" ] && seeds=("seeds/$t")
   cargo +nightly fuzz run --target-dir "$target_dir" "$t" "corpus/$t" "${seeds[@]}" -- \
     -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=512 \
-    -print_final_stats=1
+    -print_final_stats=1 > "$logs/$t.log" 2>&1 &
+  pid_target[$!]=$t
 done
-say "fuzzing done: build $((built - start)) s, runs $((SECONDS - built)) s"
+while [ "${#pid_target[@]}" -gt 0 ]; do finish_one; done
+if [ "${#failed[@]}" -gt 0 ]; then
+  say "fuzzing failed for: ${failed[*]} (a finding is kept under fuzz/artifacts/<target>/; the logs are in $logs)"
+  exit 1
+fi
+rm -rf "$logs"
+say "fuzzing done: build $((built - start)) s, runs $((SECONDS - built)) s ($jobs at a time)"

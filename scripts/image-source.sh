@@ -13,21 +13,28 @@
 # The builder still installs its packages from deb.debian.org and its crates from crates.io
 # (the build runs with --network host), as it does anywhere else.
 #
-# A cold build compiles every dependency in release mode: about 20 minutes on 2 cores. So it
-# runs when what the image is made from changed since the last image this machine built
-# (the stamp in ~/.cache/dgsp/container/image-source.stamp):
+# A cold build compiles every dependency in release mode: about 13 minutes on 2 cores. So it
+# runs once per change to what the image is made from:
 #   deploy/Dockerfile, deploy/Dockerfile.dockerignore, deploy/docker/*, the workspace
-#   members (Cargo.toml), .cargo/config.toml and the Rust version.
+#   members (Cargo.toml), .cargo/config.toml and the Rust version,
+# hashed into 16 hex digits. Two records say for which inputs it was last built and run:
+#   - deploy/image-source.proven, committed: the build that proved these inputs (hash, commit,
+#     date, minutes, machine). A run that builds writes it; commit it with the change, and
+#     every other machine, CI's fresh ones included, knows these inputs build.
+#   - ~/.cache/dgsp/container/image-source.stamp: the last build on this machine.
+# When either names the current inputs it says so, naming the commit and date it was built
+# at, and does not build again; otherwise it builds (a change not yet proven, or a proof not
+# committed: then every run builds until the record is committed).
 # (Not Cargo.lock: the same locked dependencies are built on this Debian 12 host by the
 # tests, against the same system packages.)
-# When nothing of that changed it says so, naming the commit and date it was built at, and
-# does not build again. The sources themselves are compiled by every other check here, and
-# validate-deploy.sh checks at every run that every workspace member is copied into the
-# builder stage. A warm rebuild (BuildKit keeps the cargo registry and target directory
-# between builds) recompiles only the workspace's own crates.
+# The sources themselves are compiled by every other check here, and validate-deploy.sh
+# checks at every run that every workspace member is copied into the builder stage. A warm
+# rebuild (BuildKit keeps the cargo registry and target directory between builds) recompiles
+# only the workspace's own crates.
 #
 # Environment:
-#   DGSP_IMAGE_SOURCE  1 (default): build when the inputs changed; always: build anyway;
+#   DGSP_IMAGE_SOURCE  1 (default): build when neither record names the inputs; always:
+#                      build anyway (and record it);
 #                      0: switched off (printed as such)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +50,7 @@ esac
 
 IMAGE=dgsp:source-test
 STAMP="$DOCKER_CACHE/image-source.stamp"
+PROVEN=deploy/image-source.proven
 mkdir -p "$DOCKER_CACHE"
 
 # The inputs, hashed: the files the Dockerfile is made of and the environment it builds in.
@@ -57,10 +65,17 @@ inputs=$(
   } | sha256sum | cut -c1-16
 )
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# Built from a working tree with changes not yet committed: say so in the records.
+git diff --quiet HEAD -- 2>/dev/null || commit="$commit+changes"
 
+what="the Dockerfile, its ignore file, deploy/docker, the workspace members, .cargo/config.toml, Rust"
+if [ "$mode" = 1 ] && [ -f "$PROVEN" ] && [ "$(sed -n 's/^inputs //p' "$PROVEN")" = "$inputs" ]; then
+  say "image from source: these inputs ($inputs: $what) were built and run at $(sed -n 's/^commit //p' "$PROVEN") on $(sed -n 's/^date //p' "$PROVEN") ($(sed -n 's/^machine //p' "$PROVEN"); $PROVEN): unchanged since, not rebuilt (DGSP_IMAGE_SOURCE=always rebuilds)"
+  exit 0
+fi
 if [ "$mode" = 1 ] && [ -f "$STAMP" ] && [ "$(awk '{print $1}' "$STAMP")" = "$inputs" ]; then
   read -r _ at on <"$STAMP"
-  say "image from source: built at $at on $on from these same inputs ($inputs: the Dockerfile, its ignore file, deploy/docker, the workspace members, .cargo/config.toml, Rust): unchanged, not rebuilt (DGSP_IMAGE_SOURCE=always rebuilds)"
+  say "image from source: built on this machine at $at on $on from these same inputs ($inputs: $what): unchanged, not rebuilt (DGSP_IMAGE_SOURCE=always rebuilds); $PROVEN does not name them yet: commit the one that build wrote"
   exit 0
 fi
 
@@ -89,4 +104,13 @@ for bin in dgsp-registry dgsp-gateway dgsp-manager; do
 done
 
 printf '%s %s %s\n' "$inputs" "$commit" "$(date -u +%Y-%m-%dT%H:%MZ)" >"$STAMP"
-say "image from source built in $((took / 60)) min $((took % 60)) s and runs ($IMAGE, revision $commit)"
+cat >"$PROVEN" <<RECORD
+# The last build of the documented image from source (scripts/image-source.sh), for these
+# inputs: scripts/image-source.sh does not build again while they are unchanged.
+inputs $inputs
+commit $commit
+date $(date -u +%Y-%m-%dT%H:%MZ)
+took $((took / 60)) min $((took % 60)) s
+machine $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+RECORD
+say "image from source built in $((took / 60)) min $((took % 60)) s and runs ($IMAGE, revision $commit); $PROVEN records it: commit it with the change"

@@ -24,6 +24,26 @@ use_shared_target_dir() {
   trim_target_dir
 }
 
+# Builds the dev binaries of the named packages into $CARGO_TARGET_DIR/debug. A plain
+# `cargo build -p A -p B` resolves features for A and B alone, while the tests' build
+# (`cargo test --workspace`) resolves them for the whole workspace with its dev-dependencies
+# (the registry's fault-injection, the HTTP crate's test certificates, …): the two differ,
+# and each such build compiled the registry, the gateway and about 40 dependencies again
+# (1.4 min each for the chaos suite and the load test on 2 cores). Inside the test command
+# (DGSP_WORKSPACE_BUILD=1, exported by scripts/test.sh) the build is therefore the
+# workspace's own, `cargo build --workspace --all-targets`, whose units are the tests'
+# build's: only what the tests do not use (dgsp-chaos, dgsp-loadtest, the benches) is left
+# to compile. Run alone, a script builds just its packages.
+build_dev_bins() {
+  if [ "${DGSP_WORKSPACE_BUILD:-0}" = 1 ]; then
+    cargo build --workspace --all-targets --locked
+  else
+    local p args=()
+    for p in "$@"; do args+=(-p "$p"); done
+    cargo build --locked "${args[@]}"
+  fi
+}
+
 # Free gigabytes on the filesystem holding $1.
 free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR==2 { print int($4 / 1048576) }'; }
 

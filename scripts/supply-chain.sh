@@ -34,7 +34,10 @@ root="$TOOLS/cargo-deny-$DENY_VERSION"
 deny="$root/bin/cargo-deny"
 if [ ! -x "$deny" ]; then
   say "installing cargo-deny $DENY_VERSION into $root (once; several minutes on 2 cores)"
-  cargo install cargo-deny --version "=$DENY_VERSION" --locked --root "$root"
+  # Its release profile asks for fat LTO in one codegen unit: a long single-threaded link
+  # for a tool that runs for seconds here. Built without (the config overrides the manifest).
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo install cargo-deny --version "=$DENY_VERSION" --locked --root "$root"
 fi
 
 say "cargo deny: licences, bans, sources"
