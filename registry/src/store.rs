@@ -190,10 +190,10 @@ impl Store {
         opts.set_max_background_jobs(2);
         // Bounds the write-ahead log. A WAL file is deleted only when every column family
         // with data in it has flushed, and small families ("meta", "head") written with
-        // every batch never fill a memtable: left to RocksDB's default (four times the sum
-        // of every family's memtables, about 4.6 GB here) the registry kept 7.4 GB of WAL
-        // while writing a 2^25-member log, all of it replayed on the next start. Past this
-        // size the families holding the oldest WAL are flushed.
+        // every batch never fill a memtable: left to RocksDB's default (0: a limit derived
+        // from all the families' memtables) the registry kept 7.4 GB of WAL after five
+        // minutes of writing a 2^25-member log, all of it replayed on the next start. Past
+        // this size the families holding the oldest WAL are flushed.
         opts.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
         let cfs = ALL_CFS
             .iter()

@@ -169,8 +169,8 @@ impl Replica {
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         // Bounds the write-ahead log (as the registry's store does): families written with
-        // every batch but rarely filling a memtable would otherwise keep every WAL file
-        // alive up to RocksDB's default of four times all the families' memtables.
+        // every batch but rarely filling a memtable would otherwise keep WAL files alive
+        // by the gigabyte under RocksDB's default.
         opts.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
         let cfs = CFS
             .iter()
