@@ -31,12 +31,14 @@ use_shared_target_dir() {
 # and each such build compiled the registry, the gateway and about 40 dependencies again
 # (1.4 min each for the chaos suite and the load test on 2 cores). Inside the test command
 # (DGSP_WORKSPACE_BUILD=1, exported by scripts/test.sh) the build is therefore the
-# workspace's own, `cargo build --workspace --all-targets`, whose units are the tests'
-# build's: only what the tests do not use (dgsp-chaos, dgsp-loadtest, the benches) is left
-# to compile. Run alone, a script builds just its packages.
+# workspace's own, `cargo build --workspace --bins --tests`, whose units are the tests'
+# build's (checked with cargo's unit graph): only the three binaries no test runs
+# (dgsp-chaos, dgsp-loadtest, dgsp-sign-only) are left to compile. (`--all-targets` would
+# also compile the eleven benches, 1.5 min that CI does not use.) Run alone, a script builds
+# just its packages.
 build_dev_bins() {
   if [ "${DGSP_WORKSPACE_BUILD:-0}" = 1 ]; then
-    cargo build --workspace --all-targets --locked
+    cargo build --workspace --bins --tests --locked
   else
     local p args=()
     for p in "$@"; do args+=(-p "$p"); done
