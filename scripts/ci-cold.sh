@@ -11,7 +11,8 @@
 #                                   # needs about 45 GB free; prints the run's log path
 #
 # It removes the project's docker images (dgsp*) and BuildKit's cache: the next run of the
-# container stack here rebuilds them.
+# container stack here rebuilds them. DGSP_CI_COLD_DRY=1 prepares everything, prints the
+# toolchains left and the clone's commit, and stops before the run.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-/work/ci-cold}
@@ -45,6 +46,11 @@ ln -s "$(cd "$repo/../shared" && pwd)" "$dir/ci/shared"
 git clone -q "$repo" "$dir/ci/main"
 cd "$dir/ci/main"
 log=$dir/run.log
+if [ "${DGSP_CI_COLD_DRY:-0}" = 1 ]; then
+  rustup toolchain list; rustup target list --installed
+  echo "prepared, not run (DGSP_CI_COLD_DRY=1): $(git rev-parse --short HEAD) in $PWD, HOME=$HOME, cargo $(command -v cargo)"
+  exit 0
+fi
 echo "cold run of $(git rev-parse --short HEAD), log: $log"
 start=$(date +%s)
 rc=0
