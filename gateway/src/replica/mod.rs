@@ -491,6 +491,11 @@ fn decode_snapshot(bytes: &[u8]) -> Result<SignedSnapshot, ReplicaError> {
         .ok_or_else(|| ReplicaError::Corrupt("stored snapshot".into()))
 }
 
+// The registry's tests' reader of RocksDB's OPTIONS file, shared rather than copied.
+#[cfg(test)]
+#[path = "../../../registry/tests/support/rocksdb.rs"]
+mod rocksdb_options;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,19 +504,9 @@ mod tests {
     fn the_write_ahead_log_is_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let _replica = Replica::open(dir.path()).unwrap();
-        let mut options: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("OPTIONS-")
-            })
-            .collect();
-        options.sort();
-        let text = std::fs::read_to_string(options.last().unwrap()).unwrap();
-        let want = format!("max_total_wal_size={MAX_TOTAL_WAL_BYTES}");
-        assert!(text.lines().any(|l| l.trim() == want), "{text}");
+        assert_eq!(
+            rocksdb_options::option(dir.path(), "max_total_wal_size"),
+            Some(MAX_TOTAL_WAL_BYTES.to_string())
+        );
     }
 }

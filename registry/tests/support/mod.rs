@@ -7,6 +7,7 @@
 
 pub mod chain;
 pub mod load;
+pub mod rocksdb;
 
 use std::path::Path;
 use std::process::{Command, Output};
