@@ -77,17 +77,10 @@ ensure_rust
 ensure_system_packages
 use_shared_target_dir
 
-# oha (MIT) is the open-loop probe: one pinned version, built once with cargo into the
-# tools cache (about 3 minutes cold on 2 cores), then reused.
-ensure_oha() {
-  local root="$CACHE/tools/oha-$OHA_VERSION"
-  OHA="$root/bin/oha"
-  if [ -x "$OHA" ] && "$OHA" --version 2>/dev/null | grep -q "$OHA_VERSION"; then return; fi
-  say "installing oha $OHA_VERSION into $root (first time only: cargo install, about 3 minutes on 2 cores)"
-  cargo install oha --version "$OHA_VERSION" --locked --root "$root" --quiet
-  "$OHA" --version
-}
-ensure_oha
+# oha (MIT) is the open-loop probe: one pinned version (OHA_VERSION), built once with cargo
+# into the tools cache (scripts/tools.sh; about 4 minutes cold on 2 cores), then reused.
+OHA=$(OHA_VERSION="$OHA_VERSION" "$ROOT/scripts/tools.sh" oha)
+"$OHA" --version
 
 say "building dgsp-registry, dgsp-gateway and dgsp-loadtest ($PROFILE)"
 if [ "$PROFILE" = dev ]; then

@@ -23,20 +23,12 @@ if [ "$seconds" = 0 ]; then
   exit 0
 fi
 ensure_rust
-if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-  say "installing the nightly toolchain (cargo-fuzz needs it)"
-  rustup toolchain install nightly --profile minimal
-fi
-if ! command -v cargo-fuzz >/dev/null; then
-  say "installing cargo-fuzz"
-  cargo install cargo-fuzz --locked
-fi
-target_dir="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/target-fuzz"
+start=$SECONDS
+# The nightly toolchain, cargo-fuzz and the targets' AddressSanitizer build, each once
+# (scripts/tools.sh, which the test command also runs in the background from its start).
+target_dir=$(./scripts/tools.sh fuzz)
 cd fuzz
 targets="${DGSP_FUZZ_TARGETS:-$(cargo +nightly fuzz list)}"
-start=$SECONDS
-say "building the fuzz targets (AddressSanitizer)"
-cargo +nightly fuzz build --target-dir "$target_dir"
 built=$SECONDS
 # libFuzzer runs one process per target: run as many targets at once as there are cores
 # (DGSP_FUZZ_JOBS), each for the full DGSP_FUZZ_SECONDS, each writing its own log, shown

@@ -27,18 +27,10 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_rust
 
-DENY_VERSION=0.20.2
+# cargo-deny, pinned, built once (scripts/tools.sh, which the test command also runs in the
+# background from its start).
+deny=$(./scripts/tools.sh cargo-deny)
 CACHE="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}"
-TOOLS="${DGSP_TOOLS_DIR:-$CACHE/tools}"
-root="$TOOLS/cargo-deny-$DENY_VERSION"
-deny="$root/bin/cargo-deny"
-if [ ! -x "$deny" ]; then
-  say "installing cargo-deny $DENY_VERSION into $root (once; several minutes on 2 cores)"
-  # Its release profile asks for fat LTO in one codegen unit: a long single-threaded link
-  # for a tool that runs for seconds here. Built without (the config overrides the manifest).
-  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    cargo install cargo-deny --version "=$DENY_VERSION" --locked --root "$root"
-fi
 
 say "cargo deny: licences, bans, sources"
 "$deny" --version
@@ -51,7 +43,7 @@ fi
 
 # --- The RustSec snapshot, unpacked where cargo-deny 0.20 looks for its database -------
 # For the default database URL cargo-deny opens <db-path>/advisory-db-3157b0e258782691
-# (a hash of the URL: re-check it when DENY_VERSION changes). deny.toml's db-path reads
+# (a hash of the URL: re-check it when DENY_VERSION in scripts/tools.sh changes). deny.toml's db-path reads
 # DGSP_ADVISORY_DB_ROOT. One directory per archive digest: a new snapshot is unpacked
 # beside the old one (renamed into place whole, so a concurrent run never sees half of it).
 DB_NAME=advisory-db-3157b0e258782691

@@ -2,7 +2,7 @@
 //! every item must still get exactly the answer `POST /v1/verify` gives it, in its place,
 //! whatever the chunking (more items than workers, outcomes interleaved irregularly).
 
-mod support;
+use crate::support;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;

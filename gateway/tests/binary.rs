@@ -2,7 +2,7 @@
 //! JSON body gets, and concurrent single verifies are coalesced into engine batches without
 //! changing any answer.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! not grow whatever method a client sends, and the data directory is created 0700 under
 //! the usual umask of 022.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //!   staleness is the larger of the wall-clock age of its note and the monotonic time since
 //!   it verified the note; stepped back beyond the tolerance, the state is stale at once.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

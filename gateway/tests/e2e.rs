@@ -4,7 +4,7 @@
 //! non-membership proof that verifies offline; judge agrees with the manager's opening; a
 //! restarted gateway resumes from its replica.
 
-mod support;
+use crate::support;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;

@@ -10,7 +10,7 @@
 //! and a shortened log (rollback). Every tampered log that should chain is re-hashed and its
 //! checkpoints re-signed by the group manager, so only the intended defect is left.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! `support::registry_with_cadence` starts a registry that signs a checkpoint every second
 //! (`--checkpoint-interval-secs 1`).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 //! stale). Also: pages refused for size shrink instead of wedging the follower, pending data
 //! is bounded in bytes, and a poisoned lock does not turn requests into panics.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! gateway, whose pages start with the entry it already holds, must read it without that
 //! overlap (before that fix it reported the registry as serving nothing, forever).
 
-mod support;
+use crate::support;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;

@@ -1,7 +1,7 @@
 //! Malformed input of every field gets a 4xx `application/problem+json` answer naming the
 //! field, never a 500; and load beyond the queue is shed with 503 + Retry-After.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! the directory, no symbolic link (in the directory, or as the directory), and no page (a
 //! problem answer) without the option.
 
-mod support;
+use crate::support;
 
 use support::registry;
 

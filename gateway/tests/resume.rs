@@ -11,7 +11,7 @@
 //! Before issue 26 a gateway dropped everything pending at the first bad checkpoint and met
 //! it again at the next poll, forever.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

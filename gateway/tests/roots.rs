@@ -8,7 +8,7 @@
 //! and a replica from before the tree is refused at start with what to do. And the tree a
 //! gateway keeps of a real registry's log is the registry's, and the RFC's, at every size.
 
-mod support;
+use crate::support;
 
 use dgsp_core::checkpoint::{origin_for, Checkpoint};
 use dgsp_gateway::anchor::Anchor;

@@ -12,7 +12,7 @@
 //! with their policy follows its directory's `checkpoint.witnessed` and turns stale when a
 //! witness stops cosigning (`DGSP_SKIP_WITNESSES=1` skips it, saying so).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -7,7 +7,7 @@
 //! ```sh
 //! DGSP_TILES_BOOTSTRAP_MEMBERS=33554432 DGSP_TILES_BOOTSTRAP_ZETAS=1000000 \
 //! DGSP_TILES_BOOTSTRAP_FEED=1 \
-//!   cargo test --release -p dgsp-gateway --test tiles_bootstrap -- --nocapture
+//!   cargo test --release -p dgsp-gateway --test integration tiles_bootstrap:: -- --nocapture
 //! ```
 //!
 //! The log is written by a real registry (its writer, through the admin API's bulk joins;
@@ -15,7 +15,7 @@
 //! and published by its mirror into a directory in the real format; the gateway reads that
 //! directory through a static file server on loopback.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

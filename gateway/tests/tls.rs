@@ -4,7 +4,7 @@
 //! itself; a gateway trusting another CA applies nothing and reports the registry
 //! unreachable, naming the certificate.
 
-mod support;
+use crate::support;
 
 use dgsp_gateway::anchor::Anchor;
 use dgsp_gateway::server as gw;

@@ -9,7 +9,7 @@
 //! published checkpoints carry both gateways' cosignatures, and a gateway that demands that
 //! policy is fresh as of them: independent gateways witnessing each other's view.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

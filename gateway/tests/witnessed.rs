@@ -8,7 +8,7 @@
 //! with a named fault; the evidence survives a restart; a policy whose log key is not the
 //! one the registry's statement names does not start.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,10 +2,8 @@
 //! each misbehaviour of a dishonest manager (who holds the secret key, so re-seals the
 //! chain and re-signs what it can) the audit reports exactly that violation at its seq.
 
-#[path = "support/logs.rs"]
-mod logs;
-#[path = "support/tamper.rs"]
-mod tamper;
+use crate::logs;
+use crate::tamper;
 
 use std::io::Write as _;
 use std::sync::OnceLock;

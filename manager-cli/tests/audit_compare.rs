@@ -10,8 +10,7 @@
 //! tree elsewhere is consistent with it, another root at its size is a `split_view` with
 //! the witness's note as evidence.
 
-#[path = "../../gateway/tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::OnceLock;

@@ -6,8 +6,7 @@
 //! the entries', a server that answers the consistency proofs' reads with another tree) is
 //! refused with a named finding; HTTP failures are typed errors, transient ones retried.
 
-#[path = "support/logs.rs"]
-mod logs;
+use crate::logs;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -10,10 +10,8 @@
 //!   trusting it is fooled, but the CLI checking the signed checkpoint's age refuses it
 //!   (`checkpoint_age`), exit 3.
 
-#[path = "support/cli.rs"]
-mod cli_support;
-#[path = "../../gateway/tests/support/mod.rs"]
-mod support;
+use crate::cli_support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! calls, as far as a valid input goes, and with `DGSP_FUZZ_SEEDS=DIR` (relative to the
 //! repository root) writes them to `DIR/<target>/`:
 //!
-//!   DGSP_FUZZ_SEEDS=fuzz/seeds cargo test -p dgsp-manager --test fuzz_seeds
+//!   DGSP_FUZZ_SEEDS=fuzz/seeds cargo test -p dgsp-manager --test integration fuzz_seeds::
 //!
 //! The fixed group and member are those of `fuzz/fuzz_targets/common/mod.rs` (same recipe,
 //! same generator seed), so the signed entries, notes and snapshots verify in the targets.

@@ -3,8 +3,7 @@
 //! group- or world-readable one, or a symbolic link, is refused before any request); a token
 //! on the command line works but draws a warning; one from the environment does not.
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::cli_support as cli;
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};

@@ -7,10 +7,8 @@
 //! The registry and gateway binaries are taken from the same target directory as
 //! `dgsp-manager` (`cargo test --workspace` builds them; `scripts/test.sh` does).
 
-#[path = "support/cli.rs"]
-mod cli_support;
-#[path = "support/services.rs"]
-mod services;
+use crate::cli_support;
+use crate::services;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

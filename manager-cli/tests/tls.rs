@@ -6,12 +6,9 @@
 //! loopback unless `--allow-plain-http` says so: refused before any connection, naming the
 //! flag.
 
-#[path = "support/cli.rs"]
-mod cli_support;
-#[path = "support/logs.rs"]
-mod logs;
-#[path = "support/services.rs"]
-mod services;
+use crate::cli_support;
+use crate::logs;
+use crate::services;
 
 use std::time::{Duration, Instant};
 

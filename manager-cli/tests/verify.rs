@@ -7,10 +7,8 @@
 //! signature that does not verify here although the gateway says valid, a snapshot below
 //! `--min-snapshot`, and a stale answer. The honest answer passes every check.
 
-#[path = "support/cli.rs"]
-mod cli_support;
-#[path = "../../gateway/tests/support/mod.rs"]
-mod support;
+use crate::cli_support;
+use crate::support;
 
 use std::path::Path;
 

@@ -3,10 +3,8 @@
 //! verify (with an offline proof check) → open → judge → revoke → revoked with a proof that
 //! checks offline → export → audit. The same path as docs/walkthrough.md.
 
-#[path = "support/cli.rs"]
-mod cli_support;
-#[path = "../../gateway/tests/support/mod.rs"]
-mod support;
+use crate::cli_support;
+use crate::support;
 
 use std::path::PathBuf;
 

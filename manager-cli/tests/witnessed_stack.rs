@@ -40,10 +40,8 @@
 //!
 //! `DGSP_SKIP_WITNESSES=1` skips it, saying so.
 
-#[path = "support/cli.rs"]
-mod cli_support;
-#[path = "support/services.rs"]
-mod services;
+use crate::cli_support;
+use crate::services;
 
 use std::path::Path;
 use std::process::Command;

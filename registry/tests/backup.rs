@@ -7,7 +7,7 @@
 //! Then the refusals: a non-empty target (online, offline, restore), a locked data directory,
 //! a directory that is not a backup, a manifest that does not match its log.
 
-mod support;
+use crate::support;
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;

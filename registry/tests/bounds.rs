@@ -5,7 +5,7 @@
 //! once the newest signed note is older than twice the cadence, and data directories
 //! created 0700 under the usual umask of 022.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -39,8 +39,9 @@ async fn start(feed_bytes_in_flight: usize, publisher: PublisherConfig) -> Regis
     Registry::start(11, config).await
 }
 
+/// (Named apart from `http`'s `post`, which takes JSON: both extend the shared `Registry`.)
 impl Registry {
-    async fn post(&self, path: &str, body: String) -> (StatusCode, Value) {
+    async fn post_text(&self, path: &str, body: String) -> (StatusCode, Value) {
         let r = self
             .client
             .post(format!("{}{path}", self.url))
@@ -85,11 +86,13 @@ const MIB: usize = 1 << 20;
 async fn feed_pages_in_flight_are_bounded_across_concurrent_requests() {
     let reg = start(40 * MIB, PublisherConfig::default()).await;
     let (status, _) = reg
-        .post("/admin/v1/members", json!({"username": "big"}).to_string())
+        .post_text("/admin/v1/members", json!({"username": "big"}).to_string())
         .await;
     assert_eq!(status, StatusCode::CREATED);
     support::reserve_certificates(&reg.running.state.writer, 0, CERTS).await;
-    let (status, revoked) = reg.post("/admin/v1/members/0/revoke", "{}".into()).await;
+    let (status, revoked) = reg
+        .post_text("/admin/v1/members/0/revoke", "{}".into())
+        .await;
     assert_eq!(status, StatusCode::OK);
     let seq = revoked["seq"].as_u64().unwrap();
     // The revocation is written in parts of at most MAX_ZETAS_PER_ENTRY zetas (each entry
@@ -173,7 +176,7 @@ async fn refuses_one_byte_more(reg: &Registry, path: &str, field: &str, limit: u
     let (prefix, suffix) = (format!("{{\"{field}\": \""), "\"}");
     let fill = limit + 1 - prefix.len() - suffix.len();
     let (status, p) = reg
-        .post(path, format!("{prefix}{}{suffix}", "A".repeat(fill)))
+        .post_text(path, format!("{prefix}{}{suffix}", "A".repeat(fill)))
         .await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(p["type"], "urn:dgsp:problem:body-too-large", "{p}");
@@ -194,7 +197,7 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     )
     .await;
     let (status, _) = reg
-        .post(
+        .post_text(
             "/admin/v1/members",
             json!({"username": "alice"}).to_string(),
         )
@@ -206,14 +209,16 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     let username = "\\u0041".repeat(128);
     let join = format!("{{\"username\": \"{username}\"}}");
     assert!(join.len() <= JOIN_BODY_LIMIT);
-    let (status, p) = reg.post("/admin/v1/members", join).await;
+    let (status, p) = reg.post_text("/admin/v1/members", join).await;
     assert_eq!(status, StatusCode::CREATED, "{p}");
     refuses_one_byte_more(&reg, "/admin/v1/members", "username", JOIN_BODY_LIMIT).await;
 
     let key = B64.encode([7u8; MAX_N]);
     let issue = json!({"cid_star": key, "wots_pks": vec![key.clone(); MAX_ISSUE]}).to_string();
     assert!(issue.len() * 2 <= ISSUE_BODY_LIMIT, "{}", issue.len());
-    let (status, p) = reg.post("/admin/v1/members/0/certificates", issue).await;
+    let (status, p) = reg
+        .post_text("/admin/v1/members/0/certificates", issue)
+        .await;
     assert_eq!(
         status,
         StatusCode::BAD_REQUEST,
@@ -228,7 +233,7 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
         "signature": B64.encode(vec![2u8; LARGEST_SIGNATURE]),
     })
     .to_string();
-    let (status, p) = reg.post("/admin/v1/open", open).await;
+    let (status, p) = reg.post_text("/admin/v1/open", open).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "not a signature: {p}");
     assert_eq!(p["field"], "signature", "{p}");
     refuses_one_byte_more(&reg, "/admin/v1/open", "message", OPEN_BODY_LIMIT).await;
@@ -239,7 +244,7 @@ async fn each_write_route_has_a_body_limit_sized_to_what_it_carries() {
     let names: Vec<String> = (0..10_000).map(|i| format!("{i:0>120}")).collect();
     let bulk = json!({ "usernames": names }).to_string();
     assert!(bulk.len() > 1 << 20);
-    let (status, p) = reg.post("/admin/v1/members/bulk", bulk).await;
+    let (status, p) = reg.post_text("/admin/v1/members/bulk", bulk).await;
     assert_eq!(status, StatusCode::CREATED, "{p}");
     reg.shutdown().await;
 }

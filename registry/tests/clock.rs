@@ -2,7 +2,7 @@
 //! than the tolerance halts the registry with the reason, instead of dating every later
 //! note 1 ms after the last one; a step within the tolerance is absorbed.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! registry is `kill -9`ed at random moments, 20 times. Afterwards every acknowledged write
 //! is in the log, the chain verifies, and the projections equal a rebuild from the log.
 
-mod support;
+use crate::support;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! of ~9 MB each, a page of `limit=1000` stops at 16 MiB, still holds at least one entry,
 //! and paging by the last seq received covers the whole chain exactly once.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The registry over real HTTP on loopback: a member's whole flow through the admin API,
 //! and the bad-input table (each refusal is problem+json and leaves the log unchanged).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

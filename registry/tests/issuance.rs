@@ -3,7 +3,7 @@
 //! retry after completion is answered from kept certificates without signing. Everything is
 //! observed through `/metrics`, never through timing.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

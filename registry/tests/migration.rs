@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-mod support;
+use crate::support;
 
 use dgsp_registry::store::Store;
 use dgsp_wire::events::Event;

@@ -6,7 +6,7 @@
 //! - An injected storage failure in the writer or the publisher halts the registry: it goes
 //!   not-ready and refuses writes (503), no acknowledged write is lost, a restart recovers.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

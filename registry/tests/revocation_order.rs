@@ -11,7 +11,7 @@
 //!   starts, serves no proof from the bad snapshot, publishes a corrected one first, and
 //!   `dgsp-registry verify` names the bad checkpoint and says it was repaired.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::path::Path;

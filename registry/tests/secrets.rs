@@ -4,7 +4,7 @@
 //! private regular files are used; short tokens are refused; a token on the command line
 //! is accepted with a warning, one from the environment silently.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};

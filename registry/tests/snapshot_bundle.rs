@@ -3,7 +3,7 @@
 //! serves the same bytes at `/v1/log/snapshot/<N>`, and the bundle verifies against the
 //! snapshot's signed root and the checkpoint's `snapshot` line.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The RocksDB store on disk: atomic commits, restart, chain verification, and a rebuild
 //! that reproduces the live projections byte for byte.
 
-mod support;
+use crate::support;
 
 use dgsp_registry::store::{Head, Store};
 use dgsp_wire::events::Event;

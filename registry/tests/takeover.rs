@@ -15,7 +15,7 @@
 //! Runs against the tests' S3 server (SeaweedFS, `scripts/s3.sh`); under `DGSP_SKIP_S3=1`
 //! it runs against a local directory instead, and says so.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};

@@ -7,7 +7,7 @@
 //! the group key's statement (`GET /v1/log/key`) names, served and mirrored beside
 //! `checkpoint`, and the mirror writes the statement as `key`.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::sync::Arc;

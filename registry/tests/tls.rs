@@ -6,7 +6,7 @@
 //! certificate, without a restart. And the admin token never goes over plain http:// to a
 //! host that is not loopback without `--allow-plain-http`, refused before any connection.
 
-mod support;
+use crate::support;
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;

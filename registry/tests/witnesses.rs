@@ -10,7 +10,7 @@
 //!
 //! `DGSP_SKIP_WITNESSES=1` skips it, saying so.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -10,14 +10,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
-WB=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-TOOLS="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}/tools/wasm-bindgen-$WB"
-if ! "$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | grep -qx "wasm-bindgen $WB"; then
-  say "installing wasm-bindgen-cli $WB into $TOOLS"
-  # --locked first; without it when the registry lacks a version its lock file names.
-  cargo install wasm-bindgen-cli --version "=$WB" --locked --root "$TOOLS" \
-    || cargo install wasm-bindgen-cli --version "=$WB" --root "$TOOLS"
-fi
+# wasm-bindgen-cli at the wasm-bindgen crate's exact version, built once (scripts/tools.sh).
+WASM_BINDGEN=$(../../scripts/tools.sh wasm-bindgen)
 rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
 
@@ -25,7 +19,7 @@ say "building the WebAssembly module"
 start=$(date +%s)
 cargo build --target wasm32-unknown-unknown --release --locked
 rm -rf pkg
-"$TOOLS/bin/wasm-bindgen" --target web --out-dir pkg \
+"$WASM_BINDGEN" --target web --out-dir pkg \
   "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/dgsp_verifier_wasm.wasm"
 WASM=pkg/dgsp_verifier_wasm_bg.wasm
 # wasm-opt -Os when binaryen is installed, kept only if the module still loads and runs

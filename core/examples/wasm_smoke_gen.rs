@@ -1,10 +1,17 @@
-//! Host side of the smoke test: makes a group, one member and one signature, and writes
-//! `pk.bin`, `msg.bin` and `sig.bin` to the directory given as the only argument.
+//! The host side of the WebAssembly smoke test (`./scripts/wasm-smoke.sh`): makes a group,
+//! one member and one signature, and writes `pk.bin`, `msg.bin` and `sig.bin` to DIR, for
+//! the verify-only dgsp-core in wasm32 to check under Node.js.
+//!
+//! `cargo run -p dgsp-core --example wasm_smoke_gen -- DIR [PARAM_SET]` (default sha2-128f)
 
 use dgsp_core::{InMemoryPlm, Manager, MemberKey, ParamSet};
 
 fn main() {
-    let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("usage: gen DIR"));
+    let dir = std::path::PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .expect("usage: wasm_smoke_gen DIR [PARAM_SET]"),
+    );
     let params: ParamSet = std::env::args()
         .nth(2)
         .map_or(ParamSet::Sha2_128f, |s| s.parse().expect("parameter set"));
