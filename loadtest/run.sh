@@ -2,14 +2,15 @@
 # Load tests on goose against the real binaries: a fresh registry and gateway on loopback,
 # fixtures made through the registry's admin API, then per scenario the raw core on the same
 # fixtures (before and after), goose closed-loop at saturation (every answer checked), the
-# open-loop probe at a fraction of that rate (oha, coordinated omission corrected) beside
+# open-loop probe at a fraction of that rate (dgsp-loadtest's open loop, coordinated omission
+# corrected) beside
 # the machine's own stalls, and the report that holds them to the scenario's thresholds
 # (loadtest/src/thresholds.rs). See loadtest/README.md.
 #
 #   ./loadtest/run.sh verify     # JSON and binary bodies; or batch, judge, reads, mixed, all
 #
 # Writes, per scenario, loadtest/results/<UTC stamp>/<scenario>/: goose.html and goose.json
-# (goose's reports), load.json (the closed loop), probe.json and oha.json (the open loop),
+# (goose's reports), load.json (the closed loop), probe.json (the open loop),
 # raw-*.json, cpu.txt, and summary.json and summary.txt (the verdict, also printed); and in
 # loadtest/results/<UTC stamp>/ the run's plots, throughput.svg and latency.svg.
 # Exits non-zero when a scenario fails a threshold.
@@ -34,9 +35,8 @@
 #                                bounds: every correctness rule, loose time bounds); the
 #                                test command runs it
 #   LOADTEST_KEEP       [0]      1: keep the state directory (data, fixtures, logs)
-#   LOADTEST_PIN        [1]      with 4 or more cores: goose and oha on the last quarter of
+#   LOADTEST_PIN        [1]      with 4 or more cores: goose and the probe on the last quarter of
 #                                them, the registry, gateway and raw core on the rest
-#   OHA_VERSION         [1.16.0] installed with `cargo install` into ~/.cache/dgsp/tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -69,7 +69,6 @@ PARAMS="${LOADTEST_PARAMS:-sha2-128f}"
 REG_LISTEN="${LOADTEST_REGISTRY:-127.0.0.1:7350}"
 GW_LISTEN="${LOADTEST_GATEWAY:-127.0.0.1:7450}"
 PROFILE="${LOADTEST_PROFILE:-release}"
-OHA_VERSION="${OHA_VERSION:-1.16.0}"
 RESULTS="${LOADTEST_RESULTS:-$ROOT/loadtest/results}"
 CACHE="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}"
 
@@ -77,10 +76,6 @@ ensure_rust
 ensure_system_packages
 use_shared_target_dir
 
-# oha (MIT) is the open-loop probe: one pinned version (OHA_VERSION), built once with cargo
-# into the tools cache (scripts/tools.sh; about 4 minutes cold on 2 cores), then reused.
-OHA=$(OHA_VERSION="$OHA_VERSION" "$ROOT/scripts/tools.sh" oha)
-"$OHA" --version
 
 say "building dgsp-registry, dgsp-gateway and dgsp-loadtest ($PROFILE)"
 if [ "$PROFILE" = dev ]; then
@@ -121,7 +116,7 @@ if [ "${LOADTEST_PIN:-1}" = 1 ] && [ "${#ALLOWED[@]}" -ge 4 ]; then
   GEN_LIST=$(IFS=,; echo "${ALLOWED[*]: -GEN_N}")
   PIN_GEN=(taskset -c "$GEN_LIST") PIN_SVC=(taskset -c "$SVC_LIST") PINNED=(--pinned)
   export DGSP_STACK_CPUS="$SVC_LIST"
-  PINNING="registry, gateway and raw core on CPUs $SVC_LIST; goose and oha on CPUs $GEN_LIST"
+  PINNING="registry, gateway and raw core on CPUs $SVC_LIST; goose and the probe on CPUs $GEN_LIST"
 fi
 say "cores: ${#ALLOWED[@]}; $PINNING"
 
@@ -197,13 +192,13 @@ for sc in "${SCENARIOS[@]}"; do
   grep -v '^\s*$' "$OUT/load.log" | tail -n 30
   [ -f "$OUT/load.json" ] || { echo "$sc: goose wrote no load.json (exit $LOAD_EXIT); see $OUT/load.log" >&2; FAILED+=("$sc"); continue; }
 
-  say "$sc: oha, open loop at $FRACTION of the closed loop's rate, ${PROBE_SECS} s (after ${STALL_SECS} s of the machine's own stalls)"
+  say "$sc: the open loop at $FRACTION of the closed loop's rate, ${PROBE_SECS} s (after ${STALL_SECS} s of the machine's own stalls)"
   PROBE_DIR="$STATE/probe-$sc"
   "${PIN_GEN[@]}" "$LT" probe --scenario "$sc" --gateway "http://$GW_LISTEN" \
     --registry "http://$REG_LISTEN" --fixtures "$FIX" --load "$OUT/load.json" \
-    --fraction "$FRACTION" --secs "$PROBE_SECS" --batch "$BATCH" --oha "$OHA" \
+    --fraction "$FRACTION" --secs "$PROBE_SECS" --batch "$BATCH" \
     --stall-secs "$STALL_SECS" --out "$PROBE_DIR" || { FAILED+=("$sc"); continue; }
-  cp "$PROBE_DIR/probe.json" "$PROBE_DIR/oha.json" "$OUT/"
+  cp "$PROBE_DIR/probe.json" "$OUT/"
 
   say "$sc: raw core verify on the same fixtures (after)"
   "${PIN_SVC[@]}" "$LT" raw --fixtures "$FIX" --secs "$RAW_SECS" > "$OUT/raw-after.json"

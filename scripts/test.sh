@@ -14,7 +14,7 @@ use_shared_target_dir
 export DGSP_WORKSPACE_BUILD=1
 
 # The tools later steps build from source (cargo-deny, the witnesses, SeaweedFS,
-# wasm-bindgen-cli, cargo-fuzz and the fuzz targets' ASan build, oha: about 20 minutes of
+# wasm-bindgen-cli, cargo-fuzz and the fuzz targets' ASan build: about 17 minutes of
 # both cores on a cold machine) are built in the background at the lowest CPU and I/O
 # priority, in the time the build and the tests leave a core idle; a step that needs one
 # waits on its lock (scripts/tools.sh). DGSP_PREBUILD=0 builds each in its own step.
@@ -26,6 +26,19 @@ else
   say "building the tools of later steps in the background at idle priority (scripts/tools.sh prebuild, log $prebuild_log)"
   setsid nice -n 19 ionice -c 3 ./scripts/tools.sh prebuild >"$prebuild_log" 2>&1 &
   prebuild_pid=$!
+  # Its own session (so the trap below can stop all of it) is its own autogroup where the
+  # kernel groups tasks by session (sched_autogroup_enabled): the group, not only its tasks,
+  # must be niced, or the scheduler shares the CPU half and half between this run and the
+  # background (measured on 2026-11-27: the background took about half of both cores during
+  # the workspace's build). Only once setsid has made the new session: before, the autogroup
+  # is still this run's own.
+  for _ in $(seq 50); do
+    if [ "$(ps -o sid= -p "$prebuild_pid" 2>/dev/null | tr -d ' ')" = "$prebuild_pid" ]; then
+      echo 19 >"/proc/$prebuild_pid/autogroup" 2>/dev/null || true
+      break
+    fi
+    sleep 0.1
+  done
   trap '[ -n "$prebuild_pid" ] && kill -- -"$prebuild_pid" 2>/dev/null; true' EXIT
 fi
 
@@ -41,9 +54,6 @@ say "lints and the build (clippy -D warnings as the compiler of the workspace's 
 # dependency a second time (6 min 43 s cold). dgsp-core's `serde` feature is linted here
 # too: the workspace turns it on.
 cargo_linted build --workspace --all-targets --locked
-
-say "supply chain (cargo deny: licences, bans and duplicates, sources; advisories of every lock file against the RustSec snapshot in ../shared/rustsec; npm and Python: docs/dependencies.md)"
-./scripts/supply-chain.sh
 
 say "the verifier alone (dgsp-core without 'sign': no C, no OS randomness) builds for wasm32, its unit tests pass in WebAssembly (wasm32-wasip1 under Node's WASI), and a signature made on the host verifies in wasm32-unknown-unknown under node"
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -71,9 +81,6 @@ tally ./scripts/chaos.sh
 say "the Python verifier SDK (sdk/python: abi3 wheel, conformance vectors, live registry + gateway)"
 tally ./sdk/python/test.sh
 
-say "the JavaScript verifier SDK (sdk/js: wasm build, node tests on the vectors and a live stack, the verification page in headless Chromium)"
-DGSP_BIN="$CARGO_TARGET_DIR/debug" tally ./sdk/js/test.sh
-
 say "dgsp-compare smoke run: every contender, sweep and plot once, seconds (the full run: cargo bench -p dgsp-comparison --bench compare; docs/comparison.md)"
 # Run from the workspace's build (two benches are named `compare`, dgsp-core's and this one,
 # so `--workspace --bench compare` would run both, and `-p dgsp-comparison` alone resolves
@@ -91,13 +98,10 @@ say "gateway bench smoke run: every run of cargo bench -p dgsp-gateway --bench g
 DGSP_BENCH_SIGS=16 DGSP_BENCH_SECS=0.5 DGSP_BENCH_STALL_SECS=0.2 DGSP_BENCH_STRICT=1 \
   cargo_linted bench --workspace --bench gateway --profile dev --locked
 
-say "fuzzing every decoder of untrusted bytes and the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS per target, default 60; 0 skips; docs/fuzzing.md)"
-./scripts/fuzz.sh
-
 say "OpenAPI documents against the running services (schemathesis; dev build from the tests)"
 API_CHECK_PROFILE=dev ./scripts/api-check.sh
 
-say "load test smoke run: every scenario of ./loadtest/run.sh (goose closed loop with every answer checked, revocations under load, the oha open-loop probe), tiny and seconds long, every correctness rule held (oha built once into ~/.cache/dgsp/tools, about 4 min cold; the real numbers: docs/benchmarks.md)"
+say "load test smoke run: every scenario of ./loadtest/run.sh (goose closed loop with every answer checked, revocations under load, the open-loop probe), tiny and seconds long, every correctness rule held (the real numbers: docs/benchmarks.md)"
 LOADTEST_RESULTS=$(mktemp -d -t dgsp-loadtest.XXXXXX)
 LOADTEST_SMOKE=1 LOADTEST_PROFILE=dev LOADTEST_RESULTS="$LOADTEST_RESULTS" ./loadtest/run.sh all
 rm -rf "$LOADTEST_RESULTS"
@@ -119,8 +123,19 @@ else
   ./scripts/image-source.sh
 fi
 
+# Last, the steps whose tools take longest to build from source (wasm-bindgen-cli, the
+# fuzz targets under ASan, cargo-deny): the background builds them meanwhile (scripts/tools.sh).
+say "the JavaScript verifier SDK (sdk/js: wasm build, node tests on the vectors and a live stack, the verification page in headless Chromium)"
+DGSP_BIN="$CARGO_TARGET_DIR/debug" tally ./sdk/js/test.sh
+
+say "fuzzing every decoder of untrusted bytes and the SPHINCS+ verifier against PQClean, bounded (DGSP_FUZZ_SECONDS per target, default 60; 0 skips; docs/fuzzing.md)"
+./scripts/fuzz.sh
+
+say "supply chain (cargo deny: licences, bans and duplicates, sources; advisories of every lock file against the RustSec snapshot in ../shared/rustsec; npm and Python: docs/dependencies.md)"
+./scripts/supply-chain.sh
+
 if [ -n "$prebuild_pid" ]; then
-  # Long done by now (oha is the last of them, and the load test waited for it).
+  # Long done by now (the fuzz build is the last of them, and the fuzzing step waited for it).
   rc=0; wait "$prebuild_pid" || rc=$?
   prebuild_pid=
   say "background tool builds: $( [ "$rc" = 0 ] && echo "all built" || echo "exit $rc (the steps built what failed again)")"

@@ -3,7 +3,6 @@
 # ${DGSP_CACHE_DIR:-~/.cache/dgsp}/tools (pinned versions), each under its own lock (flock),
 # so a tool is never built twice at once nor used half-installed:
 #   scripts/tools.sh cargo-deny      # installs when missing, prints the binary's path
-#   scripts/tools.sh oha             # the same for oha (load-test probe)
 #   scripts/tools.sh wasm-bindgen    # the same for wasm-bindgen-cli, at sdk/js's wasm-bindgen version
 #   scripts/tools.sh fuzz            # the nightly toolchain, cargo-fuzz, and the fuzz targets' ASan build
 #   scripts/tools.sh prebuild        # all of the above and the Go tools (SeaweedFS, the witnesses)
@@ -23,7 +22,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/lib.sh"
 
 DENY_VERSION=0.20.2
-OHA_VERSION="${OHA_VERSION:-1.16.0}"
 CACHE="${DGSP_CACHE_DIR:-$HOME/.cache/dgsp}"
 TOOLS="${DGSP_TOOLS_DIR:-$CACHE/tools}"
 mkdir -p "$TOOLS"
@@ -46,13 +44,6 @@ install_cargo_deny() {
   # for a tool that runs for seconds here. Built without (the config overrides the manifest).
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     cargo install cargo-deny --version "=$DENY_VERSION" --locked --root "$root"
-}
-
-install_oha() {
-  local root="$TOOLS/oha-$OHA_VERSION"
-  if [ -x "$root/bin/oha" ] && "$root/bin/oha" --version 2>/dev/null | grep -q "$OHA_VERSION"; then return 0; fi
-  say "installing oha $OHA_VERSION into $root (once: cargo install, about 4 minutes on 2 cores)"
-  cargo install oha --version "$OHA_VERSION" --locked --root "$root" --quiet
 }
 
 wasm_bindgen_version() {
@@ -92,19 +83,19 @@ build_fuzz() {
 ensure_rust >&2
 case "${1:-}" in
   cargo-deny) with_lock cargo-deny install_cargo_deny >&2; echo "$TOOLS/cargo-deny-$DENY_VERSION/bin/cargo-deny" ;;
-  oha) with_lock oha install_oha >&2; echo "$TOOLS/oha-$OHA_VERSION/bin/oha" ;;
   wasm-bindgen) with_lock wasm-bindgen install_wasm_bindgen >&2; echo "$TOOLS/wasm-bindgen-$(wasm_bindgen_version)/bin/wasm-bindgen" ;;
   fuzz) build_fuzz >&2; fuzz_target_dir ;;
   prebuild)
-    # In the order the test command needs them. Each failure is reported and the rest go on.
+    # In the order the test command needs them (scripts/test.sh runs the steps that need
+    # wasm-bindgen-cli, the fuzz build and cargo-deny last). Each failure is reported and the
+    # rest go on.
     failed=()
     step() { local t=$SECONDS; if "$@"; then say "prebuild: $* done in $((SECONDS - t)) s"; else failed+=("$*"); say "prebuild: $* FAILED (the step that needs it builds it again)"; fi; }
-    step "$0" cargo-deny
     if [ "${DGSP_SKIP_WITNESSES:-0}" != 1 ]; then step "$here/witnesses.sh" install; fi
     if [ "${DGSP_SKIP_S3:-0}" != 1 ]; then step "$here/s3.sh" install; fi
     step "$0" wasm-bindgen
     if [ "${DGSP_FUZZ_SECONDS:-60}" != 0 ]; then step "$0" fuzz; fi
-    step "$0" oha
+    step "$0" cargo-deny
     [ ${#failed[@]} = 0 ] || { say "prebuild: failed: ${failed[*]}"; exit 1; }
     ;;
   *) sed -n '2,16p' "$0" >&2; exit 2 ;;

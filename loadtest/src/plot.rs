@@ -204,7 +204,7 @@ fn latency(
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "Open loop at half the saturation rate (oha, from the scheduled send) — {stamp}"
+                "Open loop at half the saturation rate (open loop, from the scheduled send) — {stamp}"
             ),
             ("sans-serif", 15),
         )

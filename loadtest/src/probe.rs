@@ -3,30 +3,35 @@
 //! from each request's scheduled send time, so that a stall of the gateway is charged to
 //! every request that should have been sent during it (coordinated omission corrected).
 //!
-//! The probe is `oha` (MIT, crates.io) with `-q RATE --latency-correction`, not goose: goose
-//! is a closed loop (each user sends its next request when the last is answered), and its
-//! coordinated-omission mitigation backfills the requests each user would have sent at its
-//! own average cadence, an estimate made from the very loop that the stall slowed down;
-//! oha schedules every request on a fixed clock and measures from that schedule, which is
-//! the open-loop model itself (wrk2's). The bodies are the fixtures' own (one per line,
-//! `-Z`; the binary body, which has newlines, is one signature sent each time, and the
-//! reads are the fixture's URLs, `--urls-from-file`). oha checks status codes, not bodies:
-//! the answers' content is checked by the goose run of the same scenario.
+//! The probe is this crate's open loop (`open_loop`), not goose: goose is a closed loop
+//! (each user sends its next request when the last is answered), and its coordinated-omission
+//! mitigation backfills the requests each user would have sent at its own average cadence, an
+//! estimate made from the very loop that the stall slowed down; the open loop schedules every
+//! request on a fixed clock and measures from that schedule, which is the open-loop model
+//! itself (wrk2's; until 2026-11-27 the probe ran oha 1.16 with `-q RATE
+//! --latency-correction`, the same model). The bodies are the fixtures' own, one per request
+//! in turn (the binary body is one signature sent each time; the reads are the fixture's
+//! URLs). The probe counts status codes, not bodies: the answers' content is checked by the
+//! goose run of the same scenario.
 //!
 //! Before the probe, with nothing of the test running, the machine's own stalls are
 //! measured (`dgsp_gateway::stalls`, as the gateway's bench does) and reported beside the
 //! tail: a tail shorter than the stalls cannot be promised on this machine.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{read_json, write, Error, Result};
+use crate::error::{read_json, Error, Result};
 use crate::load::{LoadSummary, Scenario};
 use crate::model::{body, JudgeItem, VerifyItem, ZetaItem};
+use crate::open_loop::{self, Outcome, Plan};
+
+/// How the probe is named in its report.
+const TOOL: &str = "dgsp-loadtest, fixed schedule";
 
 /// Options of `probe`.
 #[derive(Debug, clap::Args)]
@@ -52,20 +57,17 @@ pub struct Args {
     /// Seconds of the probe.
     #[arg(long, default_value_t = 15)]
     secs: u64,
-    /// Connections oha keeps open (requests in flight at most; a request scheduled while
-    /// all are busy waits, and its wait is counted).
+    /// Requests in flight at most (a request scheduled while all are busy waits, and its
+    /// wait is counted).
     #[arg(long, default_value_t = 32)]
     connections: usize,
     /// Items per batch request (batch).
     #[arg(long, default_value_t = 32)]
     batch: usize,
-    /// The oha binary.
-    #[arg(long, env = "DGSP_OHA", default_value = "oha")]
-    oha: PathBuf,
     /// Seconds of the stall measurement before the probe (0: none).
     #[arg(long, default_value_t = 3.0)]
     stall_secs: f64,
-    /// Where to write `probe.json`, oha's own report (`oha.json`) and its inputs.
+    /// Where to write `probe.json`.
     #[arg(long)]
     out: PathBuf,
 }
@@ -110,8 +112,8 @@ pub struct ProbeSummary {
     pub requests: u64,
     /// Answers that were not 200, and requests without an answer.
     pub not_ok: u64,
-    /// Requests in flight or waiting for their slot when the run's time was up, which oha
-    /// cancels (not counted as answers or as failures).
+    /// Requests in flight or waiting for their slot when the run's time was up, cancelled
+    /// (not counted as answers or as failures).
     #[serde(default)]
     pub cut_at_end: u64,
     /// Latency from the scheduled send time, ms.
@@ -132,44 +134,42 @@ pub struct ProbeSummary {
     pub stalls: Option<StallLine>,
 }
 
-/// What oha is given for one scenario.
+/// What the open loop sends for one scenario.
 struct Target {
     request: String,
-    method: &'static str,
-    url: String,
+    method: reqwest::Method,
+    /// Request `i` goes to `urls[i % len]`.
+    urls: Vec<String>,
     content_type: Option<&'static str>,
-    /// `-Z` (one body per line), `-D` (one body) or `--urls-from-file`.
-    input: Input,
-}
-
-enum Input {
-    BodyLines(Vec<u8>),
-    Body(Vec<u8>),
-    Urls(Vec<u8>),
-}
-
-fn lines<T>(items: &[T], f: impl Fn(&T) -> String) -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in items {
-        out.extend_from_slice(f(i).as_bytes());
-        out.push(b'\n');
-    }
-    out
+    /// Request `i` carries `bodies[i % len]` (none: no body).
+    bodies: Vec<Bytes>,
 }
 
 fn target(a: &Args) -> Result<Target> {
     let gw = a.gateway.trim_end_matches('/');
     let verify = || read_json::<Vec<VerifyItem>>(&a.fixtures.join("verify.json"));
-    let verify_line = |v: &VerifyItem| body::verify(&v.message, &v.signature);
+    let json =
+        |bodies: Vec<String>| -> Vec<Bytes> { bodies.into_iter().map(Bytes::from).collect() };
+    let post = |request: &str, path: &str, content_type, bodies| Target {
+        request: request.into(),
+        method: reqwest::Method::POST,
+        urls: vec![format!("{gw}{path}")],
+        content_type: Some(content_type),
+        bodies,
+    };
     Ok(match a.scenario {
         // mixed: its doomed members are revoked by now; the probe is the verify stream.
-        Scenario::Verify | Scenario::Mixed => Target {
-            request: "POST /v1/verify".into(),
-            method: "POST",
-            url: format!("{gw}/v1/verify"),
-            content_type: Some("application/json"),
-            input: Input::BodyLines(lines(&verify()?, verify_line)),
-        },
+        Scenario::Verify | Scenario::Mixed => post(
+            "POST /v1/verify",
+            "/v1/verify",
+            "application/json",
+            json(
+                verify()?
+                    .iter()
+                    .map(|v| body::verify(&v.message, &v.signature))
+                    .collect(),
+            ),
+        ),
         Scenario::VerifyBinary => {
             let items = verify()?;
             let v = items
@@ -181,51 +181,47 @@ fn target(a: &Args) -> Result<Target> {
                     .map_err(|e| Error::Usage(format!("verify.json: {e}")))
             };
             let (m, s) = (dec(&v.message)?, dec(&v.signature)?);
-            Target {
-                request: "POST /v1/verify (binary)".into(),
-                method: "POST",
-                url: format!("{gw}/v1/verify"),
-                content_type: Some(dgsp_gateway::api::body::BINARY),
-                input: Input::Body(dgsp_gateway::api::body::encode_binary(
+            post(
+                "POST /v1/verify (binary)",
+                "/v1/verify",
+                dgsp_gateway::api::body::BINARY,
+                vec![Bytes::from(dgsp_gateway::api::body::encode_binary(
                     &[(&m[..], &s[..])],
                     false,
-                )),
-            }
+                ))],
+            )
         }
-        Scenario::Batch => {
-            let items = verify()?;
-            let bodies: Vec<String> = items
-                .chunks_exact(a.batch.max(1))
-                .map(body::batch)
-                .collect();
-            Target {
-                request: "POST /v1/verify/batch".into(),
-                method: "POST",
-                url: format!("{gw}/v1/verify/batch"),
-                content_type: Some("application/json"),
-                input: Input::BodyLines(lines(&bodies, String::clone)),
-            }
-        }
+        Scenario::Batch => post(
+            "POST /v1/verify/batch",
+            "/v1/verify/batch",
+            "application/json",
+            json(
+                verify()?
+                    .chunks_exact(a.batch.max(1))
+                    .map(body::batch)
+                    .collect(),
+            ),
+        ),
         Scenario::Judge => {
             let judge: Vec<JudgeItem> = read_json(&a.fixtures.join("judge.json"))?;
-            Target {
-                request: "POST /v1/judge".into(),
-                method: "POST",
-                url: format!("{gw}/v1/judge"),
-                content_type: Some("application/json"),
-                input: Input::BodyLines(lines(&judge, body::judge)),
-            }
+            post(
+                "POST /v1/judge",
+                "/v1/judge",
+                "application/json",
+                json(judge.iter().map(body::judge).collect()),
+            )
         }
         Scenario::Reads => {
             let zetas: Vec<ZetaItem> = read_json(&a.fixtures.join("zetas.json"))?;
             Target {
                 request: "GET /v1/revocations/{zeta}/proof".into(),
-                method: "GET",
-                url: String::new(),
+                method: reqwest::Method::GET,
+                urls: zetas
+                    .iter()
+                    .map(|z| format!("{gw}/v1/revocations/{}/proof", z.zeta))
+                    .collect(),
                 content_type: None,
-                input: Input::Urls(lines(&zetas, |z| {
-                    format!("{gw}/v1/revocations/{}/proof", z.zeta)
-                })),
+                bodies: Vec::new(),
             }
         }
     })
@@ -275,123 +271,76 @@ pub async fn run(a: Args) -> Result<()> {
         }
     });
 
-    let report = a.out.join("oha.json");
-    let mut cmd = tokio::process::Command::new(&a.oha);
-    cmd.arg("--no-tui")
-        .args(["--output-format", "json", "-o"])
-        .arg(&report)
-        .args(["-z", &format!("{}s", a.secs)])
-        .args(["-q", &format!("{rate:.2}")])
-        .arg("--latency-correction")
-        .args(["-c", &a.connections.to_string()])
-        .args(["-m", t.method])
+    if t.urls.is_empty() || (t.method == reqwest::Method::POST && t.bodies.is_empty()) {
+        return Err(Error::Usage(format!(
+            "{}: no request to send for {}",
+            a.fixtures.display(),
+            t.request
+        )));
+    }
+    let plan = Plan {
+        method: t.method.clone(),
+        urls: t.urls.clone(),
+        bodies: t.bodies.clone(),
+        content_type: t.content_type,
+        rate,
+        duration: Duration::from_secs(a.secs),
+        connections: a.connections,
         // A request that takes this long is an error, not a latency.
-        .args(["-t", "30s"]);
-    if let Some(ct) = t.content_type {
-        cmd.args(["-H", &format!("content-type: {ct}")]);
-    }
-    match &t.input {
-        Input::BodyLines(b) => {
-            let p = a.out.join("bodies.txt");
-            write(&p, b)?;
-            cmd.arg("-Z").arg(p).arg(&t.url);
-        }
-        Input::Body(b) => {
-            let p = a.out.join("body.bin");
-            write(&p, b)?;
-            cmd.arg("-D").arg(p).arg(&t.url);
-        }
-        Input::Urls(u) => {
-            let p = a.out.join("urls.txt");
-            write(&p, u)?;
-            cmd.arg("--urls-from-file").arg(p);
-        }
-    }
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .map_err(|e| Error::Tool {
-            what: format!("running {}", a.oha.display()),
-            detail: format!(
-                "{e} (./loadtest/run.sh installs oha into ~/.cache/dgsp/tools/bin; or set DGSP_OHA)"
-            ),
-        })?;
-    if !out.status.success() {
-        return Err(Error::Tool {
-            what: format!("{} ({})", a.oha.display(), out.status),
-            detail: String::from_utf8_lossy(&out.stderr)
-                .chars()
-                .take(2000)
-                .collect(),
-        });
-    }
-    let oha: Value = read_json(&report)?;
-    let summary =
-        summarise(&t.request, &oha, saturation, a.fraction, rate, stalls).map_err(|detail| {
-            Error::Tool {
-                what: format!("{}: oha's report", report.display()),
-                detail,
-            }
-        })?;
+        timeout: Duration::from_secs(30),
+    };
+    let outcome = open_loop::run(&plan).await.map_err(|detail| Error::Tool {
+        what: "the open loop".into(),
+        detail,
+    })?;
+    let summary = summarise(&t.request, &outcome, saturation, a.fraction, rate, stalls);
     crate::error::write_json(&a.out.join("probe.json"), &summary)?;
     println!("{}", summary.text());
     Ok(())
 }
 
-/// Reads oha's JSON report.
+/// The summary of one open-loop run.
 fn summarise(
     request: &str,
-    oha: &Value,
+    o: &Outcome,
     saturation: f64,
     fraction: f64,
     target: f64,
     stalls: Option<StallLine>,
-) -> std::result::Result<ProbeSummary, String> {
-    let secs = |p: &str| {
-        oha.pointer(p)
-            .and_then(Value::as_f64)
-            .ok_or_else(|| format!("no number at {p}"))
-    };
-    let pct = |k: &str| {
-        oha["latencyPercentiles"][k]
-            .as_f64()
-            .map(|s| s * 1e3)
-            .ok_or_else(|| format!("no latencyPercentiles.{k}"))
-    };
-    let codes = oha["statusCodeDistribution"].clone();
-    let errors = oha["errorDistribution"].clone();
-    let count = |v: &Value| -> u64 {
-        v.as_object()
-            .map(|o| o.values().filter_map(Value::as_u64).sum())
-            .unwrap_or(0)
-    };
-    let ok = codes["200"].as_u64().unwrap_or(0);
-    let answered = count(&codes);
-    let total = secs("/summary/total")?;
-    // oha ends a `-z` run by cancelling what is in flight or waiting for its slot, and
-    // counts those as this error: the end of the run, not an answer of the service.
-    let cut = errors["aborted due to deadline"].as_u64().unwrap_or(0);
-    Ok(ProbeSummary {
-        tool: "oha 1.16 (-q RATE --latency-correction)".into(),
+) -> ProbeSummary {
+    let answered = o.answered();
+    let ok = o.status_codes.get(&200).copied().unwrap_or(0);
+    let errors: u64 = o.errors.values().sum();
+    let codes: serde_json::Map<String, Value> = o
+        .status_codes
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::from(*v)))
+        .collect();
+    let kinds: serde_json::Map<String, Value> = o
+        .errors
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from(*v)))
+        .collect();
+    ProbeSummary {
+        tool: TOOL.into(),
         request: request.to_owned(),
         saturation_per_s: saturation,
         fraction,
         target_per_s: target,
-        achieved_per_s: answered as f64 / total.max(f64::MIN_POSITIVE),
-        seconds: total,
+        achieved_per_s: answered as f64 / o.seconds.max(f64::MIN_POSITIVE),
+        seconds: o.seconds,
         requests: answered,
-        not_ok: answered - ok + count(&errors) - cut,
-        cut_at_end: cut,
-        p50_ms: pct("p50")?,
-        p90_ms: pct("p90")?,
-        p99_ms: pct("p99")?,
-        p999_ms: pct("p99.9")?,
-        max_ms: secs("/summary/slowest")? * 1e3,
-        status_codes: codes,
-        errors,
+        not_ok: answered - ok + errors,
+        cut_at_end: o.cut_at_end,
+        p50_ms: o.quantile_ms(0.5),
+        p90_ms: o.quantile_ms(0.9),
+        p99_ms: o.quantile_ms(0.99),
+        p999_ms: o.quantile_ms(0.999),
+        max_ms: o.quantile_ms(1.0),
+        status_codes: Value::Object(codes),
+        errors: Value::Object(kinds),
         stalls,
-    })
+    }
 }
 
 impl ProbeSummary {
@@ -433,23 +382,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_an_oha_report() {
-        let oha = serde_json::json!({
-            "summary": {"successRate": 1.0, "total": 10.0, "slowest": 0.050,
-                        "fastest": 0.0002, "average": 0.001, "requestsPerSec": 499.5},
-            "latencyPercentiles": {"p10": 0.0003, "p25": 0.0004, "p50": 0.0008, "p75": 0.001,
-                                   "p90": 0.002, "p95": 0.003, "p99": 0.009, "p99.9": 0.02,
-                                   "p99.99": 0.04},
-            "statusCodeDistribution": {"200": 4990, "503": 5},
-            "errorDistribution": {"connection closed": 2, "aborted due to deadline": 30}
-        });
-        let s = summarise("POST /v1/verify", &oha, 1000.0, 0.5, 500.0, None).unwrap();
-        assert_eq!(s.requests, 4995);
-        assert_eq!(s.not_ok, 7);
+    fn summarises_an_open_loop_run() {
+        let o = Outcome {
+            seconds: 10.0,
+            latencies_ms: (1..=1000).map(|i| f64::from(i) / 10.0).collect(),
+            status_codes: [(200, 990), (503, 10)].into(),
+            errors: [("connect".to_string(), 2)].into(),
+            cut_at_end: 30,
+        };
+        let s = summarise("POST /v1/verify", &o, 1000.0, 0.5, 500.0, None);
+        assert_eq!(s.requests, 1000);
+        assert_eq!(s.not_ok, 12);
         assert_eq!(s.cut_at_end, 30);
-        assert!((s.achieved_per_s - 499.5).abs() < 1e-9);
-        assert!((s.p99_ms - 9.0).abs() < 1e-9 && (s.p999_ms - 20.0).abs() < 1e-9);
-        assert!((s.max_ms - 50.0).abs() < 1e-9);
-        assert!(summarise("x", &serde_json::json!({}), 1.0, 0.5, 1.0, None).is_err());
+        assert!((s.achieved_per_s - 100.0).abs() < 1e-9);
+        assert!((s.p50_ms - 50.0).abs() < 1e-9 && (s.p99_ms - 99.0).abs() < 1e-9);
+        assert!((s.p999_ms - 99.9).abs() < 1e-9 && (s.max_ms - 100.0).abs() < 1e-9);
+        assert_eq!(s.status_codes["503"], 10);
+        assert_eq!(s.errors["connect"], 2);
+        assert!(s.text().contains("p99 99.00 ·"), "{}", s.text());
     }
 }
