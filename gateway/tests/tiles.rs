@@ -242,7 +242,19 @@ fn flip(path: &Path, at: impl Fn(usize) -> usize) {
     let mut b = std::fs::read(path).unwrap();
     let i = at(b.len());
     b[i] ^= 0x01;
-    std::fs::write(path, b).unwrap();
+    put(path, b);
+}
+
+/// Replaces the file at `path` with `bytes` in one step, as the registry's mirror does (a
+/// temporary file renamed over it): a gateway following the directory never reads a file
+/// half-written. (`std::fs::write` and `std::fs::copy` truncate first: a gateway polling at
+/// that moment read an empty bundle, `bad_tile`, where the test meant another fault.)
+fn put(path: &Path, bytes: impl AsRef<[u8]>) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".put-{}-{n}", std::process::id()));
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -391,13 +403,13 @@ fn publish_to(from: &Path, to: &Path, note: &str, tamper: impl FnOnce(&Path)) {
             if e.file_type().unwrap().is_dir() {
                 copy(&e.path(), &to.join(&name));
             } else {
-                std::fs::copy(e.path(), to.join(&name)).unwrap();
+                put(&to.join(&name), std::fs::read(e.path()).unwrap());
             }
         }
     }
     copy(from, to);
     tamper(to);
-    std::fs::write(to.join("checkpoint"), note).unwrap();
+    put(&to.join("checkpoint"), note);
 }
 
 /// The entry bundle of the tree of `size` entries that holds entry `size`.
@@ -512,7 +524,10 @@ async fn a_tampered_tile_is_refused_while_following() {
     assert_eq!(r["applied_seq"], held.size, "{r}");
     assert_eq!(g.verify(message, &sig).await["status"], "stale");
     // The honest bundle in its place: the checkpoint is applied, the revocation with it.
-    std::fs::copy(tiles.path().join(&bundle), served.path().join(&bundle)).unwrap();
+    put(
+        &served.path().join(&bundle),
+        std::fs::read(tiles.path().join(&bundle)).unwrap(),
+    );
     g.reach(next.size).await;
     let (_, r) = readyz(&g).await;
     assert!(r["fault"].is_null(), "{r}");
