@@ -26,19 +26,8 @@ else
   say "building the tools of later steps in the background at idle priority (scripts/tools.sh prebuild, log $prebuild_log)"
   setsid nice -n 19 ionice -c 3 ./scripts/tools.sh prebuild >"$prebuild_log" 2>&1 &
   prebuild_pid=$!
-  # Its own session (so the trap below can stop all of it) is its own autogroup where the
-  # kernel groups tasks by session (sched_autogroup_enabled): the group, not only its tasks,
-  # must be niced, or the scheduler shares the CPU half and half between this run and the
-  # background (measured on 2026-11-27: the background took about half of both cores during
-  # the workspace's build). Only once setsid has made the new session: before, the autogroup
-  # is still this run's own.
-  for _ in $(seq 50); do
-    if [ "$(ps -o sid= -p "$prebuild_pid" 2>/dev/null | tr -d ' ')" = "$prebuild_pid" ]; then
-      echo 19 >"/proc/$prebuild_pid/autogroup" 2>/dev/null || true
-      break
-    fi
-    sleep 0.1
-  done
+  # Its own session, so that the trap below stops all of it (tools.sh then nices the
+  # session's autogroup as well).
   trap '[ -n "$prebuild_pid" ] && kill -- -"$prebuild_pid" 2>/dev/null; true' EXIT
 fi
 
@@ -135,7 +124,7 @@ say "supply chain (cargo deny: licences, bans and duplicates, sources; advisorie
 ./scripts/supply-chain.sh
 
 if [ -n "$prebuild_pid" ]; then
-  # Long done by now (the fuzz build is the last of them, and the fuzzing step waited for it).
+  # Done by now: cargo-deny is the last of them, and the supply-chain step waited for it.
   rc=0; wait "$prebuild_pid" || rc=$?
   prebuild_pid=
   say "background tool builds: $( [ "$rc" = 0 ] && echo "all built" || echo "exit $rc (the steps built what failed again)")"

@@ -89,6 +89,15 @@ case "${1:-}" in
     # In the order the test command needs them (scripts/test.sh runs the steps that need
     # wasm-bindgen-cli, the fuzz build and cargo-deny last). Each failure is reported and the
     # rest go on.
+    # Started in a session of its own (setsid, as scripts/test.sh does), this is also its own
+    # autogroup where the kernel groups tasks by session (sched_autogroup_enabled): the group,
+    # not only its tasks, must be niced, or the scheduler shares the CPU half and half with
+    # the caller's session (measured on 2026-11-27: the background took about half of both
+    # cores during the workspace's build). Only as a session leader: otherwise the autogroup
+    # is the caller's own.
+    if [ "$(ps -o sid= -p $$ 2>/dev/null | tr -d ' ')" = "$$" ]; then
+      echo 19 >/proc/self/autogroup 2>/dev/null || true
+    fi
     failed=()
     step() { local t=$SECONDS; if "$@"; then say "prebuild: $* done in $((SECONDS - t)) s"; else failed+=("$*"); say "prebuild: $* FAILED (the step that needs it builds it again)"; fi; }
     if [ "${DGSP_SKIP_WITNESSES:-0}" != 1 ]; then step "$here/witnesses.sh" install; fi

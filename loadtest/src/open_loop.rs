@@ -12,7 +12,6 @@
 //! and counted apart (`cut_at_end`): the end of the run, not an answer of the service.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -91,7 +90,8 @@ fn error_kind(e: &reqwest::Error) -> &'static str {
     }
 }
 
-/// Runs the plan. Errors only for a plan that cannot run (no URL, no rate, no slot).
+/// Runs the plan. Errors only for a plan that cannot run (no URL or one that does not parse,
+/// no rate, no slot).
 pub async fn run(plan: &Plan) -> Result<Outcome, String> {
     if plan.urls.is_empty() || !(plan.rate > 0.0 && plan.rate.is_finite()) {
         return Err("an open loop needs a URL and a positive rate".into());
@@ -99,6 +99,12 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
     if plan.connections == 0 || plan.duration.is_zero() {
         return Err("an open loop needs a connection and a duration".into());
     }
+    // Parsed once, here: a bad URL is the plan's error, not thousands of failed requests.
+    let urls = plan
+        .urls
+        .iter()
+        .map(|u| reqwest::Url::parse(u).map_err(|e| format!("{u}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(plan.connections)
         .timeout(plan.timeout)
@@ -110,10 +116,9 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
     let end = start + plan.duration;
     let end_tokio = tokio::time::Instant::from_std(end);
 
+    // The schedule's thread ends at its last request, or at its next one once `rx` is dropped.
     let (tx, mut rx) = mpsc::unbounded_channel::<(u64, Instant)>();
-    let stop = Arc::new(AtomicBool::new(false));
     let scheduler = {
-        let stop = stop.clone();
         let rate = plan.rate;
         std::thread::Builder::new()
             .name("open-loop-schedule".into())
@@ -124,7 +129,7 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
                     if due > now {
                         std::thread::sleep(due - now);
                     }
-                    if stop.load(Ordering::Relaxed) || tx.send((i, due)).is_err() {
+                    if tx.send((i, due)).is_err() {
                         break;
                     }
                 }
@@ -150,7 +155,7 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
             s = slots.clone().acquire_owned() => s.map_err(|e| e.to_string())?,
             () = tokio::time::sleep_until(end_tokio) => break,
         };
-        let url = &plan.urls[(i % plan.urls.len() as u64) as usize];
+        let url = urls[(i % urls.len() as u64) as usize].clone();
         let mut req = client.request(plan.method.clone(), url);
         if !plan.bodies.is_empty() {
             req = req.body(plan.bodies[(i % plan.bodies.len() as u64) as usize].clone());
@@ -171,7 +176,6 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
             (answer, due.elapsed())
         });
     }
-    stop.store(true, Ordering::Relaxed);
     drop(rx);
     scheduler
         .join()
@@ -197,6 +201,7 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
@@ -206,7 +211,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let t0 = Instant::now();
-        let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let count = Arc::new(AtomicU64::new(0));
         tokio::spawn(async move {
             loop {
                 let (mut sock, _) = listener.accept().await.unwrap();
@@ -341,5 +346,8 @@ mod tests {
         p.rate = 10.0;
         p.connections = 0;
         assert!(run(&p).await.is_err());
+        p.connections = 1;
+        p.urls = vec!["not a url".into()];
+        assert!(run(&p).await.unwrap_err().contains("not a url"));
     }
 }

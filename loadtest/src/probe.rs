@@ -240,6 +240,13 @@ pub async fn run(a: Args) -> Result<()> {
     })?;
     let load: LoadSummary = read_json(&a.load)?;
     let t = target(&a)?;
+    if t.urls.is_empty() || (t.method == reqwest::Method::POST && t.bodies.is_empty()) {
+        return Err(Error::Usage(format!(
+            "{}: no request to send for {}",
+            a.fixtures.display(),
+            t.request
+        )));
+    }
     let saturation = load
         .requests
         .iter()
@@ -271,18 +278,18 @@ pub async fn run(a: Args) -> Result<()> {
         }
     });
 
-    if t.urls.is_empty() || (t.method == reqwest::Method::POST && t.bodies.is_empty()) {
-        return Err(Error::Usage(format!(
-            "{}: no request to send for {}",
-            a.fixtures.display(),
-            t.request
-        )));
-    }
+    let Target {
+        request,
+        method,
+        urls,
+        content_type,
+        bodies,
+    } = t;
     let plan = Plan {
-        method: t.method.clone(),
-        urls: t.urls.clone(),
-        bodies: t.bodies.clone(),
-        content_type: t.content_type,
+        method,
+        urls,
+        bodies,
+        content_type,
         rate,
         duration: Duration::from_secs(a.secs),
         connections: a.connections,
@@ -293,7 +300,7 @@ pub async fn run(a: Args) -> Result<()> {
         what: "the open loop".into(),
         detail,
     })?;
-    let summary = summarise(&t.request, &outcome, saturation, a.fraction, rate, stalls);
+    let summary = summarise(&request, &outcome, saturation, a.fraction, rate, stalls);
     crate::error::write_json(&a.out.join("probe.json"), &summary)?;
     println!("{}", summary.text());
     Ok(())
