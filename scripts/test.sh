@@ -13,7 +13,7 @@ use_shared_target_dir
 # build_dev_bins): nothing compiled twice.
 export DGSP_WORKSPACE_BUILD=1
 
-# The tools later steps build from source (cargo-deny, the witnesses, SeaweedFS,
+# The tools later steps build from source (cargo-deny, SeaweedFS, the witnesses,
 # wasm-bindgen-cli, cargo-fuzz and the fuzz targets' ASan build: about 17 minutes of
 # both cores on a cold machine) are built in the background at the lowest CPU and I/O
 # priority, in the time the build and the tests leave a core idle; a step that needs one
@@ -42,7 +42,8 @@ say "lints and the build (clippy -D warnings as the compiler of the workspace's 
 # rustc the dependencies. A separate `cargo clippy --workspace --all-targets` checked every
 # dependency a second time (6 min 43 s cold). dgsp-core's `serde` feature is linted here
 # too: the workspace turns it on.
-cargo_linted build --workspace --all-targets --locked
+# --timings: cargo-timings/cargo-timing.html in the build directory says which crates the time went to.
+cargo_linted build --workspace --all-targets --locked --timings
 
 say "the verifier alone (dgsp-core without 'sign': no C, no OS randomness) builds for wasm32, its unit tests pass in WebAssembly (wasm32-wasip1 under Node's WASI), and a signature made on the host verifies in wasm32-unknown-unknown under node"
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown

@@ -5,7 +5,7 @@
 #   scripts/tools.sh cargo-deny      # installs when missing, prints the binary's path
 #   scripts/tools.sh wasm-bindgen    # the same for wasm-bindgen-cli, at sdk/js's wasm-bindgen version
 #   scripts/tools.sh fuzz            # the nightly toolchain, cargo-fuzz, and the fuzz targets' ASan build
-#   scripts/tools.sh prebuild        # all of the above and the Go tools (SeaweedFS, the witnesses)
+#   scripts/tools.sh prebuild        # the Go tools (SeaweedFS, the witnesses), then all of the above
 # Output of an install goes to stderr; stdout is the path only.
 #
 # `prebuild` is what the test command starts in the background at the lowest CPU and I/O
@@ -100,8 +100,12 @@ case "${1:-}" in
     fi
     failed=()
     step() { local t=$SECONDS; if "$@"; then say "prebuild: $* done in $((SECONDS - t)) s"; else failed+=("$*"); say "prebuild: $* FAILED (the step that needs it builds it again)"; fi; }
-    if [ "${DGSP_SKIP_WITNESSES:-0}" != 1 ]; then step "$here/witnesses.sh" install; fi
+    # SeaweedFS first: the longest of the Go builds (about 4 min), and the first test that
+    # needs it waits for it; the test command builds the witnesses itself before the tests
+    # if the background has not (measured on 2026-11-27 with the witnesses first: SeaweedFS
+    # ready only 7 min into the tests, the gateway's test binary 298 s instead of 77).
     if [ "${DGSP_SKIP_S3:-0}" != 1 ]; then step "$here/s3.sh" install; fi
+    if [ "${DGSP_SKIP_WITNESSES:-0}" != 1 ]; then step "$here/witnesses.sh" install; fi
     step "$0" wasm-bindgen
     if [ "${DGSP_FUZZ_SECONDS:-60}" != 0 ]; then step "$0" fuzz; fi
     step "$0" cargo-deny
