@@ -11,7 +11,7 @@ use dgsp_core::ParamSet;
 #[path = "ours.rs"]
 mod ours;
 
-const OPS: [&str; 13] = [
+const OPS: [&str; 15] = [
     "keygen",
     "join",
     "csr_1",
@@ -20,6 +20,8 @@ const OPS: [&str; 13] = [
     "issue_8",
     "import",
     "sign",
+    "sign_from_seed",
+    "wallet_sign",
     "verify",
     "open",
     "judge",

@@ -26,6 +26,7 @@ pub struct Fixture {
     /// seed of the stock item: `signing_key` rebuilds the item from it for each run
     /// (`CsrItem` is not `Clone`; a bench may sign with one key many times, a wallet never)
     stock_seed: WotsSeed,
+    stock_pk: WotsPk,
     stock_cert: Certificate,
     pub sig: Signature,
     pub opening: Opening,
@@ -67,6 +68,7 @@ impl Fixture {
             plm,
             revoked,
             member,
+            stock_pk: stock_pks[0],
             stock_pks: stock_pks[1..].to_vec(),
             stock_seed,
             stock_cert: certs[0].clone(),
@@ -89,6 +91,19 @@ impl Fixture {
             .import(
                 self.manager.public_key(),
                 CsrItem::from_seed(&self.member, self.stock_seed.clone()),
+                &self.stock_cert,
+            )
+            .unwrap()
+    }
+
+    /// What `dgsp-manager member sign` rebuilds per signature from its wallet slot, the
+    /// certificate checked at import and not again (`MemberKey::resume`).
+    pub fn resumed_key(&self) -> SigningKey {
+        self.member
+            .resume(
+                self.manager.public_key(),
+                self.stock_seed.clone(),
+                self.stock_pk,
                 &self.stock_cert,
             )
             .unwrap()
@@ -143,6 +158,22 @@ pub fn bench_op(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture, op: &str
                 BatchSize::SmallInput,
             )
         }),
+        // What the reference's sign does: the one-time key recomputed from its seed (a CSR
+        // item's work, WOTS+ key generation), then signed; like with like against it.
+        "sign_from_seed" => group.bench_function(id, |b| {
+            b.iter(|| {
+                let item = CsrItem::from_seed(&fx.member, fx.stock_seed.clone());
+                let key = fx
+                    .member
+                    .resume(pk, fx.stock_seed.clone(), *item.wots_pk(), &fx.stock_cert)
+                    .unwrap();
+                black_box(key.sign(MESSAGE))
+            })
+        }),
+        // The wallet's whole per-signature work: the slot's key rebuilt, then signed.
+        "wallet_sign" => {
+            group.bench_function(id, |b| b.iter(|| black_box(fx.resumed_key().sign(MESSAGE))))
+        }
         "verify" => group.bench_function(id, |b| {
             b.iter(|| pk.verify(MESSAGE, &fx.sig, &fx.revoked).unwrap())
         }),

@@ -120,6 +120,48 @@ impl MemberKey {
             spx_sig: cert.spx_signature().to_vec(),
         })
     }
+
+    /// The signing key of a certificate that [`MemberKey::import`] already accepted, rebuilt
+    /// from what a wallet stores: the item's seed, its WOTS+ public key and the certificate.
+    ///
+    /// Only the cheap parts are done again (the parameter sets, the seed's two derivations
+    /// and `tau`): not the WOTS+ key generation that [`CsrItem::from_seed`] does, nor the
+    /// certificate's SPHINCS+ verification. Together those are about 25 times the work of
+    /// [`SigningKey::sign`], which is then all that remains per signature.
+    ///
+    /// The caller vouches for what is skipped: `wots_pk` is the seed's key and `import`
+    /// accepted `cert` for it, both kept where nobody else can change them (the wallet's
+    /// sealed file). A pair that does not belong together yields a signature that fails
+    /// verification, never one under another key. As with [`CsrItem::from_seed`], each
+    /// call yields a key for the same one-time key: resume only items that have not signed.
+    pub fn resume(
+        &self,
+        group: &ManagerPublicKey,
+        wots_seed: WotsSeed,
+        wots_pk: WotsPk,
+        cert: &Certificate,
+    ) -> Result<SigningKey, Error> {
+        let params = group.params();
+        for found in [self.params(), cert.params()] {
+            if found != params {
+                return Err(Error::mismatch(params, found));
+            }
+        }
+        let item = CsrItem {
+            params,
+            rho: derive::rho(params, &wots_seed),
+            sk_seed: derive::sk_seed(params, &self.seed_u, &wots_seed),
+            wots_seed,
+            wots_pk,
+        };
+        let tau = derive::tau(params, &item.wots_pk, cert.pi(), self.id());
+        Ok(SigningKey {
+            item,
+            zeta: *cert.zeta(),
+            tau,
+            spx_sig: cert.spx_signature().to_vec(),
+        })
+    }
 }
 
 /// A certified WOTS+ key: signs exactly one message. [`SigningKey::sign`] consumes it, so

@@ -466,6 +466,53 @@ fn import_refuses_a_certificate_that_does_not_cover_the_key() {
     alice.import(g.pk(), second, &certs[1]).unwrap();
 }
 
+/// `resume` (what a wallet signs with, its certificates checked at import) signs exactly
+/// as `import` does, checks the parameter sets, and a key paired with the wrong
+/// certificate signs something that does not verify.
+#[test]
+fn resume_signs_as_import_does_without_checking_again() {
+    for params in [ParamSet::Sha2_128f, ParamSet::Shake256f] {
+        let mut g = Group::new(params);
+        let alice = g.member("alice");
+        let items = alice.csr(2, &mut g.rng);
+        let pks: Vec<_> = items.iter().map(|i| *i.wots_pk()).collect();
+        let certs = g
+            .manager
+            .issue(&g.plm, alice.id(), alice.cid_star(), &pks)
+            .unwrap();
+        let seeds: Vec<_> = items.iter().map(|i| i.wots_seed().clone()).collect();
+        let imported = alice
+            .import(g.pk(), items.into_iter().next().unwrap(), &certs[0])
+            .unwrap()
+            .sign(b"m");
+        let resumed = alice
+            .resume(g.pk(), seeds[0].clone(), pks[0], &certs[0])
+            .unwrap()
+            .sign(b"m");
+        assert_eq!(resumed.to_bytes(), imported.to_bytes());
+        g.pk().verify(b"m", &resumed, &g.revoked).unwrap();
+
+        // The first key with the second key's certificate: a signature, but not a valid one.
+        let crossed = alice
+            .resume(g.pk(), seeds[0].clone(), pks[0], &certs[1])
+            .unwrap()
+            .sign(b"m");
+        assert!(g.pk().verify(b"m", &crossed, &g.revoked).is_err());
+
+        // Another parameter set's group key: refused before anything is derived.
+        let other = if params == ParamSet::Sha2_128f {
+            ParamSet::Sha2_192f
+        } else {
+            ParamSet::Shake128f
+        };
+        let other = Manager::generate(other, &mut g.rng);
+        assert!(matches!(
+            alice.resume(other.public_key(), seeds[1].clone(), pks[1], &certs[1]),
+            Err(Error::ParamMismatch { .. })
+        ));
+    }
+}
+
 #[test]
 fn a_signature_of_another_parameter_set_is_a_mismatch() {
     let mut a = Group::new(ParamSet::Sha2_128f);

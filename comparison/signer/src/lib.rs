@@ -1,20 +1,22 @@
 //! # dgsp-signer-probe
 //!
-//! The member's side of DGSP and nothing else, so that its build can be weighed: decode what
-//! a wallet holds for one unused certificate (the member key, the group key, the one-time
-//! key's seed and the certificate), check the certificate against the group key, sign once.
-//! `dgsp-core` is used without its `sign` feature: no PQClean C code, no SLH-DSA signer, no
-//! OS randomness (a member needs none to sign; the wallet's seed is the randomness).
+//! The member's side of DGSP and nothing else, so that its build can be weighed and run:
+//! decode what a wallet holds for one unused certificate (the member key, the group key, the
+//! one-time key's seed and public key, the certificate) and sign once, exactly as
+//! `dgsp-manager member sign` does per signature ([`MemberKey::resume`]: the certificate was
+//! checked when the wallet imported it, and is not checked again). `dgsp-core` is used
+//! without its `sign` feature: no PQClean C code, no SLH-DSA signer, no OS randomness (a
+//! member needs none to sign; the wallet's seed is the randomness).
 //!
 //! `dgsp-compare` frames a [`Request`] with [`Request::encode`], pipes it to the
-//! `dgsp-sign-only` binary and reads the signature back; it also builds the binary with the
-//! workspace's `signer` profile, native and for `wasm32-wasip1`, and reports the sizes
-//! (`docs/comparison.md`).
+//! `dgsp-sign-only` binary and reads the signature back; it builds the binary with the
+//! workspace's `signer` profile, native and for `wasm32-wasip1`, reports the sizes, and runs
+//! both (the WebAssembly one under Node's WASI) to time a signature (`docs/comparison.md`).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-use dgsp_core::{Certificate, CsrItem, ManagerPublicKey, MemberKey, WotsSeed};
+use dgsp_core::{Certificate, ManagerPublicKey, MemberKey, WotsPk, WotsSeed};
 
 /// Why a request could not be signed.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +32,7 @@ pub enum ProbeError {
         /// the decoder's reason
         source: dgsp_core::DecodeError,
     },
-    /// The certificate does not belong to this key or group, or does not verify.
+    /// The certificate, the member key and the group key are of different parameter sets.
     #[error("certificate refused: {0}")]
     Certificate(#[from] dgsp_core::Error),
 }
@@ -44,6 +46,8 @@ pub struct Request {
     pub group_key: Vec<u8>,
     /// The one-time key's secret seed (`N` bytes).
     pub wots_seed: Vec<u8>,
+    /// The one-time key's public key (`N` bytes), as the wallet stored it on import.
+    pub wots_pk: Vec<u8>,
     /// The certificate encoding (`Certificate::to_bytes`).
     pub certificate: Vec<u8>,
     /// The message to sign.
@@ -79,6 +83,7 @@ impl Request {
             member_key: take()?,
             group_key: take()?,
             wots_seed: take()?,
+            wots_pk: take()?,
             certificate: take()?,
             message: take()?,
         };
@@ -88,29 +93,31 @@ impl Request {
         Ok(request)
     }
 
-    fn fields(&self) -> [&[u8]; 5] {
+    fn fields(&self) -> [&[u8]; 6] {
         [
             &self.member_key,
             &self.group_key,
             &self.wots_seed,
+            &self.wots_pk,
             &self.certificate,
             &self.message,
         ]
     }
 }
 
-/// Decodes the request, checks the certificate against the group key (as a wallet does on
-/// import) and signs the message: returns the signature's encoding.
+/// Decodes the request and signs the message as the wallet does per signature (the
+/// certificate checked at import, not here): returns the signature's encoding.
 pub fn sign(request: &Request) -> Result<Vec<u8>, ProbeError> {
     let decode = |field| move |source| ProbeError::Decode { field, source };
     let member = MemberKey::from_bytes(&request.member_key).map_err(decode("member key"))?;
     let group = ManagerPublicKey::from_bytes(&request.group_key).map_err(decode("group key"))?;
     let seed =
         WotsSeed::from_slice(member.params(), &request.wots_seed).map_err(decode("wots seed"))?;
+    let wots_pk =
+        WotsPk::from_slice(member.params(), &request.wots_pk).map_err(decode("wots pk"))?;
     let certificate =
         Certificate::from_bytes(&request.certificate).map_err(decode("certificate"))?;
-    let item = CsrItem::from_seed(&member, seed);
-    let key = member.import(&group, item, &certificate)?;
+    let key = member.resume(&group, seed, wots_pk, &certificate)?;
     Ok(key.sign(&request.message).to_bytes())
 }
 
@@ -123,6 +130,7 @@ mod tests {
             member_key: vec![1; 3],
             group_key: vec![],
             wots_seed: vec![2; 16],
+            wots_pk: vec![4; 16],
             certificate: vec![3; 5],
             message: b"m".to_vec(),
         }

@@ -100,7 +100,9 @@ pub fn headline(rows: &[Row]) -> String {
     s.push_str(
         "\nSizes in bytes. Times: mean per call ±half-width of its 95 % confidence interval, one \
          thread. DGSP: keygen is the group manager's, the signer's secret is the member key (each \
-         signature also takes one wallet slot, below), sign is the online part; BBS: keygen is the \
+         signature also takes one wallet slot, below), sign is the online part; the reference \
+         dgsp 0.1.2's sign computes its one-time key from the seed first, so compare it with \
+         DGSP's \"sign, key recomputed from its seed\" (the member's side, below); BBS: keygen is the \
          issuer's, sign is a presentation proof that discloses nothing (the \"signature\" a \
          verifier checks), the signer's secret is the credential and its attribute.\n",
     );
@@ -133,13 +135,13 @@ pub fn dgsp_sizes(rows: &[Row]) -> String {
 /// Every DGSP set: times.
 pub fn dgsp_times(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| set | manager keygen | join + member key | CSR (1) | issue (1) | import (1) | offline total | sign (online) | verify | open | judge |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| set | manager keygen | join + member key | CSR (1) | issue (1) | import (1) | offline total | sign (online) | sign from a wallet slot | sign, key recomputed from its seed | verify | open | judge |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows.iter().filter(|r| r.scheme == "DGSP") {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.variant,
             estimate(&r.keygen),
             est(r.extra(dgsp::op::JOIN)),
@@ -148,6 +150,8 @@ pub fn dgsp_times(rows: &[Row]) -> String {
             est(r.extra(dgsp::op::IMPORT)),
             est(r.extra(dgsp::op::OFFLINE)),
             estimate(&r.sign),
+            est(r.extra(dgsp::op::WALLET_SIGN)),
+            est(r.extra(dgsp::op::SIGN_FROM_SEED)),
             estimate(&r.verify),
             est(r.extra(dgsp::op::OPEN)),
             est(r.extra(dgsp::op::JUDGE)),
@@ -419,24 +423,30 @@ pub fn flat(group: Option<&Sweep>, revoked: Option<&Sweep>) -> String {
 /// The member's side.
 pub fn device(d: &Device, rows: &[Row]) -> String {
     let mut s = String::from(
-        "| set | member key | certificate | wallet bytes per unused certificate | signature | heap peak: decode + check + sign | heap peak: sign | signer-only process peak RSS |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| set | member key | certificate | wallet bytes per unused certificate | signature | heap peak: decode slot + sign | heap peak: sign | signer-only process peak RSS | one signature, signer-only build: native | the same in WebAssembly (Node WASI) |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
+    let ns = |v: Option<u64>| v.map(|n| time_ns(n as f64)).unwrap_or_else(|| "—".into());
     for m in &d.sets {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             m.params,
             b(m.member_key_bytes),
             b(m.certificate_bytes),
             b(m.wallet_slot_bytes),
             b(m.signature_bytes),
-            b(m.heap_decode_import_sign),
+            b(m.heap_decode_sign),
             b(m.heap_sign),
             m.probe_peak_rss_kib
                 .map(|k| format!("{} KiB", grouped(k)))
                 .unwrap_or_else(|| "—".into()),
+            ns(m.native_sign_ns),
+            ns(m.wasm_sign_ns),
         );
+    }
+    if let Some(why) = &d.wasm_not_run {
+        let _ = writeln!(s, "\nThe WebAssembly build was not run: {why}.");
     }
     if let Some(r) = &d.reference {
         let sign = rows
@@ -456,6 +466,27 @@ pub fn device(d: &Device, rows: &[Row]) -> String {
             b(r.by_value_bytes),
             sign,
         );
+        // The reference's sign takes the one-time key's seed and recomputes the key: the
+        // DGSP row doing the same is the one to set beside it.
+        let twin = rows
+            .iter()
+            .find(|row| row.scheme == "DGSP" && row.variant == r.params);
+        let ours = twin.and_then(|row| row.extra(dgsp::op::SIGN_FROM_SEED));
+        let reference = rows.iter().find(|row| row.kind == Kind::Reference);
+        if let (Some(ours), Some(reference)) = (ours, reference) {
+            let _ = writeln!(
+                s,
+                "\nLike with like: the reference's `sign` takes the one-time key's seed and \
+                 computes the key again before signing; DGSP {} doing the same takes {} \
+                 ({:.2}× the reference's). From a wallet slot, where the key was computed \
+                 once (at the CSR) and the certificate checked once (at import), DGSP signs \
+                 in {}.",
+                r.params,
+                estimate(ours),
+                ours.mean_ns / reference.sign.mean_ns,
+                est(twin.and_then(|row| row.extra(dgsp::op::WALLET_SIGN))),
+            );
+        }
     }
     if !d.builds.is_empty() {
         s.push_str("\n| signer-only build (`cargo build --profile signer -p dgsp-signer-probe`) | size |\n|---|---:|\n");

@@ -1,11 +1,14 @@
 //! DGSP (dgsp-core, this repository) on one of its 24 parameter sets, with signing split as
 //! the scheme splits it: the offline part, once per signature (the member's certificate
 //! request of one item, the manager's issuance of one certificate, the member's check of it
-//! on import), and the online part (signing with an imported certificate).
+//! on import), and the online part (signing with an imported certificate). Two more ways to
+//! time a signature sit beside it: from a wallet slot (what `dgsp-manager member sign` does
+//! per signature) and with the one-time key recomputed from its seed first (what the
+//! reference's `sign` does: the row to compare it with).
 
 use dgsp_core::{
     Certificate, CsrItem, InMemoryPlm, InMemoryRevokedList, Manager, MemberId, MemberKey, ParamSet,
-    Plm, Signature, Standard, WotsSeed,
+    Plm, Signature, Standard, WotsPk, WotsSeed,
 };
 use rand_core::OsRng;
 
@@ -26,6 +29,12 @@ pub mod op {
     pub const IMPORT: &str = "import 1 certificate (member)";
     /// CSR + issue + import.
     pub const OFFLINE: &str = "offline total per signature";
+    /// What the wallet does per signature: the slot's key rebuilt (its certificate checked
+    /// at import, not again), then the online part.
+    pub const WALLET_SIGN: &str = "sign from a wallet slot (member)";
+    /// The one-time key recomputed from its seed, then signed: what the reference's `sign`
+    /// does (it takes the seed, not the key).
+    pub const SIGN_FROM_SEED: &str = "sign, one-time key recomputed from its seed";
     /// The manager opens a signature (verifies it first).
     pub const OPEN: &str = "open (manager)";
     /// Anyone judges an opening.
@@ -59,6 +68,8 @@ pub struct Fixture {
     pub member: MemberKey,
     /// The seed of the member's certified one-time key (to rebuild it for each signature).
     pub seed: WotsSeed,
+    /// That key's public key (what a wallet slot stores beside the seed).
+    pub wots_pk: WotsPk,
     /// Its certificate.
     pub certificate: Certificate,
     /// A signature on [`MESSAGE`] made with it.
@@ -77,6 +88,7 @@ impl Fixture {
         let member = MemberKey::generate(set, id, cid_star, &mut OsRng);
         let item = one_item(&member);
         let seed = item.wots_seed().clone();
+        let wots_pk = *item.wots_pk();
         let certificate = manager
             .issue(&plm, id, member.cid_star(), &[*item.wots_pk()])?
             .remove(0);
@@ -96,6 +108,7 @@ impl Fixture {
             revoked,
             member,
             seed,
+            wots_pk,
             certificate,
             signature,
             opening,
@@ -181,6 +194,17 @@ impl Scheme for Dgsp {
         if let Some(e) = setup_error {
             return Err(e);
         }
+        let wallet_sign = measure::simple(budget, || {
+            f.member
+                .resume(group, f.seed.clone(), f.wots_pk, &f.certificate)
+                .map(|k| k.sign(MESSAGE))
+        });
+        let sign_from_seed = measure::simple(budget, || {
+            let item = CsrItem::from_seed(&f.member, f.seed.clone());
+            f.member
+                .resume(group, f.seed.clone(), *item.wots_pk(), &f.certificate)
+                .map(|k| k.sign(MESSAGE))
+        });
         let verify = measure::simple(budget, || group.verify(MESSAGE, &f.signature, &f.revoked));
         let open = measure::simple(budget, || f.manager.open(MESSAGE, &f.signature));
         let judge = measure::simple(budget, || {
@@ -224,6 +248,8 @@ impl Scheme for Dgsp {
                 extra(op::ISSUE, issue),
                 extra(op::IMPORT, import),
                 extra(op::OFFLINE, Estimate::sum(&[csr, issue, import])),
+                extra(op::WALLET_SIGN, wallet_sign),
+                extra(op::SIGN_FROM_SEED, sign_from_seed),
                 extra(op::OPEN, open),
                 extra(op::JUDGE, judge),
             ],
@@ -265,11 +291,23 @@ mod tests {
             wallet_slot_bytes(ParamSet::Sha2_128f, cert),
             1 + 32 + 4 + cert
         );
-        // A signing key rebuilt from the wallet signs verifiable signatures.
+        // A signing key rebuilt from the wallet signs verifiable signatures, checked on
+        // import or resumed from the slot.
         let sig = f.signing_key().unwrap().sign(b"other");
         f.manager
             .public_key()
             .verify(b"other", &sig, &f.revoked)
             .unwrap();
+        let resumed = f
+            .member
+            .resume(
+                f.manager.public_key(),
+                f.seed.clone(),
+                f.wots_pk,
+                &f.certificate,
+            )
+            .unwrap()
+            .sign(b"other");
+        assert_eq!(resumed.to_bytes(), sig.to_bytes());
     }
 }

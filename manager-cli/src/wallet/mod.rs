@@ -38,7 +38,8 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use dgsp_core::{
-    Certificate, CsrItem, ManagerPublicKey, MemberId, MemberKey, ParamSet, Signature, WotsSeed,
+    Certificate, CsrItem, ManagerPublicKey, MemberId, MemberKey, ParamSet, Signature, WotsPk,
+    WotsSeed,
 };
 use dgsp_secrets::envelope::{KdfParams, MAX_KDF_M_KIB, MAX_KDF_P, MAX_KDF_T};
 use rand_core::{OsRng, RngCore};
@@ -444,6 +445,7 @@ impl Locked<'_> {
             member,
             group,
             seed: taken.wots_seed,
+            wots_pk: taken.wots_pk,
             certificate,
             left,
         })
@@ -455,6 +457,7 @@ pub struct Ticket {
     member: MemberKey,
     group: ManagerPublicKey,
     seed: WotsSeed,
+    wots_pk: WotsPk,
     certificate: Certificate,
     /// counts after this use
     pub left: Counts,
@@ -466,10 +469,14 @@ impl Ticket {
         self.certificate.zeta()
     }
 
-    /// Checks the certificate again and signs `message`.
+    /// Signs `message`: the online part only. The certificate was checked against the group
+    /// key, and the slot's WOTS+ key against its seed, when `member import` stored it
+    /// ([`import::verify`]); the sealed wallet keeps both from changing since, so neither
+    /// is redone here ([`MemberKey::resume`]).
     pub fn sign(self, message: &[u8]) -> Result<Signature, Error> {
-        let item = CsrItem::from_seed(&self.member, self.seed);
-        let key = self.member.import(&self.group, item, &self.certificate)?;
+        let key = self
+            .member
+            .resume(&self.group, self.seed, self.wots_pk, &self.certificate)?;
         Ok(key.sign(message))
     }
 }
