@@ -1,5 +1,5 @@
 //! The Keccak-f[1600] kernels of `hashes::keccak_lanes`: `keccak::f1600` on one state, and
-//! each four-state kernel the CPU can run. Criterion's throughput is in permutations
+//! each four-state kernel the CPU can run, and the eight-state AVX-512F kernel where it can. Criterion's throughput is in permutations
 //! (one state permuted once), so ns per permutation per lane = 1000 / (Melem/s).
 //!
 //! `cargo bench -p dgsp-core --bench keccak`
@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
-use dgsp_core::hazmat::keccak_f1600_x4_bench;
+use dgsp_core::hazmat::{keccak_f1600_x4_bench, keccak_f1600_x8_bench};
 
 /// Permutations per state per measured call, so call overhead does not count.
 const ITERATIONS: u32 = 64;
@@ -40,6 +40,16 @@ fn main() {
         group.bench_function(format!("x4_{kernel}"), |b| {
             b.iter(|| keccak_f1600_x4_bench(black_box(kernel), black_box(&mut states), ITERATIONS))
         });
+    }
+    group.throughput(Throughput::Elements(u64::from(ITERATIONS) * 8));
+    let mut states: [[u64; 25]; 8] =
+        core::array::from_fn(|i| core::array::from_fn(|j| (i * 25 + j) as u64));
+    if keccak_f1600_x8_bench(&mut states, 1) {
+        group.bench_function("x8_avx512", |b| {
+            b.iter(|| keccak_f1600_x8_bench(black_box(&mut states), ITERATIONS))
+        });
+    } else {
+        eprintln!("keccak_f1600/x8_avx512: not available on this CPU, skipped");
     }
     group.finish();
     c.final_summary();

@@ -12,12 +12,18 @@
 //! - `ours-pqclean`: our revoked-list check and WOTS+, then PQClean's SPHINCS+ verify;
 //! - `ours`: `ManagerPublicKey::verify` (native SPHINCS+ verifier);
 //! - `ours-batch-8` / `ours-batch-64`: `ManagerPublicKey::verify_batch`, per signature;
+//! - `ours-keccak-x4`, `ours-keccak-x4-batch-64`: on a SHAKE set where the CPU has AVX-512F,
+//!   the same key decoded with the eight-state Keccak kernel switched off
+//!   (`hazmat::keccak_x8_enable(false)`): the four-state kernel beside it in one run;
 //! - `*-all-cores`: every core verifying (ours: one batch of 64 per core per round).
 
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
-use dgsp_core::{hazmat, InMemoryPlm, InMemoryRevokedList, Manager, MemberKey, Signature};
+use dgsp_core::{
+    hazmat, HashFamily, InMemoryPlm, InMemoryRevokedList, Manager, ManagerPublicKey, MemberKey,
+    Signature,
+};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -108,12 +114,20 @@ fn on_all_cores(per_thread: usize, f: &(dyn Fn() + Sync)) {
     });
 }
 
-const ROWS: [(&str, &str); 8] = [
+const ROWS: [(&str, &str); 10] = [
     ("reference", "dgsp 0.1.2, one thread"),
     ("ours-pqclean", "ours with PQClean SPHINCS+, one thread"),
     ("ours", "ours (native), one thread"),
     ("ours-batch-8", "ours, batch of 8, one thread"),
     ("ours-batch-64", "ours, batch of 64, one thread"),
+    (
+        "ours-keccak-x4",
+        "ours, four-state Keccak kernel only, one thread",
+    ),
+    (
+        "ours-keccak-x4-batch-64",
+        "ours, four-state Keccak kernel only, batch of 64, one thread",
+    ),
     ("reference-all-cores", "dgsp 0.1.2, all cores"),
     (
         "ours-all-cores",
@@ -137,6 +151,19 @@ fn main() {
     }
     let items: Vec<(&[u8], &Signature)> = g.sigs.iter().map(|s| (MESSAGE, s)).collect();
     let cores = threads();
+    // The same key with the four-state Keccak kernel only, where the eight-state one is in
+    // use (a SHAKE set on a CPU with AVX-512F).
+    let x4 = (SET.hash_family() == HashFamily::Shake
+        && hazmat::cpu_features_used().contains("Keccak-f x8: avx512f"))
+    .then(|| {
+        hazmat::keccak_x8_enable(false);
+        let key = ManagerPublicKey::from_bytes(&pk.to_bytes()).unwrap();
+        hazmat::keccak_x8_enable(true);
+        for sig in &g.sigs {
+            key.verify(MESSAGE, sig, &g.revoked).unwrap();
+        }
+        key
+    });
     {
         let mut b = c.benchmark_group("verify");
         b.throughput(Throughput::Elements(1));
@@ -152,6 +179,19 @@ fn main() {
             b.bench_function(format!("ours-batch-{n}"), |b| {
                 b.iter(|| {
                     let r = pk.verify_batch(&items[..n], &g.revoked);
+                    assert!(r.iter().all(|v| v.is_ok()));
+                })
+            });
+        }
+        if let Some(x4) = &x4 {
+            b.throughput(Throughput::Elements(1));
+            b.bench_function("ours-keccak-x4", |b| {
+                b.iter(|| x4.verify(MESSAGE, &g.sigs[0], &g.revoked).unwrap())
+            });
+            b.throughput(Throughput::Elements(BATCH as u64));
+            b.bench_function("ours-keccak-x4-batch-64", |b| {
+                b.iter(|| {
+                    let r = x4.verify_batch(&items, &g.revoked);
                     assert!(r.iter().all(|v| v.is_ok()));
                 })
             });
@@ -186,7 +226,7 @@ fn main() {
 fn elements(row: &str, cores: usize) -> f64 {
     match row {
         "ours-batch-8" => 8.0,
-        "ours-batch-64" => BATCH as f64,
+        "ours-batch-64" | "ours-keccak-x4-batch-64" => BATCH as f64,
         "reference-all-cores" | "ours-all-cores" => (cores * PER_THREAD) as f64,
         "ours-batch-64-all-cores" => (cores * BATCH) as f64,
         _ => 1.0,

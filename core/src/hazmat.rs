@@ -272,6 +272,29 @@ pub fn keccak_f1600_x4_bench(kernel: &str, states: &mut [[u64; 25]; 4], iteratio
     }
 }
 
+/// Benchmark hook, not an API: applies Keccak-f\[1600\] `iterations` times to each of the
+/// eight states with the eight-state kernel. Returns `false`, touching nothing, when the CPU
+/// lacks AVX-512F (the entry point would fall back to two four-state calls).
+#[doc(hidden)]
+pub fn keccak_f1600_x8_bench(states: &mut [[u64; 25]; 8], iterations: u32) -> bool {
+    use crate::hashes::keccak_lanes::{f1600_x8, x8_available};
+    if !x8_available() {
+        return false;
+    }
+    for _ in 0..iterations {
+        f1600_x8(states);
+    }
+    true
+}
+
+/// Benchmark hook, not an API: whether the SHAKE hashes of keys decoded from now on may
+/// use the eight-state AVX-512F Keccak kernel (on by default where the CPU has AVX-512F;
+/// off, they use the four-state kernels). Keys already built keep what they chose.
+#[doc(hidden)]
+pub fn keccak_x8_enable(on: bool) {
+    crate::hashes::keccak_lanes::set_x8_enabled(on);
+}
+
 /// A fresh manager signature key pair `(public key, secret key)` from the OS randomness:
 /// PQClean SPHINCS+ for round 3.1 sets, `slh-dsa` for FIPS 205 sets.
 /// The oracle for tests and benches of [`crate::sphincs`]; not part of the supported API.

@@ -72,7 +72,7 @@
 //! and distinct lanes) on any CPU that has their features; the tests of a kernel the CPU
 //! lacks are skipped (and say so on stderr).
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// How many states one [`f1600_x4`] call permutes.
 pub(crate) const KECCAK_LANES: usize = 4;
@@ -180,6 +180,55 @@ pub(crate) fn f1600_x4_with(kernel: Kernel, states: &mut [[u64; 25]; KECCAK_LANE
         }
         #[cfg(not(target_arch = "x86_64"))]
         Kernel::Avx2 | Kernel::Avx512 => panic!("{kernel:?} needs an x86-64 CPU"),
+    }
+}
+
+/// How many states one [`f1600_x8`] call permutes.
+pub(crate) const KECCAK_LANES_X8: usize = 8;
+
+/// Whether the running CPU can run the eight-state kernel (AVX-512F).
+pub(crate) fn x8_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the SHAKE hashes may use the eight-state kernel where the CPU has it (a
+/// benchmark turns it off to measure the four-state one beside it in one run).
+static X8_ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Whether hashers built from now on use [`f1600_x8`]'s AVX-512F kernel: available on this
+/// CPU and not switched off ([`set_x8_enabled`]).
+pub(crate) fn x8_enabled() -> bool {
+    X8_ENABLED.load(Ordering::Relaxed) && x8_available()
+}
+
+/// Allows or forbids the eight-state kernel for hashers built from now on (benchmarks).
+pub(crate) fn set_x8_enabled(on: bool) {
+    X8_ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Applies Keccak-f\[1600\] to each of eight states: exactly `keccak::f1600(&mut s[i])` for
+/// every `i`. With AVX-512F, the eight states in 25 `__m512i` registers (the AVX-512VL
+/// kernel's operations on twice the width); elsewhere two [`f1600_x4`] calls.
+#[inline]
+pub(crate) fn f1600_x8(states: &mut [[u64; 25]; KECCAK_LANES_X8]) {
+    #[cfg(target_arch = "x86_64")]
+    if x8_available() {
+        // SAFETY: `x8_available` checked `avx512f`, the one target feature `x86::avx512_x8`
+        // is compiled with, on the running CPU (see the module's Safety section).
+        unsafe { x86::avx512_x8(states) };
+        return;
+    }
+    let (lo, hi) = states.split_at_mut(KECCAK_LANES);
+    for half in [lo, hi] {
+        let half: &mut [[u64; 25]; KECCAK_LANES] = half.try_into().expect("four states");
+        f1600_x4(half);
     }
 }
 
@@ -352,13 +401,15 @@ mod ternlog {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use core::arch::x86_64::{
-        __m256i, _mm256_andnot_si256, _mm256_or_si256, _mm256_rol_epi64, _mm256_set1_epi64x,
-        _mm256_set_epi64x, _mm256_shuffle_epi8, _mm256_slli_epi64, _mm256_srli_epi64,
-        _mm256_storeu_si256, _mm256_ternarylogic_epi64, _mm256_xor_si256,
+        __m256i, __m512i, _mm256_andnot_si256, _mm256_or_si256, _mm256_rol_epi64,
+        _mm256_set1_epi64x, _mm256_set_epi64x, _mm256_shuffle_epi8, _mm256_slli_epi64,
+        _mm256_srli_epi64, _mm256_storeu_si256, _mm256_ternarylogic_epi64, _mm256_xor_si256,
+        _mm512_rol_epi64, _mm512_set1_epi64, _mm512_set_epi64, _mm512_storeu_si512,
+        _mm512_ternarylogic_epi64, _mm512_xor_si512,
     };
 
     use super::ternlog::{CHI, XOR3};
-    use super::{KECCAK_LANES, RC};
+    use super::{KECCAK_LANES, KECCAK_LANES_X8, RC};
 
     /// Lane `j` of each state, as one vector (element `i` from state `i`).
     #[inline]
@@ -484,6 +535,64 @@ mod x86 {
         let mut a = gather(states);
         keccak_rounds!(a, xor: xor, xor5: xor5_avx512, rol: rol_avx512, chi: chi_avx512, rc: rc);
         scatter(&a, states);
+    }
+
+    // AVX-512F operations on eight states (`__m512i`).
+    macro_rules! xor_x8 {
+        ($x:expr, $y:expr) => {
+            _mm512_xor_si512($x, $y)
+        };
+    }
+    macro_rules! xor5_x8 {
+        ($a:expr, $b:expr, $c:expr, $d:expr, $e:expr) => {
+            _mm512_ternarylogic_epi64::<XOR3>(_mm512_ternarylogic_epi64::<XOR3>($a, $b, $c), $d, $e)
+        };
+    }
+    macro_rules! rol_x8 {
+        ($x:expr, $n:literal) => {
+            _mm512_rol_epi64::<$n>($x)
+        };
+    }
+    macro_rules! chi_x8 {
+        ($a:expr, $b:expr, $c:expr) => {
+            _mm512_ternarylogic_epi64::<CHI>($a, $b, $c)
+        };
+    }
+    macro_rules! rc_x8 {
+        ($rc:expr) => {
+            _mm512_set1_epi64($rc as i64)
+        };
+    }
+
+    /// The eight-state AVX-512F kernel.
+    ///
+    /// # Safety
+    /// The CPU must support `avx512f` (see [`super::x8_available`]).
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn avx512_x8(states: &mut [[u64; 25]; KECCAK_LANES_X8]) {
+        let mut a: [__m512i; 25] = core::array::from_fn(|j| {
+            // From the highest element to the lowest, as `set_epi64x`.
+            _mm512_set_epi64(
+                states[7][j] as i64,
+                states[6][j] as i64,
+                states[5][j] as i64,
+                states[4][j] as i64,
+                states[3][j] as i64,
+                states[2][j] as i64,
+                states[1][j] as i64,
+                states[0][j] as i64,
+            )
+        });
+        keccak_rounds!(a, xor: xor_x8, xor5: xor5_x8, rol: rol_x8, chi: chi_x8, rc: rc_x8);
+        for (j, v) in a.iter().enumerate() {
+            let mut lane = [0u64; KECCAK_LANES_X8];
+            // SAFETY: the pointer comes from `&mut lane`, exactly the 64 bytes written; the
+            // store is the unaligned form (see the module's Safety section).
+            unsafe { _mm512_storeu_si512(lane.as_mut_ptr().cast(), *v) };
+            for (s, x) in states.iter_mut().zip(lane) {
+                s[j] = x;
+            }
+        }
     }
 }
 
@@ -653,6 +762,38 @@ mod tests {
                 s[7 * i] ^= 1 << (13 * i);
             }
             check(kernel, &close, "lanes one bit apart");
+        }
+    }
+
+    /// The eight-state entry point on random states, single bits and a lane of zeros:
+    /// AVX-512F where the CPU has it (said on stderr when it does not: two four-state
+    /// calls then, already tested above).
+    #[test]
+    fn eight_states_match_keccak() {
+        if !x8_available() {
+            eprintln!("keccak_lanes: AVX-512F not available on this CPU, f1600_x8 tested through its fallback");
+        }
+        let mut rng = Rng(6);
+        let mut states: [[u64; 25]; KECCAK_LANES_X8] = core::array::from_fn(|_| rng.state());
+        for it in 0..500 {
+            let mut want = states;
+            want.iter_mut().for_each(keccak::f1600);
+            f1600_x8(&mut states);
+            assert_eq!(states, want, "iteration {it}");
+            if it % 5 == 0 {
+                states[it % KECCAK_LANES_X8] = if it % 2 == 0 { [0; 25] } else { rng.state() };
+            }
+        }
+        for bit in (0..64 * 25).step_by(7) {
+            let mut states = [[0u64; 25]; KECCAK_LANES_X8];
+            for (i, s) in states.iter_mut().enumerate() {
+                let b = (bit + 211 * i) % (64 * 25);
+                s[b / 64] = 1 << (b % 64);
+            }
+            let mut want = states;
+            want.iter_mut().for_each(keccak::f1600);
+            f1600_x8(&mut states);
+            assert_eq!(states, want, "one bit per lane, from bit {bit}");
         }
     }
 

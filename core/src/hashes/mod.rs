@@ -31,10 +31,17 @@ pub(crate) use self::shake::ShakeTh;
 /// `"SHA-256 x4: sha-ni, SHA-512 x4: avx2, Keccak-f x4: avx2"`.
 pub(crate) fn kernels_in_use() -> String {
     format!(
-        "SHA-256 x4: {}, SHA-512 x4: {}, Keccak-f x4: {}",
+        "SHA-256 x4: {}, SHA-512 x4: {}, Keccak-f x4: {}, Keccak-f x8: {}",
         lanes::kernel_name(),
         sha512_lanes::kernel_name(),
-        keccak_lanes::Kernel::best().name()
+        keccak_lanes::Kernel::best().name(),
+        if keccak_lanes::x8_enabled() {
+            "avx512f"
+        } else if keccak_lanes::x8_available() {
+            "off"
+        } else {
+            "none"
+        }
     )
 }
 

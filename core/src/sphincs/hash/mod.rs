@@ -14,10 +14,11 @@
 //!
 //! The calls a verifier makes are mostly independent of each other (the WOTS+ chains of a
 //! layer, the FORS leaves and trees, different signatures), so they go through a
-//! [`Kernel`]: [`LANES`] prepared inputs hashed by one call of a multi-lane primitive
-//! (`hashes::lanes::compress_lanes` for SHA-256, `hashes::sha512_lanes::compress512_x4` for
-//! SHA-512, `hashes::keccak_lanes::f1600_x4` for SHAKE). Two drivers feed
-//! it: [`run_chains`], a lane-refill scheduler for chains of dependent `F` calls, and
+//! [`Kernel`]: [`Kernel::lanes`] prepared inputs (at most [`MAX_LANES`]) hashed by one call
+//! of a multi-lane primitive (`hashes::lanes::compress_lanes` for SHA-256, four lanes;
+//! `hashes::sha512_lanes::compress512_x4` for SHA-512, four; `hashes::keccak_lanes::f1600_x8`
+//! for SHAKE, eight where the CPU has AVX-512F, else `f1600_x4`, four). Two drivers feed it:
+//! [`run_chains`], a lane-refill scheduler for chains of dependent `F` calls, and
 //! [`run_nodes`] for independent one-shot calls.
 
 mod sha2;
@@ -30,10 +31,11 @@ use crate::params::HashFamily;
 pub(crate) use self::sha2::Sha2Hasher;
 pub(crate) use self::shake::ShakeHasher;
 
-/// How many independent hashes one kernel call computes.
-pub(crate) const LANES: usize = 4;
-const _: () = assert!(LANES == crate::hashes::lanes::LANES);
-const _: () = assert!(LANES == crate::hashes::keccak_lanes::KECCAK_LANES);
+/// The most independent hashes one kernel call computes (the lane arrays' size).
+pub(crate) const MAX_LANES: usize = 8;
+const _: () = assert!(MAX_LANES >= crate::hashes::lanes::LANES);
+const _: () = assert!(MAX_LANES >= crate::hashes::keccak_lanes::KECCAK_LANES);
+const _: () = assert!(MAX_LANES == crate::hashes::keccak_lanes::KECCAK_LANES_X8);
 
 /// A multi-lane hash primitive for one kind of call (`F`, or `H`).
 ///
@@ -46,10 +48,14 @@ pub(crate) trait Kernel {
     type Lane: Copy;
     /// A lane for `adrs` and input `x` (`N` or `2N` bytes, as this kernel expects).
     fn load(&self, adrs: &Address, x: &[u8]) -> Self::Lane;
+    /// How many lanes one [`Kernel::run`] hashes (at most [`MAX_LANES`]): the drivers fill
+    /// only the first this many, and leave the others inactive.
+    fn lanes(&self) -> usize;
     /// Rewrites the address's last word (the WOTS+ hash index) in a prepared lane.
     fn set_word7(&self, lane: &mut Self::Lane, v: u32);
-    /// Hashes every lane whose `active` flag is set, in place.
-    fn run(&self, lanes: &mut [Self::Lane; LANES], active: [bool; LANES]);
+    /// Hashes every lane whose `active` flag is set, in place (only lanes below
+    /// [`Kernel::lanes`] are ever active).
+    fn run(&self, lanes: &mut [Self::Lane; MAX_LANES], active: [bool; MAX_LANES]);
     /// The first `N` bytes of the lane's `x` (after `run`: the hash output).
     fn output(&self, lane: &Self::Lane, out: &mut [u8]);
 }
@@ -98,20 +104,22 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
         .collect();
     order.sort_by_key(|&i| core::cmp::Reverse(jobs[i].end - jobs[i].start));
     let mut next = order.into_iter();
-    // Per lane: the job it runs and the position of its next step.
-    let mut slots: [Option<(usize, u8)>; LANES] = [None; LANES];
-    let mut lanes: [K::Lane; LANES] = [k.load(&Address::default(), &[0u8; 32][..n]); LANES];
+    let width = k.lanes().min(MAX_LANES);
+    // Per lane: the job it runs and the position of its next step (lanes from `width` on
+    // stay empty).
+    let mut slots: [Option<(usize, u8)>; MAX_LANES] = [None; MAX_LANES];
+    let mut lanes: [K::Lane; MAX_LANES] = [k.load(&Address::default(), &[0u8; 32][..n]); MAX_LANES];
     let mut refill = |slot: &mut Option<(usize, u8)>, lane: &mut K::Lane, jobs: &[ChainJob]| {
         *slot = next.next().map(|i| {
             *lane = k.load(&jobs[i].adrs, &jobs[i].x[..n]);
             (i, jobs[i].start)
         });
     };
-    for (slot, lane) in slots.iter_mut().zip(lanes.iter_mut()) {
+    for (slot, lane) in slots.iter_mut().zip(lanes.iter_mut()).take(width) {
         refill(slot, lane, jobs);
     }
     loop {
-        let mut active = [false; LANES];
+        let mut active = [false; MAX_LANES];
         for ((slot, lane), a) in slots.iter().zip(lanes.iter_mut()).zip(active.iter_mut()) {
             if let Some((_, pos)) = slot {
                 k.set_word7(lane, u32::from(*pos));
@@ -134,11 +142,11 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
     }
 }
 
-/// Computes every job's output, [`LANES`] at a time; `blocks` is 1 (`F`) or 2 (`H`).
+/// Computes every job's output, [`Kernel::lanes`] at a time; `blocks` is 1 (`F`) or 2 (`H`).
 pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [NodeJob]) {
-    for chunk in jobs.chunks_mut(LANES) {
-        let mut lanes = [k.load(&chunk[0].adrs, &chunk[0].input[..blocks * n]); LANES];
-        let mut active = [false; LANES];
+    for chunk in jobs.chunks_mut(k.lanes().clamp(1, MAX_LANES)) {
+        let mut lanes = [k.load(&chunk[0].adrs, &chunk[0].input[..blocks * n]); MAX_LANES];
+        let mut active = [false; MAX_LANES];
         for ((job, lane), a) in chunk.iter().zip(lanes.iter_mut()).zip(active.iter_mut()) {
             *lane = k.load(&job.adrs, &job.input[..blocks * n]);
             *a = true;

@@ -9,8 +9,9 @@
 use sha2::digest::generic_array::GenericArray;
 use sha2::{compress256, compress512, Digest, Sha256, Sha512};
 
-use super::{Kernel, LANES};
+use super::{Kernel, MAX_LANES};
 use crate::hashes::lanes::compress_lanes;
+use crate::hashes::lanes::LANES;
 use crate::hashes::sha512_lanes::compress512_x4;
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
 
@@ -30,6 +31,15 @@ const IV512: [u64; 8] = [
 
 /// Where `x` starts in the block: after the 22-byte compressed address.
 const X: usize = 22;
+
+/// The four lanes the SHA-2 kernels hash (the drivers never activate the others).
+#[inline(always)]
+fn first_lanes<T>(lanes: &mut [T; MAX_LANES]) -> &mut [T; LANES] {
+    const _: () = assert!(LANES <= MAX_LANES);
+    lanes
+        .first_chunk_mut::<LANES>()
+        .expect("MAX_LANES >= LANES, checked at compile time")
+}
 
 /// One-block SHA-256 calls (`F`, and `H` for `N = 16`) from the seeded midstate.
 #[derive(Clone)]
@@ -56,8 +66,13 @@ impl Kernel for Sha256Kernel {
         lane[COMPRESSED_WORD7..COMPRESSED_WORD7 + 4].copy_from_slice(&v.to_be_bytes());
     }
 
+    #[inline(always)]
+    fn lanes(&self) -> usize {
+        LANES
+    }
+
     #[inline]
-    fn run(&self, lanes: &mut [[u8; 64]; LANES], active: [bool; LANES]) {
+    fn run(&self, lanes: &mut [[u8; 64]; MAX_LANES], active: [bool; MAX_LANES]) {
         let n = self.n;
         if active.iter().filter(|a| **a).count() == 1 {
             // One busy lane: a single compression beats a four-lane call.
@@ -67,6 +82,7 @@ impl Kernel for Sha256Kernel {
             write256(&st, &mut lanes[i][X..X + n]);
             return;
         }
+        let lanes = first_lanes(lanes);
         let mut states = [self.mid; LANES];
         compress_lanes(&mut states, lanes);
         for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
@@ -107,7 +123,11 @@ impl Kernel for Sha512Kernel {
         lane[COMPRESSED_WORD7..COMPRESSED_WORD7 + 4].copy_from_slice(&v.to_be_bytes());
     }
 
-    fn run(&self, lanes: &mut [[u8; 128]; LANES], active: [bool; LANES]) {
+    fn lanes(&self) -> usize {
+        LANES
+    }
+
+    fn run(&self, lanes: &mut [[u8; 128]; MAX_LANES], active: [bool; MAX_LANES]) {
         let n = self.n;
         if active.iter().filter(|a| **a).count() == 1 {
             let i = active.iter().position(|a| *a).unwrap_or(0);
@@ -116,6 +136,7 @@ impl Kernel for Sha512Kernel {
             write512(&st, &mut lanes[i][X..X + n]);
             return;
         }
+        let lanes = first_lanes(lanes);
         let mut states = [self.mid; LANES];
         compress512_x4(&mut states, lanes);
         for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
@@ -254,6 +275,11 @@ fn mgf1<D: Digest + Clone>(seed: &[&[u8]], out: &mut [u8]) {
 mod tests {
     use super::*;
 
+    /// The flags with exactly the lanes `on` active.
+    fn active(on: &[usize]) -> [bool; MAX_LANES] {
+        core::array::from_fn(|i| on.contains(&i))
+    }
+
     fn adrs() -> Address {
         Address {
             layer: 3,
@@ -280,8 +306,8 @@ mod tests {
             let c = a.compressed();
 
             // F
-            let mut lanes = [h.f.load(&a, &x[..n]); LANES];
-            h.f.run(&mut lanes, [true, false, true, true]);
+            let mut lanes = [h.f.load(&a, &x[..n]); MAX_LANES];
+            h.f.run(&mut lanes, active(&[0, 2, 3]));
             let mut got = vec![0u8; n];
             h.f.output(&lanes[0], &mut got);
             let want = Sha256::new()
@@ -293,15 +319,15 @@ mod tests {
             h.f.output(&lanes[3], &mut got);
             assert_eq!(got, want[..n]);
             // single-lane path
-            let mut lanes = [h.f.load(&a, &x[..n]); LANES];
-            h.f.run(&mut lanes, [false, true, false, false]);
+            let mut lanes = [h.f.load(&a, &x[..n]); MAX_LANES];
+            h.f.run(&mut lanes, active(&[1]));
             h.f.output(&lanes[1], &mut got);
             assert_eq!(got, want[..n]);
 
             // H
             let want: Vec<u8> = if n == 16 {
-                let mut lanes = [h.f.load(&a, &x); LANES];
-                h.f.run(&mut lanes, [true; LANES]);
+                let mut lanes = [h.f.load(&a, &x); MAX_LANES];
+                h.f.run(&mut lanes, active(&[0, 1, 2, 3]));
                 h.f.output(&lanes[2], &mut got);
                 Sha256::new()
                     .chain_update(&pre64)
@@ -310,8 +336,8 @@ mod tests {
                     .finalize()
                     .to_vec()
             } else {
-                let mut lanes = [h.h512.load(&a, &x); LANES];
-                h.h512.run(&mut lanes, [true; LANES]);
+                let mut lanes = [h.h512.load(&a, &x); MAX_LANES];
+                h.h512.run(&mut lanes, active(&[0, 1, 2, 3]));
                 h.h512.output(&lanes[2], &mut got);
                 Sha512::new()
                     .chain_update(&pre128)
