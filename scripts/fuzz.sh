@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (fuzz/, cargo-fuzz; docs/fuzzing.md): the native SPHINCS+ verifier
-# against PQClean (spx_verify_diff), every core binary decoder plus checkpoint notes
+# against PQClean and slh-dsa on all 24 sets (spx_verify_diff), every core binary decoder plus checkpoint notes
 # (decoders), the feed as the gateway's follower checks it (gateway_feed), every request
 # body of both services (request_bodies) and the files the CLI reads (cli_files).
 #   ./scripts/fuzz.sh                          # every target for DGSP_FUZZ_SECONDS (default 60) each

@@ -328,6 +328,16 @@ pub fn spx_verify_pqclean(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -
     crate::spx::verify_pqclean(params, pk, msg, sig)
 }
 
+/// The signing library's verdict on a manager signature of either standard: PQClean's for
+/// a round 3.1 set, `slh-dsa`'s (FIPS 205 pure mode, empty context) for a FIPS 205 set; any
+/// length or content error is `false`. The oracle the fuzz target checks the native
+/// verifier against on all 24 sets.
+#[cfg(feature = "sign")]
+#[doc(hidden)]
+pub fn spx_verify_oracle(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
+    crate::spx::verify_oracle(params, pk, msg, sig)
+}
+
 /// FIPS 205 `slh_keygen_internal(SK.seed, SK.prf, PK.seed)` with `slh-dsa`: the key pair
 /// `(PK.seed || PK.root, SK.seed || SK.prf || PK.seed || PK.root)` of given seeds, for
 /// known-answer tests. `None` unless `params` is a FIPS 205 set and every seed is `N` bytes.

@@ -50,6 +50,16 @@ pub(crate) fn verify_pqclean(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]
     params.standard() == Standard::Round3 && pqclean::verify(params, pk, msg, sig)
 }
 
+/// The library's verdict on a signature of either standard: PQClean's for a round 3.1 set,
+/// `slh-dsa`'s (pure mode, empty context) for a FIPS 205 set. The native verifier's test
+/// oracle on all 24 sets.
+pub(crate) fn verify_oracle(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
+    match params.standard() {
+        Standard::Round3 => pqclean::verify(params, pk, msg, sig),
+        Standard::Fips205 => slh::verify(params, pk, msg, sig),
+    }
+}
+
 /// A FIPS 205 key pair from given seeds (`slh_keygen_internal`): for known-answer tests.
 pub(crate) use slh::keypair_from_seeds;
 /// A deterministic FIPS 205 signature (`opt_rand = PK.seed`): for known-answer tests.

@@ -98,6 +98,22 @@ pub(super) fn sign(params: ParamSet, sk: &[u8], msg: &[u8], addrnd: Option<&[u8]
     dispatch!(params, P => sign_with::<P>(sk, msg, addrnd))
 }
 
+/// `slh-dsa`'s verdict on a FIPS 205 pure-mode signature with the empty context: any
+/// length or content error is `false`.
+pub(super) fn verify(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
+    dispatch!(params, P => verify_with::<P>(pk, msg, sig))
+}
+
+fn verify_with<P: ParameterSet>(pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
+    let (Ok(vk), Ok(sig)) = (
+        slh_dsa::VerifyingKey::<P>::try_from(pk),
+        slh_dsa::Signature::<P>::try_from(sig),
+    ) else {
+        return false;
+    };
+    vk.try_verify_with_context(msg, &[], &sig).is_ok()
+}
+
 fn sign_with<P: ParameterSet>(sk: &[u8], msg: &[u8], addrnd: Option<&[u8]>) -> Vec<u8> {
     let sk = SigningKey::<P>::try_from(sk).expect("secret key length checked at decode");
     sk.try_sign_with_context(msg, &[], addrnd)
@@ -125,6 +141,9 @@ mod tests {
             let vk = VerifyingKey::new(p, &pk).unwrap();
             assert!(vk.verify(b"m", &sig), "{p}");
             assert!(!vk.verify(b"n", &sig), "{p}");
+            assert!(verify(p, &pk, b"m", &sig), "{p}: slh-dsa's verdict");
+            assert!(!verify(p, &pk, b"n", &sig), "{p}: slh-dsa's verdict");
+            assert!(!verify(p, &pk, b"m", &sig[1..]), "{p}: a short signature");
             // Deterministic signing is reproducible; hedged signing is not.
             assert_eq!(sign(p, &sk, b"m", None), sign(p, &sk, b"m", None));
             assert_ne!(

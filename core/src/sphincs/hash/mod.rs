@@ -120,7 +120,11 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
     }
     loop {
         let mut active = [false; MAX_LANES];
-        for ((slot, lane), a) in slots.iter().zip(lanes.iter_mut()).zip(active.iter_mut()) {
+        for ((slot, lane), a) in slots[..width]
+            .iter()
+            .zip(lanes.iter_mut())
+            .zip(active.iter_mut())
+        {
             if let Some((_, pos)) = slot {
                 k.set_word7(lane, u32::from(*pos));
                 *a = true;
@@ -130,7 +134,7 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
             break;
         }
         k.run(&mut lanes, active);
-        for (slot, lane) in slots.iter_mut().zip(lanes.iter_mut()) {
+        for (slot, lane) in slots[..width].iter_mut().zip(lanes.iter_mut()) {
             let Some((i, pos)) = slot else { continue };
             *pos += 1;
             if *pos == jobs[*i].end {
