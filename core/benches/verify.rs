@@ -12,9 +12,10 @@
 //! - `ours-pqclean`: our revoked-list check and WOTS+, then PQClean's SPHINCS+ verify;
 //! - `ours`: `ManagerPublicKey::verify` (native SPHINCS+ verifier);
 //! - `ours-batch-8` / `ours-batch-64`: `ManagerPublicKey::verify_batch`, per signature;
-//! - `ours-keccak-x4`, `ours-keccak-x4-batch-64`: on a SHAKE set where the CPU has AVX-512F,
-//!   the same key decoded with the eight-state Keccak kernel switched off
-//!   (`hazmat::keccak_x8_enable(false)`): the four-state kernel beside it in one run;
+//! - `ours-keccak-x4`, `ours-keccak-x4-batch-64`: where the CPU has AVX-512F, the same key
+//!   decoded with the wide kernels switched off (`hazmat::wide_kernels_enable(false)`: four
+//!   Keccak-f states instead of eight, four SHA-NI lanes instead of sixteen AVX-512F ones):
+//!   the four-lane kernels beside them in one run;
 //! - `*-all-cores`: every core verifying (ours: one batch of 64 per core per round).
 
 use std::time::Duration;
@@ -120,13 +121,10 @@ const ROWS: [(&str, &str); 10] = [
     ("ours", "ours (native), one thread"),
     ("ours-batch-8", "ours, batch of 8, one thread"),
     ("ours-batch-64", "ours, batch of 64, one thread"),
-    (
-        "ours-keccak-x4",
-        "ours, four-state Keccak kernel only, one thread",
-    ),
+    ("ours-keccak-x4", "ours, four-lane kernels only, one thread"),
     (
         "ours-keccak-x4-batch-64",
-        "ours, four-state Keccak kernel only, batch of 64, one thread",
+        "ours, four-lane kernels only, batch of 64, one thread",
     ),
     ("reference-all-cores", "dgsp 0.1.2, all cores"),
     (
@@ -151,14 +149,16 @@ fn main() {
     }
     let items: Vec<(&[u8], &Signature)> = g.sigs.iter().map(|s| (MESSAGE, s)).collect();
     let cores = threads();
-    // The same key with the four-state Keccak kernel only, where the eight-state one is in
-    // use (a SHAKE set on a CPU with AVX-512F).
-    let x4 = (SET.hash_family() == HashFamily::Shake
-        && hazmat::cpu_features_used().contains("Keccak-f x8: avx512f"))
-    .then(|| {
-        hazmat::keccak_x8_enable(false);
+    // The same key with the four-lane kernels only, where a wide one is in use (a CPU with
+    // AVX-512F: eight Keccak-f states for SHAKE, sixteen SHA-256 lanes for SHA-2).
+    let wide = match SET.hash_family() {
+        HashFamily::Shake => "Keccak-f x8: avx512f",
+        HashFamily::Sha2 => "SHA-256 x16: avx512f",
+    };
+    let x4 = hazmat::cpu_features_used().contains(wide).then(|| {
+        hazmat::wide_kernels_enable(false);
         let key = ManagerPublicKey::from_bytes(&pk.to_bytes()).unwrap();
-        hazmat::keccak_x8_enable(true);
+        hazmat::wide_kernels_enable(true);
         for sig in &g.sigs {
             key.verify(MESSAGE, sig, &g.revoked).unwrap();
         }

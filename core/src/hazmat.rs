@@ -287,12 +287,62 @@ pub fn keccak_f1600_x8_bench(states: &mut [[u64; 25]; 8], iterations: u32) -> bo
     true
 }
 
-/// Benchmark hook, not an API: whether the SHAKE hashes of keys decoded from now on may
-/// use the eight-state AVX-512F Keccak kernel (on by default where the CPU has AVX-512F;
-/// off, they use the four-state kernels). Keys already built keep what they chose.
+/// Benchmark hook, not an API: `iterations` dependent SHA-256 compressions in each of
+/// `states.len()` lanes (each lane's state feeds its next compression, as in a WOTS+
+/// chain), with the kernel called `kernel`: `compress256` (one lane at a time, the `sha2`
+/// crate), `sha-ni-x4` (the four-lane SHA-NI kernel the verifier uses; 4 lanes) or
+/// `avx512-x16` (the sixteen-lane AVX-512F kernel; 16 lanes). Returns `false`, touching
+/// nothing, if the kernel is unknown, the CPU cannot run it, or the lane count is not its.
 #[doc(hidden)]
-pub fn keccak_x8_enable(on: bool) {
+pub fn sha256_lanes_bench(
+    kernel: &str,
+    states: &mut [[u32; 8]],
+    block: &[u8; 64],
+    iterations: u32,
+) -> bool {
+    use crate::hashes::{lanes, sha256_x16};
+    match (kernel, states.len()) {
+        ("compress256", _) => {
+            let block = sha2::digest::generic_array::GenericArray::from_slice(block);
+            for _ in 0..iterations {
+                for st in states.iter_mut() {
+                    sha2::compress256(st, core::slice::from_ref(block));
+                }
+            }
+            true
+        }
+        ("sha-ni-x4", lanes::LANES) if lanes::kernel_name() == "sha-ni" => {
+            let Ok(states) = <&mut [[u32; 8]; lanes::LANES]>::try_from(states) else {
+                return false;
+            };
+            let blocks = [*block; lanes::LANES];
+            for _ in 0..iterations {
+                lanes::compress_lanes(states, &blocks);
+            }
+            true
+        }
+        ("avx512-x16", sha256_x16::LANES_X16) if sha256_x16::available() => {
+            let Ok(states) = <&mut [[u32; 8]; sha256_x16::LANES_X16]>::try_from(states) else {
+                return false;
+            };
+            let blocks = [*block; sha256_x16::LANES_X16];
+            for _ in 0..iterations {
+                sha256_x16::compress_x16(states, &blocks);
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Benchmark hook, not an API: whether the keys decoded from now on may use the wide
+/// AVX-512F kernels, eight Keccak-f states for SHAKE and sixteen SHA-256 compressions for
+/// SHA-2 `F` (on by default where the CPU has AVX-512F; off, they use the four-lane kernels).
+/// Keys already built keep what they chose.
+#[doc(hidden)]
+pub fn wide_kernels_enable(on: bool) {
     crate::hashes::keccak_lanes::set_x8_enabled(on);
+    crate::hashes::sha256_x16::set_x16_enabled(on);
 }
 
 /// A fresh manager signature key pair `(public key, secret key)` from the OS randomness:

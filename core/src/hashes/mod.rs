@@ -16,6 +16,9 @@ pub(crate) mod keccak_lanes;
 mod sha2;
 #[allow(unsafe_code)]
 pub(crate) mod sha512_lanes;
+// The 16-lane AVX-512F SHA-256 kernel, measured against SHA-NI (see its "Safety" section).
+#[allow(unsafe_code)]
+pub(crate) mod sha256_x16;
 mod shake;
 
 use ::sha2::{Digest, Sha256, Sha512};
@@ -31,8 +34,15 @@ pub(crate) use self::shake::ShakeTh;
 /// `"SHA-256 x4: sha-ni, SHA-512 x4: avx2, Keccak-f x4: avx2"`.
 pub(crate) fn kernels_in_use() -> String {
     format!(
-        "SHA-256 x4: {}, SHA-512 x4: {}, Keccak-f x4: {}, Keccak-f x8: {}",
+        "SHA-256 x4: {}, SHA-256 x16: {}, SHA-512 x4: {}, Keccak-f x4: {}, Keccak-f x8: {}",
         lanes::kernel_name(),
+        if sha256_x16::x16_enabled() {
+            "avx512f"
+        } else if sha256_x16::available() {
+            "off"
+        } else {
+            "none"
+        },
         sha512_lanes::kernel_name(),
         keccak_lanes::Kernel::best().name(),
         if keccak_lanes::x8_enabled() {

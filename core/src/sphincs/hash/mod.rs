@@ -15,7 +15,8 @@
 //! The calls a verifier makes are mostly independent of each other (the WOTS+ chains of a
 //! layer, the FORS leaves and trees, different signatures), so they go through a
 //! [`Kernel`]: [`Kernel::lanes`] prepared inputs (at most [`MAX_LANES`]) hashed by one call
-//! of a multi-lane primitive (`hashes::lanes::compress_lanes` for SHA-256, four lanes;
+//! of a multi-lane primitive (`hashes::sha256_x16::compress_x16` for SHA-256, sixteen where
+//! the CPU has AVX-512F, else `hashes::lanes::compress_lanes`, four with SHA-NI;
 //! `hashes::sha512_lanes::compress512_x4` for SHA-512, four; `hashes::keccak_lanes::f1600_x8`
 //! for SHAKE, eight where the CPU has AVX-512F, else `f1600_x4`, four). Two drivers feed it:
 //! [`run_chains`], a lane-refill scheduler for chains of dependent `F` calls, and
@@ -32,10 +33,10 @@ pub(crate) use self::sha2::Sha2Hasher;
 pub(crate) use self::shake::ShakeHasher;
 
 /// The most independent hashes one kernel call computes (the lane arrays' size).
-pub(crate) const MAX_LANES: usize = 8;
+pub(crate) const MAX_LANES: usize = 16;
 const _: () = assert!(MAX_LANES >= crate::hashes::lanes::LANES);
-const _: () = assert!(MAX_LANES >= crate::hashes::keccak_lanes::KECCAK_LANES);
-const _: () = assert!(MAX_LANES == crate::hashes::keccak_lanes::KECCAK_LANES_X8);
+const _: () = assert!(MAX_LANES >= crate::hashes::keccak_lanes::KECCAK_LANES_X8);
+const _: () = assert!(MAX_LANES == crate::hashes::sha256_x16::LANES_X16);
 
 /// A multi-lane hash primitive for one kind of call (`F`, or `H`).
 ///

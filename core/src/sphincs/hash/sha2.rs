@@ -12,6 +12,7 @@ use sha2::{compress256, compress512, Digest, Sha256, Sha512};
 use super::{Kernel, MAX_LANES};
 use crate::hashes::lanes::compress_lanes;
 use crate::hashes::lanes::LANES;
+use crate::hashes::sha256_x16::{compress_x16, x16_enabled, LANES_X16};
 use crate::hashes::sha512_lanes::compress512_x4;
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
 
@@ -46,6 +47,8 @@ fn first_lanes<T>(lanes: &mut [T; MAX_LANES]) -> &mut [T; LANES] {
 pub(crate) struct Sha256Kernel {
     n: usize,
     mid: [u32; 8],
+    /// Lanes per call: sixteen where the CPU has AVX-512F (`compress_x16`), else four.
+    lanes: usize,
 }
 
 impl Kernel for Sha256Kernel {
@@ -68,18 +71,51 @@ impl Kernel for Sha256Kernel {
 
     #[inline(always)]
     fn lanes(&self) -> usize {
-        LANES
+        self.lanes
     }
 
+    /// One busy lane: one compression. Up to four: the four-lane SHA-NI kernel on them
+    /// (gathered from wherever they are). More: the sixteen-lane AVX-512F kernel on all.
     #[inline]
     fn run(&self, lanes: &mut [[u8; 64]; MAX_LANES], active: [bool; MAX_LANES]) {
         let n = self.n;
-        if active.iter().filter(|a| **a).count() == 1 {
+        let busy = active.iter().filter(|a| **a).count();
+        if busy == 1 {
             // One busy lane: a single compression beats a four-lane call.
             let i = active.iter().position(|a| *a).unwrap_or(0);
             let mut st = self.mid;
             compress256(&mut st, &[GenericArray::clone_from_slice(&lanes[i])]);
             write256(&st, &mut lanes[i][X..X + n]);
+            return;
+        }
+        if busy > LANES {
+            // Only with sixteen lanes per call (`self.lanes`).
+            let mut states = [self.mid; LANES_X16];
+            compress_x16(&mut states, lanes);
+            for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
+                if a {
+                    write256(st, &mut lane[X..X + n]);
+                }
+            }
+            return;
+        }
+        if active[LANES..].contains(&true) {
+            // Busy lanes beyond the first four: gathered into one four-lane call.
+            let mut which = [0usize; LANES];
+            let mut blocks = [[0u8; 64]; LANES];
+            for ((slot, b), i) in which
+                .iter_mut()
+                .zip(blocks.iter_mut())
+                .zip((0..MAX_LANES).filter(|&i| active[i]))
+            {
+                *slot = i;
+                *b = lanes[i];
+            }
+            let mut states = [self.mid; LANES];
+            compress_lanes(&mut states, &blocks);
+            for (&i, st) in which.iter().zip(&states).take(busy) {
+                write256(st, &mut lanes[i][X..X + n]);
+            }
             return;
         }
         let lanes = first_lanes(lanes);
@@ -196,7 +232,11 @@ impl Sha2Hasher {
         Sha2Hasher {
             n,
             seed,
-            f: Sha256Kernel { n, mid: mid256 },
+            f: Sha256Kernel {
+                n,
+                mid: mid256,
+                lanes: if x16_enabled() { LANES_X16 } else { LANES },
+            },
             h512: Sha512Kernel { n, mid: mid512 },
             t256: Sha256::new_with_prefix(b64),
             t512: Sha512::new_with_prefix(b128),
@@ -288,6 +328,44 @@ mod tests {
             keypair: 77,
             word6: 4,
             word7: 11,
+        }
+    }
+
+    /// The `F` kernel on distinct inputs (each lane its own hash address) with every lane
+    /// busy (sixteen-lane path where the CPU has AVX-512F), five, four of them scattered
+    /// (the gathered four-lane path), two, and one.
+    #[test]
+    fn f_lanes_hash_their_own_inputs() {
+        let n = 16;
+        let seed: Vec<u8> = (1..=n as u8).collect();
+        let x: Vec<u8> = (0..n).map(|i| (i * 5 + 1) as u8).collect();
+        let h = Sha2Hasher::new(&seed);
+        let base = adrs();
+        let mut pre64 = seed.clone();
+        pre64.resize(64, 0);
+        let all: Vec<usize> = (0..MAX_LANES).collect();
+        let sets: [&[usize]; 5] = [&all, &[0, 3, 6, 9, 12], &[1, 7, 11, 15], &[2, 5], &[13]];
+        for on in sets {
+            let on: Vec<usize> = on.iter().copied().filter(|&i| i < h.f.lanes()).collect();
+            let mut lanes = [h.f.load(&base, &x); MAX_LANES];
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                h.f.set_word7(lane, 200 + i as u32);
+            }
+            h.f.run(&mut lanes, active(&on));
+            for &i in &on {
+                let mut got = vec![0u8; n];
+                h.f.output(&lanes[i], &mut got);
+                let a = Address {
+                    word7: 200 + i as u32,
+                    ..base
+                };
+                let want = Sha256::new()
+                    .chain_update(&pre64)
+                    .chain_update(a.compressed())
+                    .chain_update(&x)
+                    .finalize();
+                assert_eq!(got, want[..n], "lanes {on:?}: lane {i}");
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use sha3::digest::{ExtendableOutput, Update, XofReader};
 use sha3::Shake256;
 
 use super::{Kernel, MAX_LANES};
-use crate::hashes::keccak_lanes::{f1600_x4, f1600_x8, x8_enabled, KECCAK_LANES};
+use crate::hashes::keccak_lanes::{f1600_x4, f1600_x8, x8_enabled, KECCAK_LANES, KECCAK_LANES_X8};
 use crate::sphincs::address::Address;
 
 /// SHAKE256 rate in 64-bit lanes (136 bytes).
@@ -36,7 +36,7 @@ impl ShakeKernel {
         template[w + 4 + blocks * w] ^= 0x1F;
         template[RATE_LANES - 1] ^= 0x80 << 56;
         let lanes = if x8_enabled() {
-            MAX_LANES
+            KECCAK_LANES_X8
         } else {
             KECCAK_LANES
         };
@@ -100,9 +100,15 @@ impl Kernel for ShakeKernel {
             }
             return;
         }
-        let mut states = *lanes;
+        // More than four busy lanes: only with eight lanes per call (`self.lanes`), so all
+        // of them are among the first eight.
+        const _: () = assert!(KECCAK_LANES_X8 <= MAX_LANES);
+        let eight = lanes
+            .first_chunk_mut::<KECCAK_LANES_X8>()
+            .expect("MAX_LANES >= 8, checked at compile time");
+        let mut states = *eight;
         f1600_x8(&mut states);
-        for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
+        for ((lane, st), a) in eight.iter_mut().zip(&states).zip(active) {
             if a {
                 lane[w + 4..2 * w + 4].copy_from_slice(&st[..w]);
             }
