@@ -245,7 +245,9 @@ pub fn certificate_message(wots_pk: &WotsPk, zeta: &Zeta, tau: &Tau) -> Vec<u8> 
 }
 
 /// The hash kernels the running CPU selects for verification, in words (for benchmark
-/// reports), e.g. `"SHA-256 x4: sha-ni, SHA-512 x4: avx2, Keccak-f x4: avx2"`.
+/// reports), e.g. `"SHA-256 x4: sha-ni, SHA-256 x16: avx512f, SHA-512 x4: avx2,
+/// Keccak-f x4: avx512, Keccak-f x8: avx512f"` (a wide kernel is `off` when switched off,
+/// `none` when the CPU lacks it).
 pub fn cpu_features_used() -> String {
     crate::hashes::kernels_in_use()
 }
