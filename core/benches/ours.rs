@@ -99,13 +99,9 @@ impl Fixture {
     /// What `dgsp-manager member sign` rebuilds per signature from its wallet slot, the
     /// certificate checked at import and not again (`MemberKey::resume`).
     pub fn resumed_key(&self) -> SigningKey {
+        let item = CsrItem::from_stored(&self.member, self.stock_seed.clone(), self.stock_pk);
         self.member
-            .resume(
-                self.manager.public_key(),
-                self.stock_seed.clone(),
-                self.stock_pk,
-                &self.stock_cert,
-            )
+            .resume(self.manager.public_key(), item, &self.stock_cert)
             .unwrap()
     }
 
@@ -163,10 +159,7 @@ pub fn bench_op(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture, op: &str
         "sign_from_seed" => group.bench_function(id, |b| {
             b.iter(|| {
                 let item = CsrItem::from_seed(&fx.member, fx.stock_seed.clone());
-                let key = fx
-                    .member
-                    .resume(pk, fx.stock_seed.clone(), *item.wots_pk(), &fx.stock_cert)
-                    .unwrap();
+                let key = fx.member.resume(pk, item, &fx.stock_cert).unwrap();
                 black_box(key.sign(MESSAGE))
             })
         }),

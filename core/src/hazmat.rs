@@ -279,8 +279,8 @@ pub fn keccak_f1600_x4_bench(kernel: &str, states: &mut [[u64; 25]; 4], iteratio
 /// lacks AVX-512F (the entry point would fall back to two four-state calls).
 #[doc(hidden)]
 pub fn keccak_f1600_x8_bench(states: &mut [[u64; 25]; 8], iterations: u32) -> bool {
-    use crate::hashes::keccak_lanes::{f1600_x8, x8_available};
-    if !x8_available() {
+    use crate::hashes::{avx512f, keccak_lanes::f1600_x8};
+    if !avx512f() {
         return false;
     }
     for _ in 0..iterations {
@@ -314,27 +314,31 @@ pub fn sha256_lanes_bench(
             true
         }
         ("sha-ni-x4", lanes::LANES) if lanes::kernel_name() == "sha-ni" => {
-            let Ok(states) = <&mut [[u32; 8]; lanes::LANES]>::try_from(states) else {
-                return false;
-            };
-            let blocks = [*block; lanes::LANES];
-            for _ in 0..iterations {
-                lanes::compress_lanes(states, &blocks);
-            }
-            true
+            chains(states, block, iterations, lanes::compress_lanes)
         }
-        ("avx512-x16", sha256_x16::LANES_X16) if sha256_x16::available() => {
-            let Ok(states) = <&mut [[u32; 8]; sha256_x16::LANES_X16]>::try_from(states) else {
-                return false;
-            };
-            let blocks = [*block; sha256_x16::LANES_X16];
-            for _ in 0..iterations {
-                sha256_x16::compress_x16(states, &blocks);
-            }
-            true
+        ("avx512-x16", sha256_x16::LANES_X16) if crate::hashes::avx512f() => {
+            chains(states, block, iterations, sha256_x16::compress_x16)
         }
         _ => false,
     }
+}
+
+/// `iterations` calls of an `N`-lane compression on `states` (exactly `N` of them, else
+/// `false`), every lane compressing `block`.
+fn chains<const N: usize>(
+    states: &mut [[u32; 8]],
+    block: &[u8; 64],
+    iterations: u32,
+    compress: fn(&mut [[u32; 8]; N], &[[u8; 64]; N]),
+) -> bool {
+    let Ok(states) = <&mut [[u32; 8]; N]>::try_from(states) else {
+        return false;
+    };
+    let blocks = [*block; N];
+    for _ in 0..iterations {
+        compress(states, &blocks);
+    }
+    true
 }
 
 /// Benchmark hook, not an API: whether the keys decoded from now on may use the wide
@@ -343,8 +347,7 @@ pub fn sha256_lanes_bench(
 /// Keys already built keep what they chose.
 #[doc(hidden)]
 pub fn wide_kernels_enable(on: bool) {
-    crate::hashes::keccak_lanes::set_x8_enabled(on);
-    crate::hashes::sha256_x16::set_x16_enabled(on);
+    crate::hashes::set_wide_kernels(on);
 }
 
 /// A fresh manager signature key pair `(public key, secret key)` from the OS randomness:

@@ -58,6 +58,22 @@ impl CsrItem {
         }
     }
 
+    /// Rebuilds an item from what a wallet stores for it: the seed and the WOTS+ public key
+    /// [`CsrItem::from_seed`] derived from it, taken as given (two derivations instead of the
+    /// key generation). The caller vouches that `wots_pk` is the seed's key (the wallet checks
+    /// it at import and keeps both sealed); a wrong one yields signatures that fail
+    /// verification. The same duty as `from_seed`: rebuild only items that have not signed.
+    pub fn from_stored(member: &MemberKey, wots_seed: WotsSeed, wots_pk: WotsPk) -> Self {
+        let params = member.params();
+        CsrItem {
+            params,
+            rho: derive::rho(params, &wots_seed),
+            sk_seed: derive::sk_seed(params, &member.seed_u, &wots_seed),
+            wots_seed,
+            wots_pk,
+        }
+    }
+
     /// The WOTS+ public key the manager certifies.
     pub fn wots_pk(&self) -> &WotsPk {
         &self.wots_pk
@@ -102,58 +118,36 @@ impl MemberKey {
         item: CsrItem,
         cert: &Certificate,
     ) -> Result<SigningKey, Error> {
+        let key = self.resume(group, item, cert)?;
+        let msg = cert_message(key.item.wots_pk.as_bytes(), cert.zeta(), key.tau.as_bytes());
+        if !group.verifying_key().verify(&msg, cert.spx_signature()) {
+            return Err(Error::InvalidCertificate);
+        }
+        Ok(key)
+    }
+
+    /// Binds a certificate that [`MemberKey::import`] already accepted to its CSR item,
+    /// without checking it again: what a wallet does per signature, with the item rebuilt by
+    /// [`CsrItem::from_stored`].
+    ///
+    /// Only the parameter sets are checked and `tau` derived: not the certificate's SPHINCS+
+    /// verification, which on sha2-128f is about 22 times the work of [`SigningKey::sign`]
+    /// (5 times on shake-256f; docs/benchmarks.md). The caller
+    /// vouches that `import` accepted `cert` for this item's key, kept where nobody else can
+    /// change it (the wallet's sealed file). A certificate of another key yields a
+    /// signature that fails verification, never one under another key.
+    pub fn resume(
+        &self,
+        group: &ManagerPublicKey,
+        item: CsrItem,
+        cert: &Certificate,
+    ) -> Result<SigningKey, Error> {
         let params = group.params();
         for found in [self.params(), item.params, cert.params()] {
             if found != params {
                 return Err(Error::mismatch(params, found));
             }
         }
-        let tau = derive::tau(params, &item.wots_pk, cert.pi(), self.id());
-        let msg = cert_message(item.wots_pk.as_bytes(), cert.zeta(), tau.as_bytes());
-        if !group.verifying_key().verify(&msg, cert.spx_signature()) {
-            return Err(Error::InvalidCertificate);
-        }
-        Ok(SigningKey {
-            item,
-            zeta: *cert.zeta(),
-            tau,
-            spx_sig: cert.spx_signature().to_vec(),
-        })
-    }
-
-    /// The signing key of a certificate that [`MemberKey::import`] already accepted, rebuilt
-    /// from what a wallet stores: the item's seed, its WOTS+ public key and the certificate.
-    ///
-    /// Only the cheap parts are done again (the parameter sets, the seed's two derivations
-    /// and `tau`): not the WOTS+ key generation that [`CsrItem::from_seed`] does, nor the
-    /// certificate's SPHINCS+ verification. Together those are about 25 times the work of
-    /// [`SigningKey::sign`], which is then all that remains per signature.
-    ///
-    /// The caller vouches for what is skipped: `wots_pk` is the seed's key and `import`
-    /// accepted `cert` for it, both kept where nobody else can change them (the wallet's
-    /// sealed file). A pair that does not belong together yields a signature that fails
-    /// verification, never one under another key. As with [`CsrItem::from_seed`], each
-    /// call yields a key for the same one-time key: resume only items that have not signed.
-    pub fn resume(
-        &self,
-        group: &ManagerPublicKey,
-        wots_seed: WotsSeed,
-        wots_pk: WotsPk,
-        cert: &Certificate,
-    ) -> Result<SigningKey, Error> {
-        let params = group.params();
-        for found in [self.params(), cert.params()] {
-            if found != params {
-                return Err(Error::mismatch(params, found));
-            }
-        }
-        let item = CsrItem {
-            params,
-            rho: derive::rho(params, &wots_seed),
-            sk_seed: derive::sk_seed(params, &self.seed_u, &wots_seed),
-            wots_seed,
-            wots_pk,
-        };
         let tau = derive::tau(params, &item.wots_pk, cert.pi(), self.id());
         Ok(SigningKey {
             item,

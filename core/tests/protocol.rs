@@ -485,8 +485,9 @@ fn resume_signs_as_import_does_without_checking_again() {
             .import(g.pk(), items.into_iter().next().unwrap(), &certs[0])
             .unwrap()
             .sign(b"m");
+        let stored = |i: usize| CsrItem::from_stored(&alice, seeds[i].clone(), pks[i]);
         let resumed = alice
-            .resume(g.pk(), seeds[0].clone(), pks[0], &certs[0])
+            .resume(g.pk(), stored(0), &certs[0])
             .unwrap()
             .sign(b"m");
         assert_eq!(resumed.to_bytes(), imported.to_bytes());
@@ -494,12 +495,12 @@ fn resume_signs_as_import_does_without_checking_again() {
 
         // The first key with the second key's certificate: a signature, but not a valid one.
         let crossed = alice
-            .resume(g.pk(), seeds[0].clone(), pks[0], &certs[1])
+            .resume(g.pk(), stored(0), &certs[1])
             .unwrap()
             .sign(b"m");
         assert!(g.pk().verify(b"m", &crossed, &g.revoked).is_err());
 
-        // Another parameter set's group key: refused before anything is derived.
+        // Another parameter set's group key: refused before `tau` is derived.
         let other = if params == ParamSet::Sha2_128f {
             ParamSet::Sha2_192f
         } else {
@@ -507,7 +508,7 @@ fn resume_signs_as_import_does_without_checking_again() {
         };
         let other = Manager::generate(other, &mut g.rng);
         assert!(matches!(
-            alice.resume(other.public_key(), seeds[1].clone(), pks[1], &certs[1]),
+            alice.resume(other.public_key(), stored(1), &certs[1]),
             Err(Error::ParamMismatch { .. })
         ));
     }

@@ -16,7 +16,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-use dgsp_core::{Certificate, ManagerPublicKey, MemberKey, WotsPk, WotsSeed};
+use dgsp_core::{Certificate, CsrItem, ManagerPublicKey, MemberKey, WotsPk, WotsSeed};
 
 /// Why a request could not be signed.
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +117,8 @@ pub fn sign(request: &Request) -> Result<Vec<u8>, ProbeError> {
         WotsPk::from_slice(member.params(), &request.wots_pk).map_err(decode("wots pk"))?;
     let certificate =
         Certificate::from_bytes(&request.certificate).map_err(decode("certificate"))?;
-    let key = member.resume(&group, seed, wots_pk, &certificate)?;
+    let item = CsrItem::from_stored(&member, seed, wots_pk);
+    let key = member.resume(&group, item, &certificate)?;
     Ok(key.sign(&request.message).to_bytes())
 }
 

@@ -195,14 +195,15 @@ impl Scheme for Dgsp {
             return Err(e);
         }
         let wallet_sign = measure::simple(budget, || {
+            let item = CsrItem::from_stored(&f.member, f.seed.clone(), f.wots_pk);
             f.member
-                .resume(group, f.seed.clone(), f.wots_pk, &f.certificate)
+                .resume(group, item, &f.certificate)
                 .map(|k| k.sign(MESSAGE))
         });
         let sign_from_seed = measure::simple(budget, || {
             let item = CsrItem::from_seed(&f.member, f.seed.clone());
             f.member
-                .resume(group, f.seed.clone(), *item.wots_pk(), &f.certificate)
+                .resume(group, item, &f.certificate)
                 .map(|k| k.sign(MESSAGE))
         });
         let verify = measure::simple(budget, || group.verify(MESSAGE, &f.signature, &f.revoked));
@@ -302,8 +303,7 @@ mod tests {
             .member
             .resume(
                 f.manager.public_key(),
-                f.seed.clone(),
-                f.wots_pk,
+                CsrItem::from_stored(&f.member, f.seed.clone(), f.wots_pk),
                 &f.certificate,
             )
             .unwrap()

@@ -68,7 +68,7 @@
 //!   [`f1600_x4`] passes [`Kernel::best`], which is the best *available* kernel (detected
 //!   once, cached in an atomic; a stale "unknown" only re-runs detection).
 //!   `x86::avx512_x8` is a `#[target_feature(enable = "avx512f")] fn`, called only from
-//!   [`f1600_x8`] after [`x8_available`] (`is_x86_feature_detected!("avx512f")`) returned
+//!   [`f1600_x8`] after [`super::avx512f`] (`is_x86_feature_detected!("avx512f")`) returned
 //!   `true`; otherwise [`f1600_x8`] makes two safe [`f1600_x4`] calls.
 //! * **Memory.** The kernels read the states with `_mm256_set_epi64x` (register
 //!   operations, no pointer) and write them back with `_mm256_storeu_si256`, the unaligned
@@ -87,7 +87,7 @@
 //! (and say so on stderr). The scalar model of the round macro with `vpternlogq` modelled
 //! bit by bit covers the eight-state kernel's operations too (the same immediates).
 
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 
 /// How many states one [`f1600_x4`] call permutes.
 pub(crate) const KECCAK_LANES: usize = 4;
@@ -201,49 +201,20 @@ pub(crate) fn f1600_x4_with(kernel: Kernel, states: &mut [[u64; 25]; KECCAK_LANE
 /// How many states one [`f1600_x8`] call permutes.
 pub(crate) const KECCAK_LANES_X8: usize = 8;
 
-/// Whether the running CPU can run the eight-state kernel (AVX-512F).
-pub(crate) fn x8_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Whether the SHAKE hashes may use the eight-state kernel where the CPU has it (a
-/// benchmark turns it off to measure the four-state one beside it in one run).
-static X8_ENABLED: AtomicBool = AtomicBool::new(true);
-
-/// Whether hashers built from now on use [`f1600_x8`]'s AVX-512F kernel: available on this
-/// CPU and not switched off ([`set_x8_enabled`]).
-pub(crate) fn x8_enabled() -> bool {
-    X8_ENABLED.load(Ordering::Relaxed) && x8_available()
-}
-
-/// Allows or forbids the eight-state kernel for hashers built from now on (benchmarks).
-pub(crate) fn set_x8_enabled(on: bool) {
-    X8_ENABLED.store(on, Ordering::Relaxed);
-}
-
 /// Applies Keccak-f\[1600\] to each of eight states: exactly `keccak::f1600(&mut s[i])` for
 /// every `i`. With AVX-512F, the eight states in 25 `__m512i` registers (the AVX-512VL
 /// kernel's operations on twice the width); elsewhere two [`f1600_x4`] calls.
 #[inline]
 pub(crate) fn f1600_x8(states: &mut [[u64; 25]; KECCAK_LANES_X8]) {
     #[cfg(target_arch = "x86_64")]
-    if x8_available() {
-        // SAFETY: `x8_available` checked `avx512f`, the one target feature `x86::avx512_x8`
-        // is compiled with, on the running CPU (see the module's Safety section).
+    if super::avx512f() {
+        // SAFETY: `avx512f()` checked `avx512f`, the one target feature `x86::avx512_x8` is
+        // compiled with, on the running CPU (see the module's Safety section).
         unsafe { x86::avx512_x8(states) };
         return;
     }
-    let (lo, hi) = states.split_at_mut(KECCAK_LANES);
-    for half in [lo, hi] {
-        let half: &mut [[u64; 25]; KECCAK_LANES] = half.try_into().expect("four states");
-        f1600_x4(half);
+    for four in states.as_chunks_mut::<KECCAK_LANES>().0 {
+        f1600_x4(four);
     }
 }
 
@@ -582,7 +553,7 @@ mod x86 {
     /// The eight-state AVX-512F kernel.
     ///
     /// # Safety
-    /// The CPU must support `avx512f` (see [`super::x8_available`]).
+    /// The CPU must support `avx512f` (see [`crate::hashes::avx512f`]).
     #[target_feature(enable = "avx512f")]
     pub(super) fn avx512_x8(states: &mut [[u64; 25]; KECCAK_LANES_X8]) {
         let mut a: [__m512i; 25] = core::array::from_fn(|j| {
@@ -785,7 +756,7 @@ mod tests {
     /// calls then, already tested above).
     #[test]
     fn eight_states_match_keccak() {
-        if !x8_available() {
+        if !crate::hashes::avx512f() {
             eprintln!("keccak_lanes: AVX-512F not available on this CPU, f1600_x8 tested through its fallback");
         }
         let mut rng = Rng(6);

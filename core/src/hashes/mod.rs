@@ -21,6 +21,8 @@ pub(crate) mod sha512_lanes;
 pub(crate) mod sha256_x16;
 mod shake;
 
+use core::sync::atomic::{AtomicBool, Ordering};
+
 use ::sha2::{Digest, Sha256, Sha512};
 use sha3::digest::{ExtendableOutput, Update, XofReader};
 use sha3::Shake256;
@@ -33,23 +35,48 @@ pub(crate) use self::shake::ShakeTh;
 /// The hash kernels selected on the running CPU, e.g. `"SHA-256 x4: sha-ni, SHA-256 x16:
 /// avx512f, SHA-512 x4: avx2, Keccak-f x4: avx512, Keccak-f x8: avx512f"`.
 pub(crate) fn kernels_in_use() -> String {
-    format!(
-        "SHA-256 x4: {}, SHA-256 x16: {}, SHA-512 x4: {}, Keccak-f x4: {}, Keccak-f x8: {}",
-        lanes::kernel_name(),
-        wide_kernel(sha256_x16::x16_enabled(), sha256_x16::available()),
-        sha512_lanes::kernel_name(),
-        keccak_lanes::Kernel::best().name(),
-        wide_kernel(keccak_lanes::x8_enabled(), keccak_lanes::x8_available()),
-    )
-}
-
-/// How a wide AVX-512F kernel stands: in use, switched off (benchmarks), or not on this CPU.
-fn wide_kernel(enabled: bool, available: bool) -> &'static str {
-    match (enabled, available) {
+    let wide = match (wide_kernels(), avx512f()) {
         (true, _) => "avx512f",
         (false, true) => "off",
         (false, false) => "none",
+    };
+    format!(
+        "SHA-256 x4: {}, SHA-256 x16: {}, SHA-512 x4: {}, Keccak-f x4: {}, Keccak-f x8: {}",
+        lanes::kernel_name(),
+        wide,
+        sha512_lanes::kernel_name(),
+        keccak_lanes::Kernel::best().name(),
+        wide,
+    )
+}
+
+/// Whether the running CPU has AVX-512F, which the wide kernels (`sha256_x16`, sixteen
+/// SHA-256 compressions; `keccak_lanes::f1600_x8`, eight Keccak-f states) are compiled for.
+/// `is_x86_feature_detected!` caches its answer after the first call.
+pub(crate) fn avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the tweakable hashes may use the wide kernels where the CPU has them (a benchmark
+/// turns them off to measure the four-lane kernels beside them in one run).
+static WIDE_KERNELS: AtomicBool = AtomicBool::new(true);
+
+/// Whether hashers built from now on run the wide kernels: the CPU has AVX-512F and they
+/// are not switched off ([`set_wide_kernels`]).
+pub(crate) fn wide_kernels() -> bool {
+    WIDE_KERNELS.load(Ordering::Relaxed) && avx512f()
+}
+
+/// Allows or forbids the wide kernels for hashers built from now on (benchmarks).
+pub(crate) fn set_wide_kernels(on: bool) {
+    WIDE_KERNELS.store(on, Ordering::Relaxed);
 }
 
 /// SHA-256 round constants (FIPS 180-4, 4.2.2), for the SHA-NI and AVX-512F kernels.

@@ -23,7 +23,7 @@
 //! [`compress_x16`]:
 //!
 //! * **Target features.** `x86::compress` is a `#[target_feature(enable = "avx512f")] fn`.
-//!   It is called from exactly one place, [`compress_x16`], after [`available`]
+//!   It is called from exactly one place, [`compress_x16`], after [`super::avx512f`]
 //!   (`is_x86_feature_detected!("avx512f")`) returned `true`.
 //! * **Memory.** The kernel reads and writes memory only through `_mm512_loadu_si512` and
 //!   `_mm512_storeu_si512`, the unaligned forms, each on a pointer from a reference to a
@@ -35,46 +35,18 @@
 //! The kernel is tested lane by lane against `sha2::compress256` (random states and blocks,
 //! the FIPS 180-4 "abc" block, lanes equal and distinct), and so is the fallback.
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use sha2::compress256;
 use sha2::digest::generic_array::GenericArray;
 
 /// How many compressions one [`compress_x16`] call performs.
 pub(crate) const LANES_X16: usize = 16;
 
-/// Whether the SHA-256 `F` hashes may use this kernel where the CPU has it (a benchmark turns
-/// it off to measure the four-lane SHA-NI kernel beside it in one run).
-static X16_ENABLED: AtomicBool = AtomicBool::new(true);
-
-/// Whether hashers built from now on use this kernel: available and not switched off.
-pub(crate) fn x16_enabled() -> bool {
-    X16_ENABLED.load(Ordering::Relaxed) && available()
-}
-
-/// Allows or forbids this kernel for hashers built from now on (benchmarks).
-pub(crate) fn set_x16_enabled(on: bool) {
-    X16_ENABLED.store(on, Ordering::Relaxed);
-}
-
-/// Whether the running CPU can run the AVX-512F kernel.
-pub(crate) fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Compresses `blocks[i]` into `states[i]` for every lane: exactly
 /// `sha2::compress256(&mut states[i], &[blocks[i]])` for each `i`.
 pub(crate) fn compress_x16(states: &mut [[u32; 8]; LANES_X16], blocks: &[[u8; 64]; LANES_X16]) {
     #[cfg(target_arch = "x86_64")]
-    if available() {
-        // SAFETY: `available()` checked `avx512f`, the one target feature the kernel is
+    if super::avx512f() {
+        // SAFETY: `avx512f()` checked `avx512f`, the one target feature the kernel is
         // compiled with, on the running CPU (see the module's Safety section).
         unsafe { x86::compress(states, blocks) };
         return;
@@ -122,7 +94,7 @@ mod x86 {
     /// The AVX-512F kernel.
     ///
     /// # Safety
-    /// The CPU must support `avx512f` (see [`super::available`]).
+    /// The CPU must support `avx512f` (see [`crate::hashes::avx512f`]).
     #[target_feature(enable = "avx512f")]
     pub(super) fn compress(states: &mut [[u32; 8]; LANES_X16], blocks: &[[u8; 64]; LANES_X16]) {
         let mut w: [__m512i; 16] = core::array::from_fn(|j| {
@@ -221,7 +193,7 @@ mod tests {
 
     #[test]
     fn sixteen_lanes_match_compress256() {
-        if !available() {
+        if !crate::hashes::avx512f() {
             eprintln!("sha256_x16: AVX-512F not available on this CPU, the fallback tested");
         }
         let mut rng = Rng(0x243f_6a88_85a3_08d3);

@@ -474,9 +474,8 @@ impl Ticket {
     /// ([`import::verify`]); the sealed wallet keeps both from changing since, so neither
     /// is redone here ([`MemberKey::resume`]).
     pub fn sign(self, message: &[u8]) -> Result<Signature, Error> {
-        let key = self
-            .member
-            .resume(&self.group, self.seed, self.wots_pk, &self.certificate)?;
+        let item = CsrItem::from_stored(&self.member, self.seed, self.wots_pk);
+        let key = self.member.resume(&self.group, item, &self.certificate)?;
         Ok(key.sign(message))
     }
 }

@@ -61,6 +61,27 @@ pub(crate) trait Kernel {
     fn output(&self, lane: &Self::Lane, out: &mut [u8]);
 }
 
+/// The busy lanes (at most `N`, in lane order) gathered for one `N`-lane call of a narrower
+/// primitive: their indices, and copies of them (the copies past the busy count are of
+/// `lanes[0]`, hashed for nothing). The caller writes output `j` back to `lanes[which[j]]`
+/// for each `j` below the busy count.
+pub(crate) fn gather<T: Copy, const N: usize>(
+    lanes: &[T; MAX_LANES],
+    active: &[bool; MAX_LANES],
+) -> ([usize; N], [T; N]) {
+    let mut which = [0usize; N];
+    let mut gathered = [lanes[0]; N];
+    for ((slot, g), i) in which
+        .iter_mut()
+        .zip(gathered.iter_mut())
+        .zip((0..MAX_LANES).filter(|&i| active[i]))
+    {
+        *slot = i;
+        *g = lanes[i];
+    }
+    (which, gathered)
+}
+
 /// A WOTS+ chain to advance: `x` goes through positions `start..end` (hash index = the
 /// position), each step `x = F(ADRS, x)`.
 #[derive(Clone, Copy)]

@@ -9,11 +9,12 @@
 use sha2::digest::generic_array::GenericArray;
 use sha2::{compress256, compress512, Digest, Sha256, Sha512};
 
-use super::{Kernel, MAX_LANES};
+use super::{gather, Kernel, MAX_LANES};
 use crate::hashes::lanes::compress_lanes;
 use crate::hashes::lanes::LANES;
-use crate::hashes::sha256_x16::{compress_x16, x16_enabled, LANES_X16};
+use crate::hashes::sha256_x16::{compress_x16, LANES_X16};
 use crate::hashes::sha512_lanes::compress512_x4;
+use crate::hashes::wide_kernels;
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
 
 const IV256: [u32; 8] = [
@@ -101,16 +102,7 @@ impl Kernel for Sha256Kernel {
         }
         if active[LANES..].contains(&true) {
             // Busy lanes beyond the first four: gathered into one four-lane call.
-            let mut which = [0usize; LANES];
-            let mut blocks = [[0u8; 64]; LANES];
-            for ((slot, b), i) in which
-                .iter_mut()
-                .zip(blocks.iter_mut())
-                .zip((0..MAX_LANES).filter(|&i| active[i]))
-            {
-                *slot = i;
-                *b = lanes[i];
-            }
+            let (which, blocks) = gather::<_, LANES>(lanes, &active);
             let mut states = [self.mid; LANES];
             compress_lanes(&mut states, &blocks);
             for (&i, st) in which.iter().zip(&states).take(busy) {
@@ -235,7 +227,7 @@ impl Sha2Hasher {
             f: Sha256Kernel {
                 n,
                 mid: mid256,
-                lanes: if x16_enabled() { LANES_X16 } else { LANES },
+                lanes: if wide_kernels() { LANES_X16 } else { LANES },
             },
             h512: Sha512Kernel { n, mid: mid512 },
             t256: Sha256::new_with_prefix(b64),

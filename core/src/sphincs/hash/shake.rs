@@ -10,8 +10,9 @@
 use sha3::digest::{ExtendableOutput, Update, XofReader};
 use sha3::Shake256;
 
-use super::{Kernel, MAX_LANES};
-use crate::hashes::keccak_lanes::{f1600_x4, f1600_x8, x8_enabled, KECCAK_LANES, KECCAK_LANES_X8};
+use super::{gather, Kernel, MAX_LANES};
+use crate::hashes::keccak_lanes::{f1600_x4, f1600_x8, KECCAK_LANES, KECCAK_LANES_X8};
+use crate::hashes::wide_kernels;
 use crate::sphincs::address::Address;
 
 /// SHAKE256 rate in 64-bit lanes (136 bytes).
@@ -35,7 +36,7 @@ impl ShakeKernel {
         // SHAKE padding: 0x1F right after the message, 0x80 in the rate's last byte.
         template[w + 4 + blocks * w] ^= 0x1F;
         template[RATE_LANES - 1] ^= 0x80 << 56;
-        let lanes = if x8_enabled() {
+        let lanes = if wide_kernels() {
             KECCAK_LANES_X8
         } else {
             KECCAK_LANES
@@ -83,17 +84,8 @@ impl Kernel for ShakeKernel {
             return;
         }
         if busy <= KECCAK_LANES {
-            // Gather the busy lanes (at most four) into one four-state call.
-            let mut which = [0usize; KECCAK_LANES];
-            let mut states = [[0u64; 25]; KECCAK_LANES];
-            for ((slot, st), i) in which
-                .iter_mut()
-                .zip(states.iter_mut())
-                .zip((0..MAX_LANES).filter(|&i| active[i]))
-            {
-                *slot = i;
-                *st = lanes[i];
-            }
+            // The busy lanes (at most four) gathered into one four-state call.
+            let (which, mut states) = gather::<_, KECCAK_LANES>(lanes, &active);
             f1600_x4(&mut states);
             for (&i, st) in which.iter().zip(&states).take(busy) {
                 lanes[i][w + 4..2 * w + 4].copy_from_slice(&st[..w]);
