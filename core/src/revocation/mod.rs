@@ -40,6 +40,7 @@ mod bucket;
 mod codec;
 mod error;
 mod hasher;
+mod lanes;
 mod proof;
 mod set;
 mod snapshot;

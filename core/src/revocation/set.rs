@@ -26,8 +26,11 @@ const PARALLEL_SORT: usize = 1 << 14;
 /// tree over its leaves and a top tree commits to every bucket's root, start and count.
 /// Insert-only: nothing is ever removed, so every later root still contains every zeta.
 ///
-/// Memory is about 80 bytes per zeta (16 for the zeta, 32 for its leaf hash, about 32 for
-/// the nodes above); see [`memory_bytes`](Self::memory_bytes).
+/// Memory is about 18 bytes per zeta: 16 for the zeta itself (each bucket's zetas in an
+/// exact-size slice) and about 2 for the bucket-tree levels from 32-leaf blocks up; leaf
+/// hashes and the levels inside a block are recomputed when a proof or an insert needs them
+/// (a proof: at most 63 SHA3-256 permutations per opening, eight at a time, a few
+/// microseconds). See [`memory_bytes`](Self::memory_bytes).
 ///
 /// Cloning is cheap and copy-on-write: a clone shares every bucket with the original
 /// (about 300 KiB of top tree and bucket pointers are copied, whatever the size), and an
@@ -137,8 +140,9 @@ impl RevocationSet {
     /// Adds `zetas` (any order; duplicates and already revoked ones are ignored) and updates
     /// the root. Returns how many were new.
     ///
-    /// Only touched buckets are rehashed (in parallel when several are touched), each only to
-    /// the right of its first new leaf; then the top leaves from the first touched bucket on
+    /// Only touched buckets are rehashed (in parallel when several are touched), each only
+    /// from the 32-leaf block of its first new leaf on (every leaf right of it moved, so its
+    /// leaf hashes and every node above are recomputed); then the top leaves from the first touched bucket on
     /// (their starts moved) and the top tree above them. A touched bucket still shared with a
     /// clone is copied first; untouched ones stay shared.
     pub fn insert(&mut self, zetas: &[Zeta]) -> usize {

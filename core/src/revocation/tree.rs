@@ -4,8 +4,10 @@
 //! `rs_merkle::MerkleTree` cannot replace a leaf in the middle (it only appends), keeps a
 //! second copy of the tree in its history and stores every node with its index (40 bytes):
 //! inserting into a sorted bucket would mean rebuilding it from scratch at twice the memory.
-//! This type stores 32 bytes per node and, when leaves from position `p` on change, rehashes
-//! only the nodes at or right of `p` on each level. The tests in `core/tests/revocation.rs`
+//! This type stores 32 bytes per node (levels at their exact size) and, when leaves from
+//! position `p` on change, rehashes only the nodes at or right of `p` on each level, eight
+//! at a time (`lanes.rs`). A bucket keeps one over its 32-leaf block roots (`bucket.rs`),
+//! the set one over its 4096 top leaves. The tests in `core/tests/revocation.rs`
 //! check its roots and proof hashes against `rs_merkle::MerkleTree` leaf by leaf.
 //!
 //! Shape (the `rs_merkle` rules): level 0 is the leaves; node `j` of the next level is
@@ -15,9 +17,11 @@
 
 use rayon::prelude::*;
 
-use super::hasher::{node_hash, Hash};
+use super::hasher::Hash;
+use super::lanes::parent_nodes;
 
-/// Parent nodes to compute on one level before the work is split across threads.
+/// Parent nodes to compute on one level before the work is split across threads (and the
+/// size of each thread's part).
 const PARALLEL_NODES: usize = 2048;
 
 /// A Merkle tree stored as its levels, leaves first, root last.
@@ -106,26 +110,20 @@ impl Layers {
             let from = parent.len();
             parent.reserve_exact(parent_len - from);
             if parent_len - from >= PARALLEL_NODES {
-                parent.par_extend(
-                    (from..parent_len)
-                        .into_par_iter()
-                        .map(|j| parent_node(child, j)),
-                );
+                let parts: Vec<Vec<Hash>> = (from..parent_len)
+                    .step_by(PARALLEL_NODES)
+                    .collect::<Vec<_>>()
+                    .into_par_iter()
+                    .map(|s| parent_nodes(child, s, s + PARALLEL_NODES))
+                    .collect();
+                for part in parts {
+                    parent.extend(part);
+                }
             } else {
-                parent.extend((from..parent_len).map(|j| parent_node(child, j)));
+                parent.extend(parent_nodes(child, from, parent_len));
             }
             level += 1;
         }
         self.levels.truncate(level + 1);
-    }
-}
-
-/// Node `j` of the level above `child`: the hash of its two children, or the left child
-/// unchanged when it has no right sibling.
-fn parent_node(child: &[Hash], j: usize) -> Hash {
-    let left = &child[2 * j];
-    match child.get(2 * j + 1) {
-        Some(right) => node_hash(left, right),
-        None => *left,
     }
 }
