@@ -19,6 +19,12 @@ use super::{bucket_of, BUCKET_COUNT, TOP_DEPTH};
 const TOP_LEAVES_PER_TASK: usize = 512;
 /// New zetas above which sorting them runs in parallel.
 const PARALLEL_SORT: usize = 1 << 14;
+/// A bucket whose base is shared with another version takes new zetas into its `extra`
+/// until they would exceed `1 / EXTRA_SHARE` of the base; then an insert compacts it.
+const EXTRA_SHARE: usize = 32;
+/// An insert copies at most `1 / COMPACT_SHARE` of the set's zetas to compact buckets whose
+/// base is shared (the largest `extra` relative to its base first); the others wait.
+const COMPACT_SHARE: u64 = 16;
 
 /// The committed set of revoked zetas (commitment format v1, `docs/revocation-proofs.md`).
 ///
@@ -34,8 +40,10 @@ const PARALLEL_SORT: usize = 1 << 14;
 ///
 /// Cloning is cheap and copy-on-write: a clone shares every bucket with the original
 /// (about 300 KiB of top tree and bucket pointers are copied, whatever the size), and an
-/// [`insert`](Self::insert) into either copies only the buckets it touches. A service can
-/// therefore keep serving proofs from the signed set while it builds the next one.
+/// [`insert`](Self::insert) into either copies only the tree levels of the buckets it
+/// touches (about 2 bytes per zeta of those buckets), while their zetas stay shared. A
+/// service can therefore keep serving proofs from the signed set while it builds the next
+/// one, even from a revocation that touches every bucket.
 #[derive(Clone)]
 pub struct RevocationSet {
     /// Exactly [`BUCKET_COUNT`] buckets, shared between clones until written.
@@ -124,7 +132,7 @@ impl RevocationSet {
 
     /// All revoked zetas, ascending.
     pub fn iter(&self) -> impl Iterator<Item = &Zeta> + '_ {
-        self.buckets.iter().flat_map(|b| b.zetas().iter())
+        self.buckets.iter().flat_map(|b| b.iter())
     }
 
     /// Approximate heap memory held, in bytes (buckets shared with clones counted in full).
@@ -139,6 +147,14 @@ impl RevocationSet {
 
     /// Adds `zetas` (any order; duplicates and already revoked ones are ignored) and updates
     /// the root. Returns how many were new.
+    ///
+    /// Storage: a touched bucket that no clone shares takes the new zetas into its own
+    /// exactly sized slice. One still shared with a clone (the gateway's case: the served
+    /// set stays alive while the next one is built from its clone) keeps sharing its zetas
+    /// and takes the new ones into a small side slice of its own, so the new version costs
+    /// its new zetas and its touched buckets' tree levels (about 2 bytes per zeta), not a
+    /// copy of them; when a side slice passes 1/32 of the shared zetas, the insert merges the
+    /// bucket into a slice of its own (a copy), at most 1/16 of the set per insert.
     ///
     /// Only touched buckets are rehashed (in parallel when several are touched), each only
     /// from the 32-leaf block of its first new leaf on (every leaf right of it moved, so its
@@ -173,24 +189,53 @@ impl RevocationSet {
         }
         let first_bucket = runs.first().map_or(0, |r| r.0);
 
-        let mut work: Vec<(&mut Bucket, &[Zeta])> = Vec::with_capacity(runs.len());
-        let mut pending = runs.iter().peekable();
+        let compact = self.to_compact(&runs);
+        let mut work: Vec<(&mut Bucket, &[Zeta], bool)> = Vec::with_capacity(runs.len());
+        let mut pending = runs.iter().zip(compact).peekable();
         for (b, bucket) in self.buckets.iter_mut().enumerate() {
-            if let Some(&(_, run)) = pending.next_if(|r| r.0 == b) {
-                work.push((Arc::make_mut(bucket), run));
+            if let Some((&(_, run), compact)) = pending.next_if(|r| r.0 .0 == b) {
+                work.push((Arc::make_mut(bucket), run, compact));
             }
         }
         if work.len() > 1 {
             work.into_par_iter()
-                .for_each(|(bucket, run)| bucket.insert_sorted(run));
+                .for_each(|(bucket, run, compact)| bucket.insert_sorted(run, compact));
         } else {
-            for (bucket, run) in work {
-                bucket.insert_sorted(run);
+            for (bucket, run, compact) in work {
+                bucket.insert_sorted(run, compact);
             }
         }
 
         self.refresh_top_from(first_bucket);
         new.len()
+    }
+
+    /// Which of the touched buckets (`runs`, ascending) this insert compacts: those whose
+    /// base another version shares and whose `extra` would pass `1 / EXTRA_SHARE` of it,
+    /// the largest share first, while the zetas copied stay within `1 / COMPACT_SHARE` of
+    /// the set. (A bucket whose base nobody else holds is always merged in place, for free.)
+    fn to_compact(&self, runs: &[(usize, &[Zeta])]) -> Vec<bool> {
+        let mut candidates: Vec<(usize, u128, usize)> = Vec::new();
+        for (k, &(b, run)) in runs.iter().enumerate() {
+            let bucket = &self.buckets[b];
+            let shared = Arc::strong_count(bucket) > 1 || bucket.base_shared();
+            let extra = bucket.extra_len() + run.len();
+            if shared && extra * EXTRA_SHARE > bucket.base_len() {
+                // extra / base as a fixed-point share, for the order.
+                let share = ((extra as u128) << 32) / (bucket.base_len() as u128 + 1);
+                candidates.push((k, share, bucket.len() + run.len()));
+            }
+        }
+        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.1));
+        let mut budget = self.len / COMPACT_SHARE;
+        let mut compact = vec![false; runs.len()];
+        for (k, _, copied) in candidates {
+            if copied as u64 <= budget {
+                budget -= copied as u64;
+                compact[k] = true;
+            }
+        }
+        compact
     }
 
     /// A proof for `zeta`: inclusion if revoked, non-membership otherwise.
@@ -253,7 +298,9 @@ impl RevocationSet {
             *slot = h;
         }
         LeafOpening {
-            zeta: bucket.zetas()[local],
+            // `local < bucket.len()` at every call (a search hit, or a position below the
+            // count); a zero zeta would only make a proof that fails to verify.
+            zeta: bucket.get(local).unwrap_or(Zeta([0; 16])),
             bucket: b as u16,
             bucket_start: self.starts[b],
             bucket_count: bucket.len() as u64,
