@@ -58,6 +58,13 @@ pub enum DecodeError {
         /// received length
         found: usize,
     },
+    /// A secret key whose public part is not the one its secret seeds give (a SPHINCS+
+    /// secret key whose `PK.root` is not its tree's root): corrupt, or pieced together.
+    #[error("inconsistent {field}: its public part does not belong to its secret seeds")]
+    InconsistentKey {
+        /// field name
+        field: &'static str,
+    },
 }
 
 /// Failures of a [`Plm`](crate::Plm) or [`RevokedList`](crate::RevokedList) store.

@@ -353,11 +353,12 @@ pub fn wide_kernels_enable(on: bool) {
 /// A fresh manager signature key pair `(public key, secret key)` from the OS randomness:
 /// PQClean SPHINCS+ for round 3.1 sets, `slh-dsa` for FIPS 205 sets.
 /// The oracle for tests and benches of [`crate::sphincs`]; not part of the supported API.
-/// Requires the `sign` feature, as do the other `spx_*` and `slh_*` oracles.
-#[cfg(feature = "sign")]
+/// Requires the `oracle` feature, as do the other `spx_*` and `slh_*` oracles. The crate
+/// itself signs with [`crate::sphincs::SigningKey`], which is checked against these.
+#[cfg(feature = "oracle")]
 #[doc(hidden)]
 pub fn spx_keypair(params: ParamSet) -> (Vec<u8>, Vec<u8>) {
-    let (pk, sk) = crate::spx::keypair(params, &mut rand_core::OsRng);
+    let (pk, sk) = crate::spx::oracle::keypair(params, &mut rand_core::OsRng);
     (pk, sk.to_vec())
 }
 
@@ -367,36 +368,36 @@ pub fn spx_keypair(params: ParamSet) -> (Vec<u8>, Vec<u8>) {
 ///
 /// # Panics
 /// If `sk` is not `4N` bytes.
-#[cfg(feature = "sign")]
+#[cfg(feature = "oracle")]
 #[doc(hidden)]
 pub fn spx_sign(params: ParamSet, sk: &[u8], msg: &[u8]) -> Vec<u8> {
     assert_eq!(sk.len(), params.spx_sk_len(), "SPHINCS+ secret key length");
-    crate::spx::sign(params, sk, msg)
+    crate::spx::oracle::sign(params, sk, msg)
 }
 
 /// PQClean's verdict on a round 3.1 SPHINCS+ signature (any length or content error is
 /// `false`; always `false` for a FIPS 205 set). The oracle the native
 /// [`crate::sphincs::VerifyingKey`] is tested against.
-#[cfg(feature = "sign")]
+#[cfg(feature = "oracle")]
 #[doc(hidden)]
 pub fn spx_verify_pqclean(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
-    crate::spx::verify_pqclean(params, pk, msg, sig)
+    crate::spx::oracle::verify_pqclean(params, pk, msg, sig)
 }
 
 /// The signing library's verdict on a manager signature of either standard: PQClean's for
 /// a round 3.1 set, `slh-dsa`'s (FIPS 205 pure mode, empty context) for a FIPS 205 set; any
 /// length or content error is `false`. The oracle the fuzz target checks the native
 /// verifier against on all 24 sets.
-#[cfg(feature = "sign")]
+#[cfg(feature = "oracle")]
 #[doc(hidden)]
 pub fn spx_verify_oracle(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
-    crate::spx::verify_oracle(params, pk, msg, sig)
+    crate::spx::oracle::verify(params, pk, msg, sig)
 }
 
 /// FIPS 205 `slh_keygen_internal(SK.seed, SK.prf, PK.seed)` with `slh-dsa`: the key pair
 /// `(PK.seed || PK.root, SK.seed || SK.prf || PK.seed || PK.root)` of given seeds, for
 /// known-answer tests. `None` unless `params` is a FIPS 205 set and every seed is `N` bytes.
-#[cfg(feature = "sign")]
+#[cfg(feature = "oracle")]
 #[doc(hidden)]
 pub fn slh_keypair_from_seeds(
     params: ParamSet,
@@ -410,18 +411,18 @@ pub fn slh_keypair_from_seeds(
     {
         return None;
     }
-    let (pk, sk) = crate::spx::keypair_from_seeds(params, sk_seed, sk_prf, pk_seed);
+    let (pk, sk) = crate::spx::oracle::keypair_from_seeds(params, sk_seed, sk_prf, pk_seed);
     Some((pk, sk.to_vec()))
 }
 
 /// FIPS 205's deterministic variant (`opt_rand = PK.seed`) of the manager's signature of
 /// `msg` (pure mode, empty context), for known-answer tests; DGSP itself always hedges.
 /// `None` unless `params` is a FIPS 205 set and `sk` is `4N` bytes.
-#[cfg(feature = "sign")]
+#[cfg(feature = "oracle")]
 #[doc(hidden)]
 pub fn slh_sign_deterministic(params: ParamSet, sk: &[u8], msg: &[u8]) -> Option<Vec<u8>> {
     (params.standard() == crate::params::Standard::Fips205 && sk.len() == params.spx_sk_len())
-        .then(|| crate::spx::sign_deterministic(params, sk, msg))
+        .then(|| crate::spx::oracle::slh_sign(params, sk, msg, None))
 }
 
 #[cfg(test)]

@@ -41,8 +41,13 @@
 //! - `sign` (default): generating a manager key (`Manager::generate`,
 //!   `ManagerSecretKey::generate`) and everything that makes a SPHINCS+ signature
 //!   (`Manager::issue`, `Manager::certify`, `Manager::sign_checkpoint`,
-//!   `Manager::sign_snapshot`). It pulls in PQClean (`pqcrypto-sphincsplus`, C code built
-//!   with `cc`) and the OS randomness (`rand_core/getrandom`, [`rand_core::OsRng`]).
+//!   `Manager::sign_snapshot`), on the crate's native signer ([`sphincs::SigningKey`], pure
+//!   Rust, all 24 sets), with the OS randomness (`rand_core/getrandom`,
+//!   [`rand_core::OsRng`]).
+//! - `oracle`: the libraries the native signer and verifier are checked against, byte for
+//!   byte, behind `hazmat::spx_*` and `hazmat::slh_*`: PQClean (`pqcrypto-sphincsplus`, C
+//!   code built with `cc`; round 3.1) and RustCrypto `slh-dsa` (FIPS 205). For tests, benches
+//!   and fuzzing; nothing else needs it.
 //! - Without `sign` (`default-features = false`) the crate is a pure-Rust **verifier**: it
 //!   decodes keys (the manager's secret key too), signatures and certificates, verifies
 //!   ([`ManagerPublicKey::verify`], [`ManagerPublicKey::verify_batch`], the native
@@ -110,8 +115,8 @@ pub mod revocation;
 mod revoked;
 mod signature;
 pub mod sphincs;
-// PQClean: key generation and signing. Also built for the crate's own tests (PQClean is a
-// dev-dependency too), where it is the oracle the native verifier is checked against.
+// Manager key generation and signing on the native signer; with `oracle` (and in the
+// crate's own tests) also the libraries it is checked against.
 #[cfg(any(feature = "sign", all(test, not(target_family = "wasm"))))]
 #[cfg_attr(not(feature = "sign"), allow(dead_code))]
 mod spx;

@@ -29,11 +29,42 @@ fn decode_all(bytes: &[u8]) -> usize {
     .count()
 }
 
+/// A well-formed encoding of `kind`: random fields, except that a manager secret key's
+/// SPHINCS+ key is a real one (with `sign`, decoding checks that its `PK.root` belongs to its
+/// seeds).
 fn valid(params: ParamSet, kind: Kind, rng: &mut ChaCha20Rng) -> Vec<u8> {
     let mut b = vec![0u8; kind.encoded_len(params)];
     rng.fill_bytes(&mut b);
     b[..4].copy_from_slice(&[0xD6, 0x01, params.id(), kind as u8]);
+    #[cfg(feature = "sign")]
+    if kind == Kind::ManagerSecretKey {
+        let n = params.n();
+        let spx = b.len() - 4 * n;
+        let key = dgsp_core::sphincs::SigningKey::from_seeds(
+            params,
+            &b[spx..spx + n],
+            &b[spx + n..spx + 2 * n],
+            &b[spx + 2 * n..spx + 3 * n],
+        )
+        .unwrap();
+        b[spx..].copy_from_slice(&key.to_bytes());
+    }
     b
+}
+
+/// A manager secret key whose `PK.root` is not its tree's root is refused, with the field.
+#[cfg(feature = "sign")]
+#[test]
+fn an_inconsistent_manager_key_is_refused() {
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let mut b = valid(ParamSet::Sha2_128f, Kind::ManagerSecretKey, &mut rng);
+    assert!(ManagerSecretKey::from_bytes(&b).is_ok());
+    let last = b.len() - 1;
+    b[last] ^= 1;
+    assert_eq!(
+        ManagerSecretKey::from_bytes(&b).unwrap_err(),
+        DecodeError::InconsistentKey { field: "spx_sk" }
+    );
 }
 
 #[test]

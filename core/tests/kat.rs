@@ -253,7 +253,7 @@ fn check_manager(params: ParamSet, f: &File, m: &ManagerVectors) {
         "{set} certificate message"
     );
 
-    #[cfg(feature = "sign")]
+    #[cfg(feature = "oracle")]
     {
         let (pk, sk) = hazmat::slh_keypair_from_seeds(
             params,
@@ -267,6 +267,36 @@ fn check_manager(params: ParamSet, f: &File, m: &ManagerVectors) {
         let sig = hazmat::slh_sign_deterministic(params, &sk, &message).unwrap();
         assert_eq!(hex::encode(&sig), c.spx_sig, "{set} certificate signature");
         assert!(hazmat::slh_sign_deterministic(params.twin(), &sk, &message).is_none());
+
+        // The native signer: the same key from the seeds, the same signature.
+        let key = dgsp_core::sphincs::SigningKey::from_seeds(
+            params,
+            &unhex(&m.sk_seed),
+            &unhex(&m.sk_prf),
+            &unhex(&m.pk_seed),
+        )
+        .unwrap();
+        assert_eq!(
+            hex::encode(key.public_key()),
+            m.spx_pk,
+            "{set} native spx_pk"
+        );
+        assert_eq!(
+            hex::encode(&key.to_bytes()[..]),
+            m.spx_sk,
+            "{set} native spx_sk"
+        );
+        let native = key.sign(&message, None).unwrap();
+        assert_eq!(
+            hex::encode(&native),
+            c.spx_sig,
+            "{set} native certificate signature"
+        );
+        let hedged = key.sign(&message, Some(&unhex(&m.pk_seed))).unwrap();
+        assert_eq!(
+            native, hedged,
+            "{set}: addrnd = PK.seed is the deterministic variant"
+        );
     }
 
     // The group key and a signature of entry `wots` assembled from the vectors.

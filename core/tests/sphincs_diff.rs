@@ -8,7 +8,7 @@
 //! `DGSP_SPX_DIFF_CASES=100000 cargo test --release -p dgsp-core --test sphincs_diff -- --ignored --nocapture`
 
 // Makes manager keys and signs: needs the `sign` feature (on by default).
-#![cfg(feature = "sign")]
+#![cfg(feature = "oracle")]
 
 use dgsp_core::hazmat;
 use dgsp_core::sphincs::VerifyingKey;

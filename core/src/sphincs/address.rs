@@ -18,6 +18,10 @@ pub(crate) const TREE: u8 = 2;
 pub(crate) const FORS_TREE: u8 = 3;
 /// `type` of the FORS roots compression.
 pub(crate) const FORS_ROOTS: u8 = 4;
+/// `type` of the PRF deriving a WOTS+ chain's secret start (signing only).
+pub(crate) const WOTS_PRF: u8 = 5;
+/// `type` of the PRF deriving a FORS leaf's secret value (signing only).
+pub(crate) const FORS_PRF: u8 = 6;
 
 /// One address. The `tree` field is at most 64 bits in every parameter set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -37,9 +37,13 @@ mod hash;
 mod hypertree;
 mod merkle;
 mod params;
+#[cfg(any(feature = "sign", all(test, not(target_family = "wasm"))))]
+mod sign;
 mod wots;
 
 pub use self::params::Standard;
+#[cfg(feature = "sign")]
+pub use self::sign::{SignError, SigningKey, SigningKeyError};
 
 /// FIPS 205's pure-mode message `M' = 0x00 || len(ctx) || ctx || M` (Algorithms 22 and 24),
 /// what [`VerifyingKey::verify_internal`] takes under [`Standard::Fips205`]; `None` when the

@@ -14,10 +14,13 @@ fn accepts_pqclean_signatures_and_rejects_flips() {
         ParamSet::Shake128f,
         ParamSet::Sha2_192f,
     ] {
-        let (pk, sk) = spx::keypair(set, &mut rand_core::OsRng);
+        let (pk, sk) = spx::oracle::keypair(set, &mut rand_core::OsRng);
         let vk = VerifyingKey::new(set, &pk).unwrap();
         let msgs: [&[u8]; 2] = [b"", b"hello"];
-        let sigs: Vec<Vec<u8>> = msgs.iter().map(|m| spx::sign(set, &sk, m)).collect();
+        let sigs: Vec<Vec<u8>> = msgs
+            .iter()
+            .map(|m| spx::oracle::sign(set, &sk, m))
+            .collect();
         for (m, s) in msgs.iter().zip(&sigs) {
             assert!(vk.verify(m, s), "{set}");
             let mut bad = s.clone();

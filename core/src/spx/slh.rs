@@ -66,7 +66,7 @@ macro_rules! dispatch {
 
 /// A fresh key pair `(PK.seed || PK.root, SK.seed || SK.prf || PK.seed || PK.root)` from
 /// three `N`-byte seeds drawn from `rng`.
-pub(super) fn keypair(
+pub(crate) fn keypair(
     params: ParamSet,
     rng: &mut impl CryptoRngCore,
 ) -> (Vec<u8>, Zeroizing<Vec<u8>>) {
@@ -94,13 +94,13 @@ pub(crate) fn keypair_from_seeds(
 /// FIPS 205 pure `slh_sign(msg, ctx = "", sk)` with `opt_rand = addrnd` (`N` bytes), or
 /// `PK.seed` (the deterministic variant) when `None`. `sk` must be `4N` bytes (checked when
 /// the key was decoded).
-pub(super) fn sign(params: ParamSet, sk: &[u8], msg: &[u8], addrnd: Option<&[u8]>) -> Vec<u8> {
+pub(crate) fn sign(params: ParamSet, sk: &[u8], msg: &[u8], addrnd: Option<&[u8]>) -> Vec<u8> {
     dispatch!(params, P => sign_with::<P>(sk, msg, addrnd))
 }
 
 /// `slh-dsa`'s verdict on a FIPS 205 pure-mode signature with the empty context: any
 /// length or content error is `false`.
-pub(super) fn verify(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
+pub(crate) fn verify(params: ParamSet, pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
     dispatch!(params, P => verify_with::<P>(pk, msg, sig))
 }
 

@@ -25,6 +25,8 @@
 mod sha2;
 mod shake;
 
+use zeroize::Zeroize;
+
 use super::address::Address;
 use super::params::Params;
 use crate::params::HashFamily;
@@ -45,8 +47,9 @@ const _: () = assert!(MAX_LANES == crate::hashes::sha256_x16::LANES_X16);
 /// and writes each output over the first `N` bytes of that lane's `x`, so a chain step is
 /// "set the hash address, run" with no other copying.
 pub(crate) trait Kernel {
-    /// One prepared input.
-    type Lane: Copy;
+    /// One prepared input (wiped when a driver is done with its lanes: a signer's lanes
+    /// hold secret values).
+    type Lane: Copy + Zeroize;
     /// A lane for `adrs` and input `x` (`N` or `2N` bytes, as this kernel expects).
     fn load(&self, adrs: &Address, x: &[u8]) -> Self::Lane;
     /// How many lanes one [`Kernel::run`] hashes (at most [`MAX_LANES`]): the drivers fill
@@ -105,6 +108,19 @@ pub(crate) struct NodeJob {
     pub input: [u8; 64],
     /// The output (first `N` bytes).
     pub out: [u8; 32],
+}
+
+impl Zeroize for NodeJob {
+    fn zeroize(&mut self) {
+        self.input.zeroize();
+        self.out.zeroize();
+    }
+}
+
+impl Zeroize for ChainJob {
+    fn zeroize(&mut self) {
+        self.x.zeroize();
+    }
 }
 
 impl Default for NodeJob {
@@ -166,12 +182,16 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
             }
         }
     }
+    lanes.zeroize();
 }
 
 /// Computes every job's output, [`Kernel::lanes`] at a time; `blocks` is 1 (`F`) or 2 (`H`).
 pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [NodeJob]) {
+    let Some(first) = jobs.first() else {
+        return;
+    };
+    let mut lanes = [k.load(&first.adrs, &first.input[..blocks * n]); MAX_LANES];
     for chunk in jobs.chunks_mut(k.lanes().clamp(1, MAX_LANES)) {
-        let mut lanes = [k.load(&chunk[0].adrs, &chunk[0].input[..blocks * n]); MAX_LANES];
         let mut active = [false; MAX_LANES];
         for ((job, lane), a) in chunk.iter().zip(lanes.iter_mut()).zip(active.iter_mut()) {
             *lane = k.load(&job.adrs, &job.input[..blocks * n]);
@@ -182,6 +202,7 @@ pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [N
             k.output(lane, &mut job.out[..n]);
         }
     }
+    lanes.zeroize();
 }
 
 /// The tweakable hashes of one public key.

@@ -1,0 +1,196 @@
+//! The hypertree's side of a signature (FIPS 205 Algorithms 6-12): every layer's tree
+//! built together, then the `d` WOTS+ signatures together.
+
+use zeroize::{Zeroize, Zeroizing};
+
+use super::tree::Forest;
+use crate::sphincs::address::{Address, TREE, WOTS_HASH, WOTS_PK, WOTS_PRF};
+use crate::sphincs::hash::{ChainJob, Hasher, NodeJob};
+use crate::sphincs::params::Params;
+use crate::sphincs::wots::{chain_lengths, MAX_LEN};
+
+/// WOTS+ chains computed together, at most (whole layers; at least one): a few MiB of jobs.
+const GROUP_CHAINS: usize = 1 << 15;
+
+/// One layer's tree to build, and the key pair of it that signs.
+#[derive(Clone, Copy)]
+struct LayerTree {
+    layer: u8,
+    tree: u64,
+    leaf: u32,
+}
+
+/// What is kept of a built layer tree.
+struct Built {
+    root: [u8; 32],
+    /// The signing key pair's chain starts, `len · N` bytes.
+    starts: Zeroizing<[u8; MAX_LEN * 32]>,
+}
+
+/// The root of the top layer's only tree: `PK.root` of the seeds.
+pub(super) fn top_root(p: &Params, hasher: &Hasher, sk_seed: &[u8]) -> [u8; 32] {
+    let top = LayerTree {
+        layer: (p.d - 1) as u8,
+        tree: 0,
+        leaf: 0,
+    };
+    let mut auth = [0u8; 32 * 16];
+    build(p, hasher, sk_seed, &[top], (&mut auth, p.hp * p.n, 0))
+        .pop()
+        .map_or([0; 32], |b| b.root)
+}
+
+/// Writes the hypertree signature of `fors_pk` (the bottom layer signs it with key pair
+/// `leaf` of tree `tree`) to `out` (`d (len + h') N` bytes) and returns the top root, which
+/// is `PK.root` when the key and the computation are sound.
+pub(super) fn sign(
+    p: &Params,
+    hasher: &Hasher,
+    sk_seed: &[u8],
+    tree: u64,
+    leaf: u32,
+    fors_pk: &[u8; 32],
+    out: &mut [u8],
+) -> [u8; 32] {
+    let n = p.n;
+    let mut specs = Vec::with_capacity(p.d);
+    let (mut tree, mut leaf) = (tree, leaf);
+    for layer in 0..p.d {
+        specs.push(LayerTree {
+            layer: layer as u8,
+            tree,
+            leaf,
+        });
+        leaf = (tree & ((1u64 << p.hp) - 1)) as u32;
+        tree >>= p.hp;
+    }
+    let wots_bytes = p.len * n;
+    let layer_bytes = p.layer_bytes();
+    // Each layer's authentication path goes straight to its place in the signature.
+    let built = build(p, hasher, sk_seed, &specs, (out, layer_bytes, wots_bytes));
+
+    // Layer 0 signs the FORS public key, layer i the root of layer i - 1.
+    let mut jobs: Zeroizing<Vec<ChainJob>> = Zeroizing::new(Vec::with_capacity(p.d * p.len));
+    for (i, (s, b)) in specs.iter().zip(&built).enumerate() {
+        let msg = if i == 0 { fors_pk } else { &built[i - 1].root };
+        let digits = chain_lengths(p, &msg[..n]);
+        for (c, &end) in digits[..p.len].iter().enumerate() {
+            let mut adrs = Address::new(s.layer, s.tree, WOTS_HASH, s.leaf);
+            adrs.word6 = c as u32;
+            let mut x = [0u8; 32];
+            x[..n].copy_from_slice(&b.starts[c * n..(c + 1) * n]);
+            jobs.push(ChainJob {
+                adrs,
+                x,
+                start: 0,
+                end,
+            });
+        }
+    }
+    hasher.chains(n, &mut jobs);
+    for (part, layer_jobs) in out
+        .chunks_exact_mut(layer_bytes)
+        .zip(jobs.chunks_exact(p.len))
+    {
+        for (dst, job) in part[..wots_bytes].chunks_exact_mut(n).zip(layer_jobs) {
+            dst.copy_from_slice(&job.x[..n]);
+        }
+    }
+    built.last().map_or([0; 32], |b| b.root)
+}
+
+/// Builds the tree of every spec (in groups of whole layers of at most [`GROUP_CHAINS`]
+/// chains): the roots and the signing key pairs' chain starts are returned; spec `i`'s
+/// authentication path (`h' · N` bytes) is written to `auth.0` at `i · auth.1 + auth.2`.
+fn build(
+    p: &Params,
+    hasher: &Hasher,
+    sk_seed: &[u8],
+    specs: &[LayerTree],
+    auth: (&mut [u8], usize, usize),
+) -> Vec<Built> {
+    let (auth, stride, offset) = auth;
+    let (n, len) = (p.n, p.len);
+    let pairs = 1usize << p.hp;
+    let per_layer = pairs * len;
+    let group = (GROUP_CHAINS / per_layer).max(1);
+    let mut built = Vec::with_capacity(specs.len());
+    let mut prf: Zeroizing<Vec<NodeJob>> = Zeroizing::new(Vec::new());
+    let mut chains: Zeroizing<Vec<ChainJob>> = Zeroizing::new(Vec::new());
+    let mut pk = [0u8; MAX_LEN * 32];
+    for (g, specs) in specs.chunks(group).enumerate() {
+        // The chain starts of every key pair of every tree: PRF(PK.seed, SK.seed, ADRS).
+        prf.zeroize();
+        for s in specs {
+            for pair in 0..pairs {
+                for c in 0..len {
+                    let mut job = NodeJob {
+                        adrs: Address::new(s.layer, s.tree, WOTS_PRF, pair as u32),
+                        ..NodeJob::default()
+                    };
+                    job.adrs.word6 = c as u32;
+                    job.input[..n].copy_from_slice(sk_seed);
+                    prf.push(job);
+                }
+            }
+        }
+        hasher.f_nodes(n, &mut prf);
+
+        // Keep the signing key pairs' starts, then run every chain to its end.
+        let mut starts = Vec::with_capacity(specs.len());
+        chains.zeroize();
+        for (t, s) in specs.iter().enumerate() {
+            let mut kept = Zeroizing::new([0u8; MAX_LEN * 32]);
+            let first = (t * pairs + s.leaf as usize) * len;
+            for (dst, job) in kept.chunks_exact_mut(n).zip(&prf[first..first + len]) {
+                dst.copy_from_slice(&job.out[..n]);
+            }
+            starts.push(kept);
+            for pair in 0..pairs {
+                for c in 0..len {
+                    let mut adrs = Address::new(s.layer, s.tree, WOTS_HASH, pair as u32);
+                    adrs.word6 = c as u32;
+                    let mut x = [0u8; 32];
+                    x[..n].copy_from_slice(&prf[(t * pairs + pair) * len + c].out[..n]);
+                    chains.push(ChainJob {
+                        adrs,
+                        x,
+                        start: 0,
+                        end: 15,
+                    });
+                }
+            }
+        }
+        prf.zeroize();
+        hasher.chains(n, &mut chains);
+
+        // Each key pair's public key compressed to its leaf: T_len.
+        let mut leaves = Vec::with_capacity(specs.len() * pairs);
+        for (s, tree_chains) in specs.iter().zip(chains.chunks_exact(per_layer)) {
+            for (pair, ends) in tree_chains.chunks_exact(len).enumerate() {
+                for (dst, c) in pk.chunks_exact_mut(n).zip(ends) {
+                    dst.copy_from_slice(&c.x[..n]);
+                }
+                let mut leaf = [0u8; 32];
+                let adrs = Address::new(s.layer, s.tree, WOTS_PK, pair as u32);
+                hasher.t(&adrs, &pk[..len * n], &mut leaf[..n]);
+                leaves.push(leaf);
+            }
+        }
+
+        let adrs: Vec<Address> = specs
+            .iter()
+            .map(|s| Address::new(s.layer, s.tree, TREE, 0))
+            .collect();
+        let forest = Forest::build(hasher, n, p.hp, leaves, &adrs, &vec![0; specs.len()]);
+        for (t, (s, kept)) in specs.iter().zip(starts).enumerate() {
+            let at = (g * group + t) * stride + offset;
+            forest.auth_path(t, s.leaf, &mut auth[at..at + p.hp * n]);
+            built.push(Built {
+                root: forest.root(t),
+                starts: kept,
+            });
+        }
+    }
+    built
+}
