@@ -33,6 +33,8 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use crate::values::Zeta;
 
 use super::hasher::{Hash, EMPTY_BUCKET_ROOT};
@@ -43,6 +45,9 @@ use super::tree::Layers;
 pub(crate) const BLOCK_BITS: u32 = 5;
 /// Leaves per block (`2^BLOCK_BITS`): a proof recomputes `2 · BLOCK - 1` hashes at most.
 pub(crate) const BLOCK: usize = 1 << BLOCK_BITS;
+/// Leaves hashed per rayon task when a bucket's blocks are rehashed (a multiple of
+/// [`BLOCK`]): an insert touching few buckets still uses every core.
+const PARALLEL_LEAVES: usize = 128 * BLOCK;
 
 /// The zetas of one bucket, ascending (the merge of `base` and `extra`), and their tree
 /// from level [`BLOCK_BITS`] up (leaf `i` of the full tree is `H(0x00 || zeta_i)`).
@@ -71,6 +76,15 @@ impl Default for Bucket {
 /// level [`BLOCK_BITS`] of the tree over their leaves (a shorter last block is collapsed to
 /// its own root, which the shape carries up unchanged).
 fn block_roots(zetas: &[Zeta]) -> Vec<Hash> {
+    if zetas.len() >= 2 * PARALLEL_LEAVES {
+        // Whole blocks per task (PARALLEL_LEAVES is a multiple of BLOCK), so each task's
+        // roots are the roots of the same blocks.
+        return zetas
+            .par_chunks(PARALLEL_LEAVES)
+            .map(block_roots)
+            .collect::<Vec<_>>()
+            .concat();
+    }
     let mut level = leaf_hashes(zetas);
     for _ in 0..BLOCK_BITS {
         if level.len() <= 1 {
@@ -268,10 +282,7 @@ impl Bucket {
             self.extra = extra.into_boxed_slice();
         }
         let first_block = first >> BLOCK_BITS;
-        let moved: Vec<Zeta> = self
-            .iter_from(first_block << BLOCK_BITS)
-            .copied()
-            .collect();
+        let moved: Vec<Zeta> = self.iter_from(first_block << BLOCK_BITS).copied().collect();
         let roots = block_roots(&moved);
         drop(moved);
         self.upper.update_leaves(first_block, |leaves| {
@@ -361,7 +372,10 @@ mod tests {
                 all.sort();
                 assert_same(&bucket, &all, &format!("n={n} pick={pick:?}"));
                 // Memory: exactly the zetas, no spare capacity.
-                assert_eq!(std::mem::size_of_val::<[Zeta]>(&bucket.base), 16 * all.len());
+                assert_eq!(
+                    std::mem::size_of_val::<[Zeta]>(&bucket.base),
+                    16 * all.len()
+                );
                 assert_eq!(bucket.extra_len(), 0);
             }
         }

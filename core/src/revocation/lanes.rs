@@ -1,37 +1,36 @@
 //! SHA3-256 of many single-block inputs at once: the leaf and node hashes of the bucket
-//! trees, eight at a time through the crate's multi-lane Keccak-f\[1600\]
+//! trees and the top leaves, eight at a time through the crate's multi-lane Keccak-f\[1600\]
 //! ([`f1600_x8`]: AVX-512F where the CPU has it, else two four-lane calls, AVX2 or a loop).
 //!
 //! A leaf input (`0x00 || zeta`, 17 bytes) and a node input (`0x01 || left || right`,
 //! 65 bytes) both fit in one SHA3-256 block (136-byte rate), so each hash is exactly one
 //! permutation of a padded block: the message, the SHA-3 domain and padding byte `0x06`
 //! after it, `0x80` in the last byte of the rate (FIPS 202), absorbed little-endian into a
-//! zero state; the hash is the first 32 bytes of the state. The tests check every function
+//! zero state (written straight into the state's 64-bit lanes); the hash is the first 32
+//! bytes of the state. The tests check every function
 //! against [`leaf_hash`](super::hasher::leaf_hash) and [`node_hash`](super::hasher::node_hash)
 //! (the `sha3` crate) for every group size.
 
 use crate::hashes::keccak_lanes::{f1600_x8, KECCAK_LANES_X8};
 use crate::values::Zeta;
 
-use super::hasher::{Hash, LEAF_PREFIX, NODE_PREFIX};
+use super::hasher::{Hash, LEAF_PREFIX, NODE_PREFIX, TOP_LEAF_PREFIX};
 
-/// SHA3-256's rate in bytes.
-const RATE: usize = 136;
+/// SHA-3's domain bits and the first padding bit, the byte right after the message.
+const PAD_FIRST: u64 = 0x06;
+/// The last padding bit: the top bit of byte 135, the last byte of the rate (lane 16).
+const PAD_LAST: u64 = 0x80 << 56;
 
-/// Fills `out[i]` with SHA3-256 of the message that `write(i, block)` puts at the start of a
-/// zeroed block, returning its length (less than [`RATE`]).
-fn sha3_many(out: &mut [Hash], write: impl Fn(usize, &mut [u8; RATE]) -> usize) {
+/// Fills `out[i]` with SHA3-256 of the one-block message that `absorb(i, state)` writes
+/// into a zero state, little-endian, with its first padding byte ([`PAD_FIRST`]) right
+/// after it; the last padding bit is added here.
+fn sha3_many(out: &mut [Hash], absorb: impl Fn(usize, &mut [u64; 25])) {
     let mut first = 0;
     for group in out.chunks_mut(KECCAK_LANES_X8) {
         let mut states = [[0u64; 25]; KECCAK_LANES_X8];
         for (lane, state) in states.iter_mut().enumerate().take(group.len()) {
-            let mut block = [0u8; RATE];
-            let len = write(first + lane, &mut block).min(RATE - 1);
-            block[len] ^= 0x06;
-            block[RATE - 1] ^= 0x80;
-            for (word, bytes) in state.iter_mut().zip(block.as_chunks::<8>().0) {
-                *word = u64::from_le_bytes(*bytes);
-            }
+            absorb(first + lane, state);
+            state[16] ^= PAD_LAST;
         }
         f1600_x8(&mut states);
         for (hash, state) in group.iter_mut().zip(&states) {
@@ -43,13 +42,45 @@ fn sha3_many(out: &mut [Hash], write: impl Fn(usize, &mut [u8; RATE]) -> usize) 
     }
 }
 
+/// The four little-endian words of a 32-byte hash, or the two of a zeta.
+fn words<const N: usize>(bytes: &[[u8; 8]]) -> [u64; N] {
+    let mut w = [0u64; N];
+    for (word, b) in w.iter_mut().zip(bytes) {
+        *word = u64::from_le_bytes(*b);
+    }
+    w
+}
+
 /// The leaf hashes `H(0x00 || zeta)` of `zetas`, in order.
 pub(crate) fn leaf_hashes(zetas: &[Zeta]) -> Vec<Hash> {
     let mut out = vec![[0u8; 32]; zetas.len()];
-    sha3_many(&mut out, |i, block| {
-        block[0] = LEAF_PREFIX;
-        block[1..17].copy_from_slice(&zetas[i].0);
-        17
+    sha3_many(&mut out, |i, s| {
+        // Message bytes: the prefix, then the zeta's 16 bytes (its words shifted a byte up).
+        let [z0, z1] = words::<2>(zetas[i].0.as_chunks::<8>().0);
+        s[0] = u64::from(LEAF_PREFIX) | (z0 << 8);
+        s[1] = (z0 >> 56) | (z1 << 8);
+        s[2] = (z1 >> 56) | (PAD_FIRST << 8);
+    });
+    out
+}
+
+/// The top-tree leaves `H(0x02 || be16(bucket) || be64(start) || be64(count) || root)` of
+/// `(bucket, start, count, root)` items, in order.
+pub(crate) fn top_leaf_hashes(items: &[(u16, u64, u64, Hash)]) -> Vec<Hash> {
+    let mut out = vec![[0u8; 32]; items.len()];
+    sha3_many(&mut out, |i, s| {
+        let (bucket, start, count, root) = &items[i];
+        // The 51 message bytes and the first padding byte: exactly seven words.
+        let mut m = [0u8; 56];
+        m[0] = TOP_LEAF_PREFIX;
+        m[1..3].copy_from_slice(&bucket.to_be_bytes());
+        m[3..11].copy_from_slice(&start.to_be_bytes());
+        m[11..19].copy_from_slice(&count.to_be_bytes());
+        m[19..51].copy_from_slice(root);
+        m[51] = PAD_FIRST as u8;
+        for (lane, bytes) in s.iter_mut().zip(m.as_chunks::<8>().0) {
+            *lane = u64::from_le_bytes(*bytes);
+        }
     });
     out
 }
@@ -63,12 +94,17 @@ pub(crate) fn parent_nodes(child: &[Hash], from: usize, to: usize) -> Vec<Hash> 
     let from = from.min(to);
     let mut out = vec![[0u8; 32]; to - from];
     let hashed = paired.saturating_sub(from);
-    sha3_many(&mut out[..hashed], |k, block| {
+    sha3_many(&mut out[..hashed], |k, s| {
         let j = from + k;
-        block[0] = NODE_PREFIX;
-        block[1..33].copy_from_slice(&child[2 * j]);
-        block[33..65].copy_from_slice(&child[2 * j + 1]);
-        65
+        // Message bytes: the prefix, then left and right (their eight words a byte up).
+        let [l0, l1, l2, l3] = words::<4>(child[2 * j].as_chunks::<8>().0);
+        let [r0, r1, r2, r3] = words::<4>(child[2 * j + 1].as_chunks::<8>().0);
+        let w = [l0, l1, l2, l3, r0, r1, r2, r3];
+        s[0] = u64::from(NODE_PREFIX) | (w[0] << 8);
+        for (lane, pair) in s[1..8].iter_mut().zip(w.windows(2)) {
+            *lane = (pair[0] >> 56) | (pair[1] << 8);
+        }
+        s[8] = (w[7] >> 56) | (PAD_FIRST << 8);
     });
     // At most one unpaired node: the last one of an odd-length level, carried up.
     for (slot, j) in out[hashed..].iter_mut().zip(paired.max(from)..to) {
@@ -84,7 +120,7 @@ pub(crate) fn parent_level(child: &[Hash]) -> Vec<Hash> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::hasher::{leaf_hash, node_hash};
+    use super::super::hasher::{leaf_hash, node_hash, top_leaf_hash};
     use super::*;
 
     fn zeta(i: usize) -> Zeta {
@@ -101,6 +137,23 @@ mod tests {
             let got = leaf_hashes(&zetas);
             let want: Vec<Hash> = zetas.iter().map(|z| leaf_hash(&z.0)).collect();
             assert_eq!(got, want, "n={n}");
+        }
+    }
+
+    #[test]
+    fn top_leaves_match_the_sha3_crate() {
+        let items: Vec<(u16, u64, u64, Hash)> = (0..11u64)
+            .map(|i| {
+                let root = leaf_hash(&zeta(i as usize).0);
+                (4095 - i as u16 * 300, i << 40 | i, u64::MAX - i, root)
+            })
+            .collect();
+        for n in 0..=items.len() {
+            let want: Vec<Hash> = items[..n]
+                .iter()
+                .map(|(b, s, c, r)| top_leaf_hash(*b, *s, *c, r))
+                .collect();
+            assert_eq!(top_leaf_hashes(&items[..n]), want, "n={n}");
         }
     }
 

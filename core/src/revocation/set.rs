@@ -10,7 +10,8 @@ use crate::values::Zeta;
 
 use super::bucket::Bucket;
 use super::error::SetError;
-use super::hasher::{top_leaf_hash, Hash};
+use super::hasher::Hash;
+use super::lanes::top_leaf_hashes;
 use super::proof::{InclusionProof, LeafOpening, NonMembershipProof, RevocationProof};
 use super::tree::Layers;
 use super::{bucket_of, BUCKET_COUNT, TOP_DEPTH};
@@ -329,10 +330,12 @@ impl RevocationSet {
             len += bucket.len() as u64;
         }
         let leaves = (0..BUCKET_COUNT)
+            .step_by(TOP_LEAVES_PER_TASK)
+            .collect::<Vec<_>>()
             .into_par_iter()
-            .with_min_len(TOP_LEAVES_PER_TASK)
-            .map(|b| top_leaf(b, &starts, &buckets))
-            .collect();
+            .map(|from| top_leaves(from, from + TOP_LEAVES_PER_TASK, &starts, &buckets))
+            .collect::<Vec<_>>()
+            .concat();
         RevocationSet {
             buckets,
             starts,
@@ -352,15 +355,28 @@ impl RevocationSet {
         let (buckets, starts) = (&self.buckets, &self.starts);
         self.top.update_leaves(first, |leaves| {
             leaves[first..]
-                .par_iter_mut()
-                .with_min_len(TOP_LEAVES_PER_TASK)
+                .par_chunks_mut(TOP_LEAVES_PER_TASK)
                 .enumerate()
-                .for_each(|(k, leaf)| *leaf = top_leaf(first + k, starts, buckets));
+                .for_each(|(k, chunk)| {
+                    let from = first + k * TOP_LEAVES_PER_TASK;
+                    let fresh = top_leaves(from, from + chunk.len(), starts, buckets);
+                    for (leaf, h) in chunk.iter_mut().zip(fresh) {
+                        *leaf = h;
+                    }
+                });
         });
     }
 }
 
-fn top_leaf(b: usize, starts: &[u64], buckets: &[Arc<Bucket>]) -> Hash {
-    let bucket = &buckets[b];
-    top_leaf_hash(b as u16, starts[b], bucket.len() as u64, &bucket.root())
+/// The top leaves of buckets `from..to` (`to` clamped to the bucket count), hashed eight at
+/// a time.
+fn top_leaves(from: usize, to: usize, starts: &[u64], buckets: &[Arc<Bucket>]) -> Vec<Hash> {
+    let to = to.min(buckets.len()).min(starts.len());
+    let items: Vec<(u16, u64, u64, Hash)> = (from..to)
+        .map(|b| {
+            let bucket = &buckets[b];
+            (b as u16, starts[b], bucket.len() as u64, bucket.root())
+        })
+        .collect();
+    top_leaf_hashes(&items)
 }
