@@ -20,10 +20,13 @@
 //!    the clone, compute the root, both sets alive until the clone replaces the served one.
 //!    Members of 8, 64 and 1024 random zetas (fresh ones each time), 7 applies each from
 //!    the same served set; it prints the median and the slowest;
-//! 3. applies one member at the certificate cap (the registry's `MAX_CERTIFICATES_PER_MEMBER`,
+//! 3. times `prove(z).to_bytes()` for 1001 revoked and 1001 absent zetas (median, and the
+//!    mean proof size);
+//! 4. applies one member at the certificate cap (the registry's `MAX_CERTIFICATES_PER_MEMBER`,
 //!    2^20 zetas: every bucket touched), once, with the peak reset just before
 //!    (`/proc/self/clear_refs` = 5): the **transient growth** is the peak's growth over the
-//!    `VmRSS` before the apply, as a share of the set's resident bytes from step 1.
+//!    `VmRSS` before the apply, as a share of the set's resident bytes from step 1; then a
+//!    second one from the first one's result (whose new zetas the next version shares).
 //!
 //! The parent prints each child's lines as they come and a summary table at the end.
 
@@ -88,6 +91,29 @@ fn apply(served: &RevocationSet, zetas: &[Zeta]) -> (RevocationSet, Duration) {
     (next, t.elapsed())
 }
 
+/// Median time of `prove` + `to_bytes` for revoked and for absent zetas (the gateway's proof
+/// answer), with the proof sizes.
+fn prove_times(n: usize, set: &RevocationSet, rng: &mut ChaCha20Rng) {
+    let absent = random_zetas(rng, 1001);
+    let revoked: Vec<Zeta> = set.iter().step_by((n / 1001).max(1)).copied().collect();
+    for (kind, zetas) in [("inclusion", &revoked), ("non_membership", &absent)] {
+        let mut times = Vec::with_capacity(zetas.len());
+        let mut bytes = 0;
+        for z in zetas.iter() {
+            let t = Instant::now();
+            let proof = std::hint::black_box(set.prove(z).to_bytes());
+            times.push(t.elapsed());
+            bytes += proof.len();
+        }
+        times.sort();
+        println!(
+            "RESULT n={n} prove={kind} median_us={:.1} mean_bytes={:.0}",
+            times[times.len() / 2].as_secs_f64() * 1e6,
+            bytes as f64 / zetas.len().max(1) as f64,
+        );
+    }
+}
+
 fn child(n: usize, cap: bool) {
     let mut rng = ChaCha20Rng::seed_from_u64(n as u64);
     let rss_before = status_kib("VmRSS:");
@@ -127,24 +153,31 @@ fn child(n: usize, cap: bool) {
             mib(grow),
         );
     }
+    prove_times(n, &served, &mut rng);
     if cap {
-        let zetas = random_zetas(&mut rng, CAP);
-        let base = status_kib("VmRSS:");
-        let reset = reset_peak();
-        let (next, took) = apply(&served, &zetas);
-        let both = status_kib("VmRSS:");
-        let peak = status_kib("VmHWM:");
-        let growth = peak.saturating_sub(base) * 1024;
-        println!(
-            "RESULT n={n} member={CAP} apply_ms={:.1} rss_both_mib={:.1} peak_growth_mib={:.1} \
-             transient_growth_pct={:.1} peak_reset={reset}",
-            ms(took),
-            mib(both),
-            mib(peak.saturating_sub(base)),
-            100.0 * growth as f64 / resident.max(1) as f64,
-        );
-        drop(served);
-        std::hint::black_box(next.len());
+        // Two members at the cap in a row: the second starts from the first one's result
+        // (its new zetas still beside the shared ones).
+        let mut served = served;
+        for which in ["first", "second"] {
+            let zetas = random_zetas(&mut rng, CAP);
+            let base = status_kib("VmRSS:");
+            let reset = reset_peak();
+            let (next, took) = apply(&served, &zetas);
+            let both = status_kib("VmRSS:");
+            let peak = status_kib("VmHWM:");
+            let growth = peak.saturating_sub(base) * 1024;
+            println!(
+                "RESULT n={n} member={CAP} ({which}) apply_ms={:.1} rss_before_mib={:.1} \
+                 rss_both_mib={:.1} peak_growth_mib={:.1} transient_growth_pct={:.1} \
+                 peak_reset={reset}",
+                ms(took),
+                mib(base),
+                mib(both),
+                mib(peak.saturating_sub(base)),
+                100.0 * growth as f64 / resident.max(1) as f64,
+            );
+            served = next;
+        }
     }
 }
 

@@ -166,6 +166,12 @@ impl Bucket {
         Arc::strong_count(&self.base) > 1
     }
 
+    /// Whether `other` holds the same shared base (a version of the same bucket).
+    #[cfg(test)]
+    pub(crate) fn shares_base_with(&self, other: &Bucket) -> bool {
+        Arc::ptr_eq(&self.base, &other.base)
+    }
+
     /// The zetas, ascending.
     pub(crate) fn iter(&self) -> Merged<'_> {
         Merged {

@@ -380,3 +380,103 @@ fn top_leaves(from: usize, to: usize, starts: &[u64], buckets: &[Arc<Bucket>]) -
         .collect();
     top_leaf_hashes(&items)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_zetas(seed: u64, n: usize) -> Vec<Zeta> {
+        // SplitMix64: enough for spread-out test zetas without a dev-dependency here.
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        (0..n)
+            .map(|_| {
+                let mut z = [0u8; 16];
+                z[..8].copy_from_slice(&next().to_be_bytes());
+                z[8..].copy_from_slice(&next().to_be_bytes());
+                Zeta(z)
+            })
+            .collect()
+    }
+
+    /// Zetas held by `next` that it does not share with `served`.
+    fn unshared_zetas(next: &RevocationSet, served: &RevocationSet) -> usize {
+        next.buckets
+            .iter()
+            .zip(&served.buckets)
+            .map(|(n, s)| {
+                if Arc::ptr_eq(n, s) {
+                    0
+                } else if n.shares_base_with(s) {
+                    n.extra_len()
+                } else {
+                    n.len()
+                }
+            })
+            .sum()
+    }
+
+    /// The gateway's way: the served set stays alive while the next one is built from its
+    /// clone. A batch touching every bucket shares the zetas, each version answers for
+    /// itself, and compaction copies at most 1/16 of the set per insert.
+    #[test]
+    fn versions_share_zetas_and_compaction_stays_within_its_budget() {
+        let mut served = RevocationSet::from_zetas(random_zetas(1, 100_000));
+        let mut all: Vec<Zeta> = served.iter().copied().collect();
+        for round in 0..30u64 {
+            let (root, len) = (served.root(), served.len());
+            let probe = random_zetas(1000 + round, 1)[0];
+            let before = served.prove(&probe).to_bytes();
+            // A quarter of the buckets get a zeta (1024, about 1 % of the set: what one
+            // member at the certificate cap is to 10^8 zetas), some rounds ten times more.
+            let batch = if round % 10 == 9 { 10_240 } else { 1024 };
+            let extra_before: usize = served.buckets.iter().map(|b| b.extra_len()).sum();
+            let new = random_zetas(100 + round, batch);
+            let mut next = served.clone();
+            assert_eq!(next.insert(&new), batch);
+            // What the new version holds of its own: the compacted buckets (at most 1/16 of
+            // the set), the side slices (the old ones copied, with the new zetas).
+            let copied = unshared_zetas(&next, &served);
+            assert!(
+                copied as u64 <= len / COMPACT_SHARE + (batch + extra_before) as u64,
+                "round {round}: {copied} zetas not shared"
+            );
+            // The served set is untouched.
+            assert_eq!((served.root(), served.len()), (root, len));
+            assert_eq!(served.prove(&probe).to_bytes(), before);
+            all.extend(&new);
+            all.sort_unstable();
+            assert!(next.iter().eq(all.iter()), "round {round}");
+            if round % 8 == 0 {
+                let bulk = RevocationSet::from_sorted(&all).unwrap();
+                assert_eq!(next.root(), bulk.root(), "round {round}");
+                for z in all.iter().step_by(997).chain(&new[..3]).chain([&probe]) {
+                    assert_eq!(next.prove(z).to_bytes(), bulk.prove(z).to_bytes());
+                    assert_eq!(next.position(z), bulk.position(z));
+                }
+            }
+            served = next;
+        }
+        // Side slices stay bounded: at an inflow of f of the set per insert, compaction
+        // (1/16 of the set per insert, buckets past 1/32 extra) holds them near 16 f.
+        let extra: usize = served.buckets.iter().map(|b| b.extra_len()).sum();
+        assert!(
+            (extra as u64) * 4 < served.len(),
+            "{extra} of {} zetas in side slices",
+            served.len()
+        );
+        // Alone, the set merges every touched bucket into zetas of its own.
+        let mut alone = served;
+        let more = random_zetas(7, 4096);
+        alone.insert(&more);
+        for z in &more {
+            assert_eq!(alone.buckets[usize::from(bucket_of(z))].extra_len(), 0);
+        }
+    }
+}
