@@ -139,10 +139,16 @@ impl<'a> Iterator for Merged<'a> {
 impl Bucket {
     /// Builds a bucket from strictly ascending zetas that all belong to it.
     pub(crate) fn from_sorted(zetas: &[Zeta]) -> Self {
+        Self::from_base(zetas.into())
+    }
+
+    /// Builds a bucket over `base` (strictly ascending zetas that all belong to it).
+    pub(crate) fn from_base(base: Arc<[Zeta]>) -> Self {
+        let upper = Layers::new(block_roots(&base));
         Bucket {
-            base: zetas.into(),
+            base,
             extra: Box::default(),
-            upper: Layers::new(block_roots(zetas)),
+            upper,
         }
     }
 

@@ -20,6 +20,9 @@ use super::{bucket_of, BUCKET_COUNT, TOP_DEPTH};
 const TOP_LEAVES_PER_TASK: usize = 512;
 /// New zetas above which sorting them runs in parallel.
 const PARALLEL_SORT: usize = 1 << 14;
+/// Bytes freed at the end of the input of [`RevocationSet::from_sorted_vec`] before it is
+/// shrunk (a `realloc` that, for a large vector, unmaps the freed pages in place).
+const SHRINK_STEP: usize = 1 << 20;
 /// A bucket whose base is shared with another version takes new zetas into its `extra`
 /// until they would exceed `1 / EXTRA_SHARE` of the base; then an insert compacts it.
 const EXTRA_SHARE: usize = 32;
@@ -98,11 +101,31 @@ impl RevocationSet {
     }
 
     /// Builds the set from zetas in any order; duplicates are ignored.
+    ///
+    /// The zetas are collected into one vector (in place when `zetas` is a `Vec`'s
+    /// iterator), sorted, and moved into the buckets from its end while the vector gives
+    /// its memory back, so the build holds about one copy of the zetas at a time, not two
+    /// (see [`from_sorted_vec`](Self::from_sorted_vec)).
     pub fn from_zetas<I: IntoIterator<Item = Zeta>>(zetas: I) -> Self {
         let mut v: Vec<Zeta> = zetas.into_iter().collect();
         v.par_sort_unstable();
         v.dedup();
-        Self::from_sorted_unchecked(&v)
+        Self::from_sorted_vec_unchecked(v)
+    }
+
+    /// Builds the set from strictly ascending zetas it takes over: each bucket's zetas are
+    /// copied off the end of `zetas`, which is shrunk as it goes (for a large vector the
+    /// allocator gives the pages back), so the build peaks near one copy of the zetas
+    /// rather than the two of [`from_sorted`](Self::from_sorted).
+    pub fn from_sorted_vec(zetas: Vec<Zeta>) -> Result<Self, SetError> {
+        if let Some(index) = zetas
+            .par_windows(2)
+            .position_first(|w| w[0] >= w[1])
+            .map(|i| i + 1)
+        {
+            return Err(SetError::NotSorted { index });
+        }
+        Ok(Self::from_sorted_vec_unchecked(zetas))
     }
 
     /// Number of revoked zetas.
@@ -322,6 +345,25 @@ impl RevocationSet {
         Self::from_buckets(buckets)
     }
 
+    fn from_sorted_vec_unchecked(mut zetas: Vec<Zeta>) -> Self {
+        let mut bases: Vec<Arc<[Zeta]>> = Vec::with_capacity(BUCKET_COUNT);
+        for b in (0..BUCKET_COUNT).rev() {
+            let start = zetas.partition_point(|z| usize::from(bucket_of(z)) < b);
+            bases.push(Arc::from(zetas.get(start..).unwrap_or_default()));
+            zetas.truncate(start);
+            if (zetas.capacity() - zetas.len()) * std::mem::size_of::<Zeta>() >= SHRINK_STEP {
+                zetas.shrink_to_fit();
+            }
+        }
+        drop(zetas);
+        bases.reverse();
+        let buckets = bases
+            .into_par_iter()
+            .map(|base| Arc::new(Bucket::from_base(base)))
+            .collect();
+        Self::from_buckets(buckets)
+    }
+
     fn from_buckets(buckets: Vec<Arc<Bucket>>) -> Self {
         let mut starts = Vec::with_capacity(BUCKET_COUNT);
         let mut len = 0u64;
@@ -403,6 +445,35 @@ mod tests {
                 Zeta(z)
             })
             .collect()
+    }
+
+    #[test]
+    fn from_sorted_vec_builds_what_from_sorted_builds() {
+        for n in [0usize, 1, 2, 4095, 4096, 4097, 30_000] {
+            let mut v = random_zetas(n as u64, n);
+            v.sort_unstable();
+            v.dedup();
+            let a = RevocationSet::from_sorted(&v).unwrap();
+            let b = RevocationSet::from_sorted_vec(v.clone()).unwrap();
+            let c = RevocationSet::from_zetas(v.iter().rev().copied());
+            assert_eq!((a.root(), a.len()), (b.root(), b.len()), "n={n}");
+            assert_eq!((a.root(), a.len()), (c.root(), c.len()), "n={n}");
+            assert!(a.iter().eq(b.iter()));
+            if n > 2 {
+                let mut bad = v.clone();
+                bad.swap(1, 2);
+                assert_eq!(
+                    RevocationSet::from_sorted_vec(bad).unwrap_err(),
+                    SetError::NotSorted { index: 2 }
+                );
+                let mut dup = v;
+                dup[2] = dup[1];
+                assert_eq!(
+                    RevocationSet::from_sorted_vec(dup).unwrap_err(),
+                    SetError::NotSorted { index: 2 }
+                );
+            }
+        }
     }
 
     /// Zetas held by `next` that it does not share with `served`.
