@@ -218,6 +218,131 @@ pub(crate) fn f1600_x8(states: &mut [[u64; 25]; KECCAK_LANES_X8]) {
     }
 }
 
+/// [`f1600_x8_shared`] for four states, with [`Kernel::best`]: the shared lanes broadcast,
+/// only the first four lanes stored (AVX2 and AVX-512VL); one `keccak::f1600` per built
+/// state elsewhere. `out[i]` is `f1600(state_i)[..4]`.
+///
+/// # Panics
+/// As [`f1600_x8_shared`].
+#[inline]
+pub(crate) fn f1600_x4_shared(
+    template: &[u64; 25],
+    first: usize,
+    nvar: usize,
+    var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES],
+    out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES],
+) {
+    assert!(
+        nvar <= SHARED_VAR_LANES && first + nvar <= 25,
+        "f1600_x4_shared: lanes {first}..{} of 25, at most {SHARED_VAR_LANES} varying",
+        first + nvar
+    );
+    f1600_x4_shared_with(Kernel::best(), template, first, nvar, var, out);
+}
+
+/// [`f1600_x4_shared`] with a given kernel (for the tests).
+///
+/// # Panics
+/// As [`f1600_x4_shared`], and if the running CPU cannot execute `kernel`.
+#[inline]
+pub(crate) fn f1600_x4_shared_with(
+    kernel: Kernel,
+    template: &[u64; 25],
+    first: usize,
+    nvar: usize,
+    var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES],
+    out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES],
+) {
+    assert!(
+        nvar <= SHARED_VAR_LANES && first + nvar <= 25,
+        "f1600_x4_shared: lanes {first}..{} of 25, at most {SHARED_VAR_LANES} varying",
+        first + nvar
+    );
+    assert!(kernel.is_available(), "the CPU cannot run {kernel:?}");
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `is_available` checked every target feature `x86::avx2_shared` is
+        // compiled with on the running CPU (see the module's Safety section); the lane
+        // range was checked above.
+        Kernel::Avx2 => unsafe { x86::avx2_shared(template, first, nvar, var, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for `x86::avx512_shared`.
+        Kernel::Avx512 => unsafe { x86::avx512_shared(template, first, nvar, var, out) },
+        _ => {
+            for (o, v) in out.iter_mut().zip(var) {
+                let mut st = *template;
+                st[first..first + nvar].copy_from_slice(&v[..nvar]);
+                keccak::f1600(&mut st);
+                o.copy_from_slice(&st[..SHARED_OUT_LANES]);
+            }
+        }
+    }
+}
+
+/// Lanes of a one-block input that may differ between the states of one
+/// [`f1600_x8_shared`] call, at most.
+pub(crate) const SHARED_VAR_LANES: usize = 12;
+
+/// Lanes of each output of [`f1600_x8_shared`].
+pub(crate) const SHARED_OUT_LANES: usize = 4;
+
+/// The first four lanes of Keccak-f\[1600\] of each of eight states that equal `template`
+/// except in lanes `first..first + nvar`, which are `var[i][..nvar]`: `out[i]` is
+/// `f1600(state_i)[..4]`, where `state_i` is `template` with `var[i][..nvar]` at `first`.
+///
+/// What a one-block SPHINCS+ SHAKE hash needs (its `PK.seed` and padding lanes are the same
+/// in every call, its address and input lanes differ, its output is at most four lanes),
+/// without building or storing whole states: with AVX-512F the shared lanes are broadcast
+/// into their registers and only the first four lanes are stored; elsewhere the states
+/// are built and two [`f1600_x4`] calls made.
+///
+/// # Panics
+/// If `nvar > SHARED_VAR_LANES` or `first + nvar > 25` (callers pass constants of their
+/// parameter set).
+#[inline]
+pub(crate) fn f1600_x8_shared(
+    template: &[u64; 25],
+    first: usize,
+    nvar: usize,
+    var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES_X8],
+    out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES_X8],
+) {
+    assert!(
+        nvar <= SHARED_VAR_LANES && first + nvar <= 25,
+        "f1600_x8_shared: lanes {first}..{} of 25, at most {SHARED_VAR_LANES} varying",
+        first + nvar
+    );
+    #[cfg(target_arch = "x86_64")]
+    if super::avx512f() {
+        // SAFETY: `avx512f()` checked `avx512f`, the one target feature
+        // `x86::avx512_x8_shared` is compiled with, on the running CPU (see the module's
+        // Safety section); the lane range was checked above.
+        unsafe { x86::avx512_x8_shared(template, first, nvar, var, out) };
+        return;
+    }
+    shared_model(template, first, nvar, var, out);
+}
+
+/// [`f1600_x8_shared`] by whole states and [`f1600_x8`]: its fallback, and its tests' model.
+fn shared_model(
+    template: &[u64; 25],
+    first: usize,
+    nvar: usize,
+    var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES_X8],
+    out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES_X8],
+) {
+    let mut states = [*template; KECCAK_LANES_X8];
+    for (st, v) in states.iter_mut().zip(var) {
+        st[first..first + nvar].copy_from_slice(&v[..nvar]);
+    }
+    for four in states.as_chunks_mut::<KECCAK_LANES>().0 {
+        f1600_x4(four);
+    }
+    for (o, st) in out.iter_mut().zip(&states) {
+        o.copy_from_slice(&st[..SHARED_OUT_LANES]);
+    }
+}
+
 /// The portable kernel: one `keccak::f1600` per state.
 #[inline]
 fn portable(states: &mut [[u64; 25]; KECCAK_LANES]) {
@@ -395,7 +520,7 @@ mod x86 {
     };
 
     use super::ternlog::{CHI, XOR3};
-    use super::{KECCAK_LANES, KECCAK_LANES_X8, RC};
+    use super::{KECCAK_LANES, KECCAK_LANES_X8, RC, SHARED_OUT_LANES, SHARED_VAR_LANES};
 
     /// Lane `j` of each state, as one vector (element `i` from state `i`).
     #[inline]
@@ -494,6 +619,63 @@ mod x86 {
         scatter(&a, states);
     }
 
+    /// [`gather`] for states that are `template` but for `var[i][..nvar]` at lane `first`:
+    /// the shared lanes broadcast.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn gather_shared(
+        template: &[u64; 25],
+        first: usize,
+        nvar: usize,
+        var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES],
+    ) -> [__m256i; 25] {
+        core::array::from_fn(|j| {
+            if (first..first + nvar).contains(&j) {
+                let k = j - first;
+                _mm256_set_epi64x(
+                    var[3][k] as i64,
+                    var[2][k] as i64,
+                    var[1][k] as i64,
+                    var[0][k] as i64,
+                )
+            } else {
+                _mm256_set1_epi64x(template[j] as i64)
+            }
+        })
+    }
+
+    /// The first four lanes of each state, out of the registers.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn store_head(a: &[__m256i; 25], out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES]) {
+        for (j, v) in a.iter().take(SHARED_OUT_LANES).enumerate() {
+            let mut lane = [0u64; 4];
+            // SAFETY: the pointer comes from `&mut lane`, exactly the 32 bytes written; the
+            // store is the unaligned form (see the module's Safety section).
+            unsafe { _mm256_storeu_si256(lane.as_mut_ptr().cast::<__m256i>(), *v) };
+            for (o, x) in out.iter_mut().zip(lane) {
+                o[j] = x;
+            }
+        }
+    }
+
+    /// The AVX2 kernel on shared-template states ([`super::f1600_x4_shared`]).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 (see [`super::Kernel::is_available`]).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn avx2_shared(
+        template: &[u64; 25],
+        first: usize,
+        nvar: usize,
+        var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES],
+        out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES],
+    ) {
+        let mut a = gather_shared(template, first, nvar, var);
+        keccak_rounds!(a, xor: xor, xor5: xor5_avx2, rol: rol_avx2, chi: chi_avx2, rc: rc);
+        store_head(&a, out);
+    }
+
     // AVX-512VL operations.
     macro_rules! xor5_avx512 {
         ($a:expr, $b:expr, $c:expr, $d:expr, $e:expr) => {
@@ -521,6 +703,24 @@ mod x86 {
         let mut a = gather(states);
         keccak_rounds!(a, xor: xor, xor5: xor5_avx512, rol: rol_avx512, chi: chi_avx512, rc: rc);
         scatter(&a, states);
+    }
+
+    /// The AVX-512VL kernel on shared-template states ([`super::f1600_x4_shared`]).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, AVX-512F and AVX-512VL (see
+    /// [`super::Kernel::is_available`]).
+    #[target_feature(enable = "avx2,avx512f,avx512vl")]
+    pub(super) fn avx512_shared(
+        template: &[u64; 25],
+        first: usize,
+        nvar: usize,
+        var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES],
+        out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES],
+    ) {
+        let mut a = gather_shared(template, first, nvar, var);
+        keccak_rounds!(a, xor: xor, xor5: xor5_avx512, rol: rol_avx512, chi: chi_avx512, rc: rc);
+        store_head(&a, out);
     }
 
     // AVX-512F operations on eight states (`__m512i`).
@@ -577,6 +777,49 @@ mod x86 {
             unsafe { _mm512_storeu_si512(lane.as_mut_ptr().cast(), *v) };
             for (s, x) in states.iter_mut().zip(lane) {
                 s[j] = x;
+            }
+        }
+    }
+    /// The eight-state AVX-512F kernel for states that share all but `nvar` lanes from
+    /// `first` ([`super::f1600_x8_shared`]): the shared lanes broadcast, the varying ones
+    /// set element by element, and only the first four lanes stored.
+    ///
+    /// # Safety
+    /// The CPU must support `avx512f` (see [`crate::hashes::avx512f`]). The lane range is
+    /// checked by the caller; out of range, safe indexing would panic, not overrun.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn avx512_x8_shared(
+        template: &[u64; 25],
+        first: usize,
+        nvar: usize,
+        var: &[[u64; SHARED_VAR_LANES]; KECCAK_LANES_X8],
+        out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES_X8],
+    ) {
+        let mut a: [__m512i; 25] = core::array::from_fn(|j| {
+            if (first..first + nvar).contains(&j) {
+                let k = j - first;
+                _mm512_set_epi64(
+                    var[7][k] as i64,
+                    var[6][k] as i64,
+                    var[5][k] as i64,
+                    var[4][k] as i64,
+                    var[3][k] as i64,
+                    var[2][k] as i64,
+                    var[1][k] as i64,
+                    var[0][k] as i64,
+                )
+            } else {
+                _mm512_set1_epi64(template[j] as i64)
+            }
+        });
+        keccak_rounds!(a, xor: xor_x8, xor5: xor5_x8, rol: rol_x8, chi: chi_x8, rc: rc_x8);
+        for (j, v) in a.iter().take(SHARED_OUT_LANES).enumerate() {
+            let mut lane = [0u64; KECCAK_LANES_X8];
+            // SAFETY: the pointer comes from `&mut lane`, exactly the 64 bytes written; the
+            // store is the unaligned form (see the module's Safety section).
+            unsafe { _mm512_storeu_si512(lane.as_mut_ptr().cast(), *v) };
+            for (o, x) in out.iter_mut().zip(lane) {
+                o[j] = x;
             }
         }
     }
@@ -781,6 +1024,73 @@ mod tests {
             f1600_x8(&mut states);
             assert_eq!(states, want, "one bit per lane, from bit {bit}");
         }
+    }
+
+    /// The shared-template entry point against `keccak::f1600` of the whole states, for
+    /// every varying range a SPHINCS+ SHAKE hash uses (`PK.seed` of 2, 3 or 4 lanes, then 4
+    /// address lanes and 1 or 2 inputs) and the extremes, random and zero lanes; and its
+    /// fallback (`shared_model`) the same way.
+    #[test]
+    fn shared_states_match_keccak() {
+        let mut rng = Rng(8);
+        let ranges = [
+            (2, 6),
+            (2, 8),
+            (3, 7),
+            (3, 10),
+            (4, 8),
+            (4, 12),
+            (0, 12),
+            (13, 12),
+            (0, 0),
+            (24, 1),
+        ];
+        for (it, (first, nvar)) in ranges.into_iter().cycle().take(300).enumerate() {
+            let template = rng.state();
+            let var: [[u64; SHARED_VAR_LANES]; KECCAK_LANES_X8] = core::array::from_fn(|i| {
+                core::array::from_fn(|k| {
+                    if (i + k + it) % 9 == 0 {
+                        0
+                    } else {
+                        rng.next_u64()
+                    }
+                })
+            });
+            let want: [[u64; SHARED_OUT_LANES]; KECCAK_LANES_X8] = core::array::from_fn(|i| {
+                let mut st = template;
+                st[first..first + nvar].copy_from_slice(&var[i][..nvar]);
+                keccak::f1600(&mut st);
+                st[..SHARED_OUT_LANES].try_into().unwrap()
+            });
+            let mut got = [[0u64; SHARED_OUT_LANES]; KECCAK_LANES_X8];
+            f1600_x8_shared(&template, first, nvar, &var, &mut got);
+            assert_eq!(got, want, "iteration {it}: lanes {first}..{}", first + nvar);
+            let mut model = [[0u64; SHARED_OUT_LANES]; KECCAK_LANES_X8];
+            shared_model(&template, first, nvar, &var, &mut model);
+            assert_eq!(model, want, "the model, iteration {it}");
+            let four: [[u64; SHARED_VAR_LANES]; KECCAK_LANES] =
+                core::array::from_fn(|i| var[i + it % 5]);
+            for k in kernels() {
+                let mut got4 = [[0u64; SHARED_OUT_LANES]; KECCAK_LANES];
+                f1600_x4_shared_with(k, &template, first, nvar, &four, &mut got4);
+                assert_eq!(got4[..], want[it % 5..it % 5 + 4], "{k:?}, iteration {it}");
+            }
+        }
+    }
+
+    #[cfg(not(target_family = "wasm"))]
+    #[test]
+    fn shared_states_refuse_a_range_past_the_state() {
+        let var = [[0u64; SHARED_VAR_LANES]; KECCAK_LANES_X8];
+        let mut out = [[0u64; SHARED_OUT_LANES]; KECCAK_LANES_X8];
+        for (first, nvar) in [(14, 12), (0, 13)] {
+            let r = std::panic::catch_unwind(move || {
+                let mut out = out;
+                f1600_x8_shared(&[0; 25], first, nvar, &var, &mut out)
+            });
+            assert!(r.is_err(), "{first}..+{nvar}");
+        }
+        f1600_x8_shared(&[0; 25], 13, 12, &var, &mut out);
     }
 
     #[test]

@@ -68,13 +68,19 @@ pub(crate) fn public_keys(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
     }
     compute_roots(hasher, n, a, &mut tasks, &mut leaves);
 
-    let mut roots = [0u8; MAX_K * 32];
-    for (it, trees) in items.iter_mut().zip(tasks.chunks_exact(k)) {
-        for (dst, t) in roots.chunks_exact_mut(n).zip(trees) {
-            dst.copy_from_slice(&t.node[..n]);
-        }
-        let adrs = Address::new(0, it.tree, FORS_ROOTS, it.leaf);
-        hasher.t(&adrs, &roots[..k * n], &mut it.root[..n]);
+    // One T_k per item, through the lanes when there are several.
+    let roots: Vec<u8> = tasks
+        .iter()
+        .flat_map(|t| t.node[..n].iter().copied())
+        .collect();
+    let adrs: Vec<Address> = items
+        .iter()
+        .map(|it| Address::new(0, it.tree, FORS_ROOTS, it.leaf))
+        .collect();
+    let mut pks = vec![[0u8; 32]; items.len()];
+    hasher.t_many(&adrs, &roots, &mut pks);
+    for (it, pk) in items.iter_mut().zip(pks) {
+        it.root = pk;
     }
 }
 

@@ -2,14 +2,14 @@
 //! up to the root, for a batch of signatures. The layers of one signature are sequential
 //! (each signs the root of the one below); different signatures are independent, so each
 //! layer of the whole batch runs together: all WOTS+ chains of all signatures through one
-//! lane-refill scheduler, then one `T_len` per signature, then the batch's Merkle climbs
-//! level by level.
+//! lane-refill scheduler, then one `T_len` per signature (through the lanes together), then
+//! the batch's Merkle climbs level by level.
 
 use super::address::{Address, TREE, WOTS_PK};
 use super::hash::{ChainJob, Hasher, NodeJob};
 use super::merkle::{compute_roots, RootTask};
 use super::params::Params;
-use super::wots::{push_chains, MAX_LEN};
+use super::wots::push_chains;
 use super::Item;
 
 /// Takes each item's `root` (the FORS public key) up through every layer; on return it is
@@ -19,7 +19,8 @@ pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
     let base = n + p.fors_bytes();
     let mut chains: Vec<ChainJob> = Vec::with_capacity(items.len() * p.len);
     let mut nodes: Vec<NodeJob> = Vec::with_capacity(items.len());
-    let mut pk = [0u8; MAX_LEN * 32];
+    let mut pks: Vec<u8> = Vec::with_capacity(items.len() * p.len * n);
+    let mut leaves: Vec<[u8; 32]> = Vec::with_capacity(items.len());
     for layer in 0..p.d {
         let off = base + layer * p.layer_bytes();
         chains.clear();
@@ -30,20 +31,26 @@ pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
         }
         hasher.chains(n, &mut chains);
 
+        // One T_len per item, through the lanes when there are several.
+        pks.clear();
+        for c in &chains {
+            pks.extend_from_slice(&c.x[..n]);
+        }
+        let adrs: Vec<Address> = items
+            .iter()
+            .map(|it| Address::new(layer as u8, it.tree, WOTS_PK, it.leaf))
+            .collect();
+        leaves.clear();
+        leaves.resize(items.len(), [0u8; 32]);
+        hasher.t_many(&adrs, &pks, &mut leaves);
         let mut tasks: Vec<RootTask<'_>> = Vec::with_capacity(items.len());
-        for (it, ends) in items.iter().zip(chains.chunks_exact(p.len)) {
-            for (dst, c) in pk.chunks_exact_mut(n).zip(ends) {
-                dst.copy_from_slice(&c.x[..n]);
-            }
-            let mut leaf = [0u8; 32];
-            let adrs = Address::new(layer as u8, it.tree, WOTS_PK, it.leaf);
-            hasher.t(&adrs, &pk[..p.len * n], &mut leaf[..n]);
+        for (it, leaf) in items.iter().zip(&leaves) {
             tasks.push(RootTask {
                 adrs: Address::new(layer as u8, it.tree, TREE, 0),
                 idx: it.leaf,
                 offset: 0,
                 auth: &it.sig[off + p.len * n..off + p.layer_bytes()],
-                node: leaf,
+                node: *leaf,
             });
         }
         compute_roots(hasher, n, p.hp, &mut tasks, &mut nodes);

@@ -205,6 +205,40 @@ pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [N
     lanes.zeroize();
 }
 
+/// Computes `count` independent calls, [`Kernel::lanes`] at a time, without materialising
+/// jobs: `input(i)` gives call `i`'s address and input (`blocks * N` bytes), `output(i, y)`
+/// receives its `N`-byte output. The signer's `PRF`, FORS leaves and tree levels.
+pub(crate) fn run_each<'a, K: Kernel>(
+    k: &K,
+    n: usize,
+    count: usize,
+    input: impl Fn(usize) -> (Address, &'a [u8]),
+    mut output: impl FnMut(usize, &[u8]),
+) {
+    let width = k.lanes().clamp(1, MAX_LANES);
+    let Some(first) = (count > 0).then(|| input(0)) else {
+        return;
+    };
+    let mut lanes = [k.load(&first.0, first.1); MAX_LANES];
+    let mut y = [0u8; 32];
+    for start in (0..count).step_by(width) {
+        let m = width.min(count - start);
+        let mut active = [false; MAX_LANES];
+        for (j, (lane, a)) in lanes.iter_mut().zip(active.iter_mut()).take(m).enumerate() {
+            let (adrs, x) = input(start + j);
+            *lane = k.load(&adrs, x);
+            *a = true;
+        }
+        k.run(&mut lanes, active);
+        for (j, lane) in lanes.iter().take(m).enumerate() {
+            k.output(lane, &mut y[..n]);
+            output(start + j, &y[..n]);
+        }
+    }
+    lanes.zeroize();
+    y.zeroize();
+}
+
 /// The tweakable hashes of one public key.
 #[derive(Clone)]
 pub(crate) enum Hasher {
@@ -239,6 +273,37 @@ impl Hasher {
         }
     }
 
+    /// `F` calls given by `input` (address, `N` bytes), outputs to `output`: see
+    /// [`run_each`].
+    pub(crate) fn f_each<'a>(
+        &self,
+        n: usize,
+        count: usize,
+        input: impl Fn(usize) -> (Address, &'a [u8]),
+        output: impl FnMut(usize, &[u8]),
+    ) {
+        match self {
+            Hasher::Sha2(h) => run_each(h.f(), n, count, input, output),
+            Hasher::Shake(h) => run_each(h.f(), n, count, input, output),
+        }
+    }
+
+    /// `H` calls given by `input` (address, `2N` bytes), outputs to `output`: see
+    /// [`run_each`].
+    pub(crate) fn h_each<'a>(
+        &self,
+        n: usize,
+        count: usize,
+        input: impl Fn(usize) -> (Address, &'a [u8]),
+        output: impl FnMut(usize, &[u8]),
+    ) {
+        match self {
+            Hasher::Sha2(h) if n == 16 => run_each(h.f(), n, count, input, output),
+            Hasher::Sha2(h) => run_each(h.h512(), n, count, input, output),
+            Hasher::Shake(h) => run_each(h.h(), n, count, input, output),
+        }
+    }
+
     /// `out = H(adrs, input[..2N])` for every job.
     pub(crate) fn h_nodes(&self, n: usize, jobs: &mut [NodeJob]) {
         match self {
@@ -256,11 +321,62 @@ impl Hasher {
         }
     }
 
+    /// `T_l` of every address's input (`inputs` holds the inputs, all of one length, one
+    /// after the other) into `outs` (first `N` bytes each), the hashes run through the
+    /// lanes together.
+    pub(crate) fn t_many(&self, adrs: &[Address], inputs: &[u8], outs: &mut [[u8; 32]]) {
+        match self {
+            Hasher::Sha2(h) => h.t_many(adrs, inputs, outs),
+            Hasher::Shake(h) => h.t_many(adrs, inputs, outs),
+        }
+    }
+
     /// `H_msg(R, PK, M)`, `out.len()` bytes.
     pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: [&[u8]; 2], out: &mut [u8]) {
         match self {
             Hasher::Sha2(h) => h.h_msg(r, pk, msg, out),
             Hasher::Shake(_) => shake::h_msg(r, pk, msg, out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::ParamSet;
+
+    /// `T_l` through the lanes equals one `T_l` at a time, for every width of the families'
+    /// hashes (SHA-256, SHA-512, SHAKE) and counts that leave partial groups.
+    #[test]
+    fn t_many_equals_t() {
+        for set in [
+            ParamSet::Sha2_128f,
+            ParamSet::Sha2_192f,
+            ParamSet::Sha2_256f,
+            ParamSet::Shake128f,
+            ParamSet::Shake256f,
+        ] {
+            let p = Params::of(set);
+            let n = p.n;
+            let seed: Vec<u8> = (0..n as u8).map(|i| i * 3 + 1).collect();
+            let h = Hasher::new(&p, &seed);
+            for (count, l) in [(1usize, p.len), (3, p.len), (5, p.k), (17, p.len), (33, 2)] {
+                let adrs: Vec<Address> = (0..count)
+                    .map(|i| Address::new(2, 77 + i as u64, 1, i as u32))
+                    .collect();
+                let inputs: Vec<u8> = (0..count * l * n).map(|i| (i * 7 + count) as u8).collect();
+                let mut outs = vec![[0u8; 32]; count];
+                h.t_many(&adrs, &inputs, &mut outs);
+                for (i, (a, out)) in adrs.iter().zip(&outs).enumerate() {
+                    let mut want = [0u8; 32];
+                    h.t(a, &inputs[i * l * n..(i + 1) * l * n], &mut want[..n]);
+                    assert_eq!(
+                        out[..n],
+                        want[..n],
+                        "{set}: {count} inputs of {l}, input {i}"
+                    );
+                }
+            }
         }
     }
 }

@@ -264,6 +264,85 @@ impl Sha2Hasher {
         }
     }
 
+    /// `T_l` of `adrs.len()` inputs of equal length (`inputs` holds them one after the
+    /// other), through the lanes: one multi-block hash per lane, a compression of every
+    /// lane per block. `outs[i]` gets input `i`'s `N` bytes.
+    pub(crate) fn t_many(&self, adrs: &[Address], inputs: &[u8], outs: &mut [[u8; 32]]) {
+        if let ([a], [out]) = (adrs, &mut *outs) {
+            self.t(a, inputs, &mut out[..self.n]);
+            return;
+        }
+        let len = inputs.len() / adrs.len().max(1);
+        if self.n == 16 {
+            // Sixteen lanes where the CPU has them and more than four inputs wait.
+            let width = if adrs.len() > LANES {
+                self.f.lanes
+            } else {
+                LANES
+            };
+            let blocks = (X + len + 9).div_ceil(64);
+            let total = ((64 + X + len) * 8) as u64;
+            let mut msgs = vec![0u8; LANES_X16 * blocks * 64];
+            for (group, (adrs, outs)) in adrs.chunks(width).zip(outs.chunks_mut(width)).enumerate()
+            {
+                for (k, a) in adrs.iter().enumerate() {
+                    let m = &mut msgs[k * blocks * 64..(k + 1) * blocks * 64];
+                    let i = group * width + k;
+                    m.fill(0);
+                    m[..X].copy_from_slice(&a.compressed());
+                    m[X..X + len].copy_from_slice(&inputs[i * len..(i + 1) * len]);
+                    m[X + len] = 0x80;
+                    m[blocks * 64 - 8..].copy_from_slice(&total.to_be_bytes());
+                }
+                let block = |k: usize, b: usize| -> [u8; 64] {
+                    let at = k * blocks * 64 + b * 64;
+                    msgs[at..at + 64].try_into().unwrap_or([0; 64])
+                };
+                let mut states = [self.f.mid; LANES_X16];
+                for b in 0..blocks {
+                    if width == LANES_X16 {
+                        compress_x16(&mut states, &core::array::from_fn(|k| block(k, b)));
+                    } else {
+                        compress_lanes(
+                            first_lanes(&mut states),
+                            &core::array::from_fn(|k| block(k, b)),
+                        );
+                    }
+                }
+                for (out, st) in outs.iter_mut().zip(&states) {
+                    write256(st, &mut out[..self.n]);
+                }
+            }
+        } else {
+            let blocks = (X + len + 17).div_ceil(128);
+            let total = ((128 + X + len) * 8) as u128;
+            let mut msgs = vec![0u8; LANES * blocks * 128];
+            for (group, (adrs, outs)) in adrs.chunks(LANES).zip(outs.chunks_mut(LANES)).enumerate()
+            {
+                for (k, a) in adrs.iter().enumerate() {
+                    let m = &mut msgs[k * blocks * 128..(k + 1) * blocks * 128];
+                    let i = group * LANES + k;
+                    m.fill(0);
+                    m[..X].copy_from_slice(&a.compressed());
+                    m[X..X + len].copy_from_slice(&inputs[i * len..(i + 1) * len]);
+                    m[X + len] = 0x80;
+                    m[blocks * 128 - 16..].copy_from_slice(&total.to_be_bytes());
+                }
+                let mut states = [self.h512.mid; LANES];
+                for b in 0..blocks {
+                    let block: [[u8; 128]; LANES] = core::array::from_fn(|k| {
+                        let at = k * blocks * 128 + b * 128;
+                        msgs[at..at + 128].try_into().unwrap_or([0; 128])
+                    });
+                    compress512_x4(&mut states, &block);
+                }
+                for (out, st) in outs.iter_mut().zip(&states) {
+                    write512(st, &mut out[..self.n]);
+                }
+            }
+        }
+    }
+
     pub(crate) fn h_msg(&self, r: &[u8], pk: &[u8], msg: [&[u8]; 2], out: &mut [u8]) {
         let seed = &self.seed[..self.n];
         if self.n == 16 {

@@ -11,7 +11,10 @@ use sha3::digest::{ExtendableOutput, Update, XofReader};
 use sha3::Shake256;
 
 use super::{gather, Kernel, MAX_LANES};
-use crate::hashes::keccak_lanes::{f1600_x4, f1600_x8, KECCAK_LANES, KECCAK_LANES_X8};
+use crate::hashes::keccak_lanes::{
+    f1600_x4_shared, f1600_x8, f1600_x8_shared, KECCAK_LANES, KECCAK_LANES_X8, SHARED_OUT_LANES,
+    SHARED_VAR_LANES,
+};
 use crate::hashes::wide_kernels;
 use crate::sphincs::address::Address;
 
@@ -19,13 +22,19 @@ use crate::sphincs::address::Address;
 const RATE_LANES: usize = 17;
 
 /// One-permutation calls with an `x` of `blocks * N` bytes.
+///
+/// A lane holds only what differs between calls: the address (four Keccak lanes) and `x`
+/// (`blocks * N / 8` lanes), which sit at Keccak lanes `N/8..` of the state; the `PK.seed`
+/// lanes and the padding are the kernel's `template`, shared by every call.
 #[derive(Clone)]
 pub(crate) struct ShakeKernel {
     /// `N / 8`.
     w: usize,
+    /// Varying lanes per call: `4 + blocks * w`.
+    nvar: usize,
     /// `PK.seed` lanes and padding, everything else zero.
     template: [u64; 25],
-    /// Lanes per call: eight where the CPU has AVX-512F (`f1600_x8`), else four.
+    /// Lanes per call: eight where the CPU has AVX-512F (`f1600_x8_shared`), else four.
     lanes: usize,
 }
 
@@ -41,27 +50,39 @@ impl ShakeKernel {
         } else {
             KECCAK_LANES
         };
-        ShakeKernel { w, template, lanes }
+        ShakeKernel {
+            w,
+            nvar: 4 + blocks * w,
+            template,
+            lanes,
+        }
+    }
+
+    /// The whole state of a lane.
+    #[inline(always)]
+    fn state(&self, lane: &[u64; SHARED_VAR_LANES]) -> [u64; 25] {
+        let mut st = self.template;
+        st[self.w..self.w + self.nvar].copy_from_slice(&lane[..self.nvar]);
+        st
     }
 }
 
 impl Kernel for ShakeKernel {
-    type Lane = [u64; 25];
+    type Lane = [u64; SHARED_VAR_LANES];
 
     #[inline]
-    fn load(&self, adrs: &Address, x: &[u8]) -> [u64; 25] {
-        let w = self.w;
-        let mut st = self.template;
-        st[w..w + 4].copy_from_slice(&adrs.lanes());
-        for (lane, bytes) in st[w + 4..].iter_mut().zip(x.chunks_exact(8)) {
-            *lane = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+    fn load(&self, adrs: &Address, x: &[u8]) -> [u64; SHARED_VAR_LANES] {
+        let mut lane = [0u64; SHARED_VAR_LANES];
+        lane[..4].copy_from_slice(&adrs.lanes());
+        for (l, bytes) in lane[4..].iter_mut().zip(x.chunks_exact(8)) {
+            *l = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
         }
-        st
+        lane
     }
 
     #[inline(always)]
-    fn set_word7(&self, lane: &mut [u64; 25], v: u32) {
-        let l = &mut lane[self.w + 3];
+    fn set_word7(&self, lane: &mut [u64; SHARED_VAR_LANES], v: u32) {
+        let l = &mut lane[3];
         *l = (*l & 0xFFFF_FFFF) | (u64::from(v.swap_bytes()) << 32);
     }
 
@@ -71,24 +92,26 @@ impl Kernel for ShakeKernel {
     }
 
     /// One busy lane: one permutation. Up to four: the four-state kernel on them (on a CPU
-    /// with AVX-512 it costs about 0.65 of the eight-state one). More: the eight-state one.
+    /// with AVX-512 it costs about 0.65 of the eight-state one). More: the eight-state one,
+    /// fed only the lanes that differ.
     #[inline]
-    fn run(&self, lanes: &mut [[u64; 25]; MAX_LANES], active: [bool; MAX_LANES]) {
+    fn run(&self, lanes: &mut [[u64; SHARED_VAR_LANES]; MAX_LANES], active: [bool; MAX_LANES]) {
         let w = self.w;
         let busy = active.iter().filter(|a| **a).count();
         if busy == 1 {
             let i = active.iter().position(|a| *a).unwrap_or(0);
-            let mut st = lanes[i];
+            let mut st = self.state(&lanes[i]);
             keccak::f1600(&mut st);
-            lanes[i][w + 4..2 * w + 4].copy_from_slice(&st[..w]);
+            lanes[i][4..4 + w].copy_from_slice(&st[..w]);
             return;
         }
         if busy <= KECCAK_LANES {
             // The busy lanes (at most four) gathered into one four-state call.
-            let (which, mut states) = gather::<_, KECCAK_LANES>(lanes, &active);
-            f1600_x4(&mut states);
-            for (&i, st) in which.iter().zip(&states).take(busy) {
-                lanes[i][w + 4..2 * w + 4].copy_from_slice(&st[..w]);
+            let (which, gathered) = gather::<_, KECCAK_LANES>(lanes, &active);
+            let mut out = [[0u64; SHARED_OUT_LANES]; KECCAK_LANES];
+            f1600_x4_shared(&self.template, w, self.nvar, &gathered, &mut out);
+            for (&i, o) in which.iter().zip(&out).take(busy) {
+                lanes[i][4..4 + w].copy_from_slice(&o[..w]);
             }
             return;
         }
@@ -98,18 +121,18 @@ impl Kernel for ShakeKernel {
         let eight = lanes
             .first_chunk_mut::<KECCAK_LANES_X8>()
             .expect("MAX_LANES >= 8, checked at compile time");
-        let mut states = *eight;
-        f1600_x8(&mut states);
-        for ((lane, st), a) in eight.iter_mut().zip(&states).zip(active) {
+        let mut out = [[0u64; SHARED_OUT_LANES]; KECCAK_LANES_X8];
+        f1600_x8_shared(&self.template, w, self.nvar, eight, &mut out);
+        for ((lane, o), a) in eight.iter_mut().zip(&out).zip(active) {
             if a {
-                lane[w + 4..2 * w + 4].copy_from_slice(&st[..w]);
+                lane[4..4 + w].copy_from_slice(&o[..w]);
             }
         }
     }
 
     #[inline(always)]
-    fn output(&self, lane: &[u64; 25], out: &mut [u8]) {
-        for (bytes, l) in out.chunks_exact_mut(8).zip(&lane[self.w + 4..]) {
+    fn output(&self, lane: &[u64; SHARED_VAR_LANES], out: &mut [u8]) {
+        for (bytes, l) in out.chunks_exact_mut(8).zip(&lane[4..]) {
             bytes.copy_from_slice(&l.to_le_bytes());
         }
     }
@@ -122,6 +145,8 @@ pub(crate) struct ShakeHasher {
     h: ShakeKernel,
     /// SHAKE256 after absorbing `PK.seed` (`T_l`).
     t: Shake256,
+    /// `PK.seed` (first `N` bytes).
+    seed: [u8; 32],
     n: usize,
 }
 
@@ -139,6 +164,11 @@ impl ShakeHasher {
             f: ShakeKernel::new(&seed, w, 1),
             h: ShakeKernel::new(&seed, w, 2),
             t,
+            seed: {
+                let mut s = [0u8; 32];
+                s[..n].copy_from_slice(pk_seed);
+                s
+            },
             n,
         }
     }
@@ -156,6 +186,56 @@ impl ShakeHasher {
         h.update(&adrs.full());
         h.update(input);
         h.finalize_xof().read(&mut out[..self.n]);
+    }
+}
+
+impl ShakeHasher {
+    /// `T_l` of `adrs.len()` inputs of equal length (`inputs` holds them one after the
+    /// other), eight sponges at a time ([`f1600_x8`]: eight states with AVX-512F, else two
+    /// four-state calls); a single input takes the one-state path. `outs[i]` gets input
+    /// `i`'s `N` bytes.
+    pub(crate) fn t_many(&self, adrs: &[Address], inputs: &[u8], outs: &mut [[u8; 32]]) {
+        let n = self.n;
+        if let ([a], [out]) = (adrs, &mut *outs) {
+            self.t(a, inputs, &mut out[..n]);
+            return;
+        }
+        let len = inputs.len() / adrs.len().max(1);
+        const RATE: usize = RATE_LANES * 8;
+        let msg_len = n + 32 + len;
+        let blocks = (msg_len + 1).div_ceil(RATE);
+        let mut msgs = vec![0u8; KECCAK_LANES_X8 * blocks * RATE];
+        for (group, (adrs, outs)) in adrs
+            .chunks(KECCAK_LANES_X8)
+            .zip(outs.chunks_mut(KECCAK_LANES_X8))
+            .enumerate()
+        {
+            for (k, a) in adrs.iter().enumerate() {
+                let m = &mut msgs[k * blocks * RATE..(k + 1) * blocks * RATE];
+                let i = group * KECCAK_LANES_X8 + k;
+                m.fill(0);
+                m[..n].copy_from_slice(&self.seed[..n]);
+                m[n..n + 32].copy_from_slice(&a.full());
+                m[n + 32..msg_len].copy_from_slice(&inputs[i * len..(i + 1) * len]);
+                m[msg_len] ^= 0x1F;
+                m[blocks * RATE - 1] ^= 0x80;
+            }
+            let mut states = [[0u64; 25]; KECCAK_LANES_X8];
+            for b in 0..blocks {
+                for (k, st) in states.iter_mut().enumerate() {
+                    let block = &msgs[k * blocks * RATE + b * RATE..][..RATE];
+                    for (lane, bytes) in st.iter_mut().zip(block.chunks_exact(8)) {
+                        *lane ^= u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+                    }
+                }
+                f1600_x8(&mut states);
+            }
+            for (out, st) in outs.iter_mut().zip(&states) {
+                for (bytes, lane) in out[..n].chunks_exact_mut(8).zip(st) {
+                    bytes.copy_from_slice(&lane.to_le_bytes());
+                }
+            }
+        }
     }
 }
 

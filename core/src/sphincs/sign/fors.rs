@@ -3,16 +3,16 @@
 //! scratch memory bounded; the signature (one secret and one authentication path per tree)
 //! and the FORS public key.
 
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
 use super::tree::Forest;
 use crate::sphincs::address::{Address, FORS_PRF, FORS_ROOTS, FORS_TREE};
 use crate::sphincs::fors::indices;
 use crate::sphincs::h_msg::MsgDigest;
-use crate::sphincs::hash::{Hasher, NodeJob};
+use crate::sphincs::hash::Hasher;
 use crate::sphincs::params::Params;
 
-/// Leaves hashed per group of trees (at least one whole tree): about 0.5 MiB of jobs.
+/// Leaves hashed per group of trees (at least one whole tree).
 const GROUP_LEAVES: usize = 4096;
 /// The largest `k`.
 const MAX_K: usize = 35;
@@ -34,46 +34,42 @@ pub(super) fn sign(
     let base = |kind: u8| Address::new(0, d.tree, kind, d.leaf);
 
     let mut roots = [0u8; MAX_K * 32];
-    let mut secrets: Zeroizing<Vec<NodeJob>> = Zeroizing::new(Vec::with_capacity(group * per_tree));
-    let mut leaf_jobs: Zeroizing<Vec<NodeJob>> =
-        Zeroizing::new(Vec::with_capacity(group * per_tree));
+    // The leaf secrets of a group (`N` bytes each), wiped when the signature is done.
+    let mut secrets: Zeroizing<Vec<u8>> = Zeroizing::new(vec![0u8; group * per_tree * n]);
     for first in (0..k).step_by(group) {
         let last = (first + group).min(k);
-        secrets.zeroize();
-        for t in first..last {
-            for j in 0..per_tree {
-                let mut job = NodeJob {
-                    adrs: base(FORS_PRF),
-                    ..NodeJob::default()
-                };
-                job.adrs.word7 = ((t << a) | j) as u32;
-                job.input[..n].copy_from_slice(sk_seed);
-                secrets.push(job);
-            }
-        }
-        hasher.f_nodes(n, &mut secrets);
-
-        leaf_jobs.zeroize();
-        leaf_jobs.extend(secrets.iter().map(|s| {
-            let mut job = NodeJob {
-                adrs: base(FORS_TREE),
-                ..NodeJob::default()
-            };
-            job.adrs.word7 = s.adrs.word7;
-            job.input[..n].copy_from_slice(&s.out[..n]);
-            job
-        }));
-        hasher.f_nodes(n, &mut leaf_jobs);
-        let leaves: Vec<[u8; 32]> = leaf_jobs.iter().map(|j| j.out).collect();
+        let count = (last - first) * per_tree;
+        let index = |i: usize| ((first << a) + i) as u32;
+        hasher.f_each(
+            n,
+            count,
+            |i| {
+                let mut adrs = base(FORS_PRF);
+                adrs.word7 = index(i);
+                (adrs, sk_seed)
+            },
+            |i, y| secrets[i * n..(i + 1) * n].copy_from_slice(y),
+        );
+        let mut leaves = vec![0u8; count * n];
+        hasher.f_each(
+            n,
+            count,
+            |i| {
+                let mut adrs = base(FORS_TREE);
+                adrs.word7 = index(i);
+                (adrs, &secrets[i * n..(i + 1) * n])
+            },
+            |i, y| leaves[i * n..(i + 1) * n].copy_from_slice(y),
+        );
 
         let adrs = vec![base(FORS_TREE); last - first];
         let offsets: Vec<u32> = (first..last).map(|t| (t << a) as u32).collect();
         let forest = Forest::build(hasher, n, a, leaves, &adrs, &offsets);
         for t in first..last {
             let sig = &mut out[t * tree_bytes..(t + 1) * tree_bytes];
-            let leaf = idx[t];
-            sig[..n].copy_from_slice(&secrets[(t - first) * per_tree + leaf as usize].out[..n]);
-            forest.auth_path(t - first, leaf, &mut sig[n..]);
+            let at = ((t - first) * per_tree + idx[t] as usize) * n;
+            sig[..n].copy_from_slice(&secrets[at..at + n]);
+            forest.auth_path(t - first, idx[t], &mut sig[n..]);
             roots[t * n..(t + 1) * n].copy_from_slice(&forest.root(t - first)[..n]);
         }
     }

@@ -1,11 +1,11 @@
 //! The hypertree's side of a signature (FIPS 205 Algorithms 6-12): every layer's tree
 //! built together, then the `d` WOTS+ signatures together.
 
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
 use super::tree::Forest;
 use crate::sphincs::address::{Address, TREE, WOTS_HASH, WOTS_PK, WOTS_PRF};
-use crate::sphincs::hash::{ChainJob, Hasher, NodeJob};
+use crate::sphincs::hash::{ChainJob, Hasher};
 use crate::sphincs::params::Params;
 use crate::sphincs::wots::{chain_lengths, MAX_LEN};
 
@@ -115,68 +115,67 @@ fn build(
     let per_layer = pairs * len;
     let group = (GROUP_CHAINS / per_layer).max(1);
     let mut built = Vec::with_capacity(specs.len());
-    let mut prf: Zeroizing<Vec<NodeJob>> = Zeroizing::new(Vec::new());
     let mut chains: Zeroizing<Vec<ChainJob>> = Zeroizing::new(Vec::new());
-    let mut pk = [0u8; MAX_LEN * 32];
+    let mut pks: Vec<u8> = Vec::new();
     for (g, specs) in specs.chunks(group).enumerate() {
-        // The chain starts of every key pair of every tree: PRF(PK.seed, SK.seed, ADRS).
-        prf.zeroize();
-        for s in specs {
-            for pair in 0..pairs {
-                for c in 0..len {
-                    let mut job = NodeJob {
-                        adrs: Address::new(s.layer, s.tree, WOTS_PRF, pair as u32),
-                        ..NodeJob::default()
-                    };
-                    job.adrs.word6 = c as u32;
-                    job.input[..n].copy_from_slice(sk_seed);
-                    prf.push(job);
-                }
-            }
-        }
-        hasher.f_nodes(n, &mut prf);
-
-        // Keep the signing key pairs' starts, then run every chain to its end.
+        // The chain starts of every key pair of every tree, PRF(PK.seed, SK.seed, ADRS),
+        // each made a chain job (positions 0 to 15).
+        let count = specs.len() * per_layer;
+        chains.clear();
+        chains.resize(
+            count,
+            ChainJob {
+                adrs: Address::default(),
+                x: [0; 32],
+                start: 0,
+                end: 15,
+            },
+        );
+        let adrs_of = |i: usize, kind: u8| {
+            let (t, rest) = (i / per_layer, i % per_layer);
+            let mut a = Address::new(specs[t].layer, specs[t].tree, kind, (rest / len) as u32);
+            a.word6 = (rest % len) as u32;
+            a
+        };
+        hasher.f_each(
+            n,
+            count,
+            |i| (adrs_of(i, WOTS_PRF), sk_seed),
+            |i, y| {
+                let job = &mut chains[i];
+                job.adrs = adrs_of(i, WOTS_HASH);
+                job.x[..n].copy_from_slice(y);
+            },
+        );
+        // Keep the signing key pairs' starts.
         let mut starts = Vec::with_capacity(specs.len());
-        chains.zeroize();
         for (t, s) in specs.iter().enumerate() {
             let mut kept = Zeroizing::new([0u8; MAX_LEN * 32]);
-            let first = (t * pairs + s.leaf as usize) * len;
-            for (dst, job) in kept.chunks_exact_mut(n).zip(&prf[first..first + len]) {
-                dst.copy_from_slice(&job.out[..n]);
+            let first = t * per_layer + s.leaf as usize * len;
+            for (dst, job) in kept.chunks_exact_mut(n).zip(&chains[first..first + len]) {
+                dst.copy_from_slice(&job.x[..n]);
             }
             starts.push(kept);
-            for pair in 0..pairs {
-                for c in 0..len {
-                    let mut adrs = Address::new(s.layer, s.tree, WOTS_HASH, pair as u32);
-                    adrs.word6 = c as u32;
-                    let mut x = [0u8; 32];
-                    x[..n].copy_from_slice(&prf[(t * pairs + pair) * len + c].out[..n]);
-                    chains.push(ChainJob {
-                        adrs,
-                        x,
-                        start: 0,
-                        end: 15,
-                    });
-                }
-            }
         }
-        prf.zeroize();
         hasher.chains(n, &mut chains);
 
-        // Each key pair's public key compressed to its leaf: T_len.
-        let mut leaves = Vec::with_capacity(specs.len() * pairs);
-        for (s, tree_chains) in specs.iter().zip(chains.chunks_exact(per_layer)) {
-            for (pair, ends) in tree_chains.chunks_exact(len).enumerate() {
-                for (dst, c) in pk.chunks_exact_mut(n).zip(ends) {
-                    dst.copy_from_slice(&c.x[..n]);
-                }
-                let mut leaf = [0u8; 32];
-                let adrs = Address::new(s.layer, s.tree, WOTS_PK, pair as u32);
-                hasher.t(&adrs, &pk[..len * n], &mut leaf[..n]);
-                leaves.push(leaf);
-            }
+        // Each key pair's public key compressed to its leaf: T_len, through the lanes.
+        pks.clear();
+        for c in chains.iter() {
+            pks.extend_from_slice(&c.x[..n]);
         }
+        let pk_adrs: Vec<Address> = specs
+            .iter()
+            .flat_map(|s| {
+                (0..pairs).map(|pair| Address::new(s.layer, s.tree, WOTS_PK, pair as u32))
+            })
+            .collect();
+        let mut leaf_nodes = vec![[0u8; 32]; pk_adrs.len()];
+        hasher.t_many(&pk_adrs, &pks, &mut leaf_nodes);
+        let leaves: Vec<u8> = leaf_nodes
+            .iter()
+            .flat_map(|l| l[..n].iter().copied())
+            .collect();
 
         let adrs: Vec<Address> = specs
             .iter()
