@@ -59,9 +59,6 @@ impl Adrs {
     }
 }
 
-/// Byte offset of the `hash` word inside the compressed address.
-pub const COMPRESSED_HASH_OFFSET: usize = 18;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +78,10 @@ mod tests {
         assert_eq!(c[0], 73);
         assert_eq!(c[9], WOTS_HASH as u8);
         assert_eq!(&c[14..], &[0, 0, 0, 3, 0, 0, 0, 9]);
-        assert_eq!(&c[COMPRESSED_HASH_OFFSET..], &[0, 0, 0, 9]);
+        assert_eq!(
+            &c[18..],
+            &[0, 0, 0, 9],
+            "the hash word ends the compressed form"
+        );
     }
 }

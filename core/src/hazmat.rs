@@ -223,7 +223,7 @@ pub fn wots_chain(
             found: end,
         });
     }
-    crate::hashes::Th::new(params, rho.as_bytes()).chain(x, chain, start, steps);
+    crate::wots::chain(params, rho, x, chain, start, steps);
     Ok(())
 }
 

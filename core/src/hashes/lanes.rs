@@ -236,7 +236,7 @@ mod shani {
 
 #[cfg(test)]
 mod tests {
-    use super::super::sha2::IV256;
+    use super::super::IV256;
     use super::*;
 
     /// xorshift64*: deterministic test input.

@@ -1,10 +1,9 @@
 //! Hash functions (spec section 2): the labelled hash `HL` used for every DGSP-level value,
-//! and the SPHINCS+ "simple" tweakable hashes `F`, `T` and `PRF` that WOTS+ is built from.
+//! and the multi-lane SHA-256, SHA-512 and Keccak-f kernels under every tweakable hash.
 //!
-//! The tweakable hashes are keyed by a WOTS+ key's public seed `rho`; a [`Th`] is built once
-//! per key and precomputes whatever depends on `rho` alone (the SHA-2 midstate of
-//! `rho || padding`, the SHAKE lanes holding `rho`), so each chain step costs one compression
-//! (SHA-2) or one Keccak-f permutation (SHAKE).
+//! The tweakable hashes themselves (`F`, `H`, `T`, `PRF`, keyed by a seed, with their
+//! precomputed midstates) are `sphincs::hash`'s, for the manager's SPHINCS+ keys and the
+//! members' WOTS+ keys (`crate::wots`, keyed by `rho`) alike.
 
 // The SHA-NI kernel: the only unsafe code in the crate (see its "Safety" section).
 #[allow(unsafe_code)]
@@ -13,13 +12,11 @@ pub(crate) mod lanes;
 #[allow(unsafe_code)]
 pub(crate) mod keccak_lanes;
 // The 4-lane SHA-512 kernel (its AVX2 build is chosen at run time; see its "Safety" section).
-mod sha2;
 #[allow(unsafe_code)]
 pub(crate) mod sha512_lanes;
 // The 16-lane AVX-512F SHA-256 kernel, measured against SHA-NI (see its "Safety" section).
 #[allow(unsafe_code)]
 pub(crate) mod sha256_x16;
-mod shake;
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -28,9 +25,6 @@ use sha3::digest::{ExtendableOutput, Update, XofReader};
 use sha3::Shake256;
 
 use crate::params::{HashFamily, ParamSet, MAX_N};
-
-pub(crate) use self::sha2::Sha2Th;
-pub(crate) use self::shake::ShakeTh;
 
 /// The hash kernels selected on the running CPU, e.g. `"SHA-256 x4: sha-ni, SHA-256 x16:
 /// avx512f, SHA-512 x4: avx2, Keccak-f x4: avx512, Keccak-f x8: avx512f"`.
@@ -78,6 +72,11 @@ pub(crate) fn wide_kernels() -> bool {
 pub(crate) fn set_wide_kernels(on: bool) {
     WIDE_KERNELS.store(on, Ordering::Relaxed);
 }
+
+/// The SHA-256 initial state (FIPS 180-4), where a midstate's compression starts.
+pub(crate) const IV256: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
 
 /// SHA-256 round constants (FIPS 180-4, 4.2.2), for the SHA-NI and AVX-512F kernels.
 #[cfg(target_arch = "x86_64")]
@@ -170,58 +169,4 @@ pub(crate) fn labelled(params: ParamSet, label: Label, parts: &[&[u8]]) -> [u8; 
         }
     }
     out
-}
-
-/// The tweakable hash of one WOTS+ key (keyed by its `rho`), for either hash family.
-// Built on the stack once per WOTS+ operation and never stored: boxing the larger variant
-// would only add an allocation to every sign and verify.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Th {
-    Sha2(Sha2Th),
-    Shake(ShakeTh),
-}
-
-impl Th {
-    /// Precomputes the `rho`-dependent state. `rho` must be `N` bytes.
-    pub(crate) fn new(params: ParamSet, rho: &[u8]) -> Self {
-        match params.hash_family() {
-            HashFamily::Sha2 => Th::Sha2(Sha2Th::new(rho)),
-            HashFamily::Shake => Th::Shake(ShakeTh::new(rho)),
-        }
-    }
-
-    /// Applies `steps` chain steps to `x` (N bytes) in chain `chain`, starting at step `start`.
-    #[inline]
-    pub(crate) fn chain(&self, x: &mut [u8], chain: u32, start: u32, steps: u32) {
-        match self {
-            Th::Sha2(h) => h.chain(x, chain, start, steps),
-            Th::Shake(h) => h.chain(x, chain, start, steps),
-        }
-    }
-
-    /// Advances chain `i` of `buf` (`len` chains of N bytes) from position `start[i]` by
-    /// `steps[i]` positions.
-    pub(crate) fn chains(&self, buf: &mut [u8], start: &[u8], steps: &[u8]) {
-        match self {
-            Th::Sha2(h) => h.chains(buf, start, steps),
-            Th::Shake(h) => h.chains(buf, start, steps),
-        }
-    }
-
-    /// The secret chain starts `PRF(rho, ADRS{type=WOTS_PRF, chain=i, hash=0}, sk_seed)` for
-    /// every chain `i`, into `out` (`len * N` bytes).
-    pub(crate) fn prf_all(&self, sk_seed: &[u8], out: &mut [u8]) {
-        match self {
-            Th::Sha2(h) => h.prf_all(sk_seed, out),
-            Th::Shake(h) => h.prf_all(sk_seed, out),
-        }
-    }
-
-    /// `T(rho, ADRS{type=WOTS_PK}, ends)` into `out` (N bytes).
-    pub(crate) fn t_pk(&self, ends: &[u8], out: &mut [u8]) {
-        match self {
-            Th::Sha2(h) => h.t_pk(ends, out),
-            Th::Shake(h) => h.t_pk(ends, out),
-        }
-    }
 }

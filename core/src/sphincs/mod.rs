@@ -30,13 +30,13 @@
 
 #![forbid(unsafe_code)]
 
-mod address;
+pub(crate) mod address;
 mod fors;
 mod h_msg;
-mod hash;
+pub(crate) mod hash;
 mod hypertree;
 mod merkle;
-mod params;
+pub(crate) mod params;
 #[cfg(any(feature = "sign", all(test, not(target_family = "wasm"))))]
 mod sign;
 mod wots;

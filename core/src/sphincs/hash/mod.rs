@@ -135,12 +135,14 @@ impl Default for NodeJob {
 
 /// Advances every chain of `jobs`, keeping the kernel's lanes busy: whenever a chain ends,
 /// its lane is refilled with the next one. Longest chains go first, so the lanes run
-/// out of work at about the same time.
-pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
+/// out of work at about the same time. With `wipe`, the lanes (which held every
+/// intermediate value) are wiped at the end: a signer's chains are secret below the
+/// signed position.
+pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob], wipe: bool) {
     let mut order: Vec<usize> = (0..jobs.len())
         .filter(|&i| jobs[i].end > jobs[i].start)
         .collect();
-    order.sort_by_key(|&i| core::cmp::Reverse(jobs[i].end - jobs[i].start));
+    order.sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i].end - jobs[i].start));
     let mut next = order.into_iter();
     let width = k.lanes().min(MAX_LANES);
     // Per lane: the job it runs and the position of its next step (lanes from `width` on
@@ -182,10 +184,13 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob]) {
             }
         }
     }
-    lanes.zeroize();
+    if wipe {
+        lanes.iter_mut().take(width).for_each(Zeroize::zeroize);
+    }
 }
 
 /// Computes every job's output, [`Kernel::lanes`] at a time; `blocks` is 1 (`F`) or 2 (`H`).
+/// The verifier's: its values are public, so its lanes are not wiped.
 pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [NodeJob]) {
     let Some(first) = jobs.first() else {
         return;
@@ -202,12 +207,12 @@ pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [N
             k.output(lane, &mut job.out[..n]);
         }
     }
-    lanes.zeroize();
 }
 
 /// Computes `count` independent calls, [`Kernel::lanes`] at a time, without materialising
 /// jobs: `input(i)` gives call `i`'s address and input (`blocks * N` bytes), `output(i, y)`
-/// receives its `N`-byte output. The signer's `PRF`, FORS leaves and tree levels.
+/// receives its `N`-byte output. The signer's `PRF`, FORS leaves and tree levels: its
+/// lanes are wiped at the end.
 pub(crate) fn run_each<'a, K: Kernel>(
     k: &K,
     n: usize,
@@ -235,7 +240,7 @@ pub(crate) fn run_each<'a, K: Kernel>(
             output(start + j, &y[..n]);
         }
     }
-    lanes.zeroize();
+    lanes.iter_mut().take(width).for_each(Zeroize::zeroize);
     y.zeroize();
 }
 
@@ -257,11 +262,20 @@ impl Hasher {
         }
     }
 
-    /// Advances every chain (`F` steps), see [`run_chains`].
+    /// Advances every chain (`F` steps) of public values (a verifier's), see
+    /// [`run_chains`].
     pub(crate) fn chains(&self, n: usize, jobs: &mut [ChainJob]) {
         match self {
-            Hasher::Sha2(h) => run_chains(h.f(), n, jobs),
-            Hasher::Shake(h) => run_chains(h.f(), n, jobs),
+            Hasher::Sha2(h) => run_chains(h.f(), n, jobs, false),
+            Hasher::Shake(h) => run_chains(h.f(), n, jobs, false),
+        }
+    }
+
+    /// [`chains`](Self::chains) of secret values (a signer's): the lanes are wiped after.
+    pub(crate) fn chains_secret(&self, n: usize, jobs: &mut [ChainJob]) {
+        match self {
+            Hasher::Sha2(h) => run_chains(h.f(), n, jobs, true),
+            Hasher::Shake(h) => run_chains(h.f(), n, jobs, true),
         }
     }
 

@@ -14,12 +14,9 @@ use crate::hashes::lanes::compress_lanes;
 use crate::hashes::lanes::LANES;
 use crate::hashes::sha256_x16::{compress_x16, LANES_X16};
 use crate::hashes::sha512_lanes::compress512_x4;
-use crate::hashes::wide_kernels;
+use crate::hashes::{wide_kernels, IV256};
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
 
-const IV256: [u32; 8] = [
-    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-];
 const IV512: [u64; 8] = [
     0x6a09e667f3bcc908,
     0xbb67ae8584caa73b,

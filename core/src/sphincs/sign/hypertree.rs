@@ -87,7 +87,7 @@ pub(super) fn sign(
             });
         }
     }
-    hasher.chains(n, &mut jobs);
+    hasher.chains_secret(n, &mut jobs);
     for (part, layer_jobs) in out
         .chunks_exact_mut(layer_bytes)
         .zip(jobs.chunks_exact(p.len))
@@ -157,7 +157,7 @@ fn build(
             }
             starts.push(kept);
         }
-        hasher.chains(n, &mut chains);
+        hasher.chains_secret(n, &mut chains);
 
         // Each key pair's public key compressed to its leaf: T_len, through the lanes.
         pks.clear();
