@@ -118,12 +118,16 @@ impl View {
                 loaded.applied.seq
             ));
         }
-        let cut = loaded.snapshot.as_ref().map_or(0, |s| s.record.log_seq);
-        let (covered, later): (Vec<_>, Vec<_>) = loaded
-            .zetas
-            .into_iter()
-            .partition(|(_, seq)| loaded.snapshot.is_some() && *seq <= cut);
-        let set = RevocationSet::from_zetas(covered.into_iter().map(|(z, _)| z));
+        let later = loaded.later;
+        // The replica reads them in key order, ascending; sorted here only if not, so the
+        // set is built from the one vector (its peak: the zetas once, not twice).
+        let mut covered = loaded.covered;
+        if !covered.is_sorted_by(|a, b| a < b) {
+            covered.sort_unstable();
+            covered.dedup();
+        }
+        let set = RevocationSet::from_sorted_vec(covered)
+            .map_err(|e| format!("the stored zetas: {e}"))?;
         if let Some(s) = &loaded.snapshot {
             if set.root() != s.record.root || set.len() != s.record.count {
                 return Err(format!(

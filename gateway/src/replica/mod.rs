@@ -131,8 +131,12 @@ pub struct Loaded {
     pub checkpoint: Option<String>,
     /// The witnessed note of the same tree, if one was stored with it.
     pub witnessed: Option<String>,
-    /// Every revoked zeta applied, with its revocation's seq.
-    pub zetas: Vec<(Zeta, u64)>,
+    /// The revoked zetas the latest snapshot covers (their revocation's seq at most its
+    /// `log_seq`), strictly ascending: the input of the revoked set, 16 bytes each.
+    pub covered: Vec<Zeta>,
+    /// The other revoked zetas applied (none without a snapshot covers them), with their
+    /// revocation's seq, ascending.
+    pub later: Vec<(Zeta, u64)>,
     /// The latest verified snapshot.
     pub snapshot: Option<SignedSnapshot>,
     /// The right edge of the Merkle tree of the applied entries (its size is `applied`'s seq).
@@ -233,15 +237,6 @@ impl Replica {
                     .map_err(|_| ReplicaError::Corrupt("witnessed checkpoint note".into()))
             })
             .transpose()?;
-        let mut zetas = Vec::new();
-        for item in self.db.iterator_cf(self.cf("zetas"), IteratorMode::Start) {
-            let (k, v) = item?;
-            let zeta =
-                Zeta::from_slice(&k).map_err(|_| ReplicaError::Corrupt("zeta key".into()))?;
-            let seq = <[u8; 8]>::try_from(&v[..])
-                .map_err(|_| ReplicaError::Corrupt("zeta seq".into()))?;
-            zetas.push((zeta, u64::from_be_bytes(seq)));
-        }
         let snapshot = match self
             .db
             .iterator_cf(self.cf("snapshots"), IteratorMode::End)
@@ -253,6 +248,24 @@ impl Replica {
                 Some(decode_snapshot(&v)?)
             }
         };
+        // Split while reading (the column is in zeta order), so the start holds each zeta
+        // once, 16 bytes, rather than every (zeta, seq) pair beside the set built from them.
+        let cut = snapshot.as_ref().map(|s| s.record.log_seq);
+        let (mut covered, mut later) = (Vec::new(), Vec::new());
+        for item in self.db.iterator_cf(self.cf("zetas"), IteratorMode::Start) {
+            let (k, v) = item?;
+            let zeta =
+                Zeta::from_slice(&k).map_err(|_| ReplicaError::Corrupt("zeta key".into()))?;
+            let seq = <[u8; 8]>::try_from(&v[..])
+                .map_err(|_| ReplicaError::Corrupt("zeta seq".into()))?;
+            let seq = u64::from_be_bytes(seq);
+            if cut.is_some_and(|cut| seq <= cut) {
+                covered.push(zeta);
+            } else {
+                later.push((zeta, seq));
+            }
+        }
+        covered.shrink_to_fit();
         let tree = match self.stored_tree_size()? {
             None if applied.seq > 0 => {
                 return Err(ReplicaError::BeforeTree {
@@ -273,7 +286,8 @@ impl Replica {
             applied,
             checkpoint,
             witnessed,
-            zetas,
+            covered,
+            later,
             snapshot,
             tree,
         })
