@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Arguments: the sizes N to measure (default 10^6 and 10^7); `--no-cap` skips the
-//! revocation at the certificate cap. For each N the program runs itself again as a child
+//! revocation at the certificate cap; `--worn R` applies R revocations of N/1000 zetas each
+//! (through clones, as the gateway does) before it, so the members at the cap meet a set
+//! whose buckets hold zetas of several versions. For each N the program runs itself again as a child
 //! (`--child N`), which:
 //!
 //! 1. builds the set of N random zetas (ChaCha20, seed N) as the gateway does at start
@@ -110,7 +112,7 @@ fn prove_times(n: usize, set: &RevocationSet, rng: &mut ChaCha20Rng) {
     }
 }
 
-fn child(n: usize, cap: bool) {
+fn child(n: usize, cap: bool, worn: usize) {
     let mut rng = ChaCha20Rng::seed_from_u64(n as u64);
     let rss_before = status_kib("VmRSS:");
     let t = Instant::now();
@@ -150,10 +152,26 @@ fn child(n: usize, cap: bool) {
         );
     }
     prove_times(n, &served, &mut rng);
+    let mut served = served;
+    if worn > 0 {
+        // Wear the set the way a gateway's would be after a while: `worn` revocations of
+        // N/1000 zetas each, every one through a clone of the served set (so each lands
+        // beside zetas another version shares, and later ones compact).
+        let t = Instant::now();
+        for _ in 0..worn {
+            let zetas = random_zetas(&mut rng, (n / 1000).max(1));
+            served = apply(&served, &zetas).0;
+        }
+        println!(
+            "RESULT n={n} worn_rounds={worn} of={} worn_s={:.1} rss_mib={:.1}",
+            (n / 1000).max(1),
+            t.elapsed().as_secs_f64(),
+            mib(status_kib("VmRSS:")),
+        );
+    }
     if cap {
         // Two members at the cap in a row: the second starts from the first one's result
         // (its new zetas still beside the shared ones).
-        let mut served = served;
         for which in ["first", "second"] {
             let zetas = random_zetas(&mut rng, CAP);
             let base = status_kib("VmRSS:");
@@ -180,15 +198,25 @@ fn child(n: usize, cap: bool) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cap = !args.iter().any(|a| a == "--no-cap");
+    let worn: usize = args
+        .iter()
+        .position(|a| a == "--worn")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(0);
     if let Some(i) = args.iter().position(|a| a == "--child") {
         let n = args
             .get(i + 1)
             .and_then(|a| a.parse().ok())
             .expect("--child N");
-        child(n, cap);
+        child(n, cap, worn);
         return;
     }
-    let mut sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let mut sizes: Vec<usize> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i == 0 || args[i - 1] != "--worn")
+        .filter_map(|(_, a)| a.parse().ok())
+        .collect();
     if sizes.is_empty() {
         sizes = vec![1_000_000, 10_000_000];
     }
@@ -199,6 +227,9 @@ fn main() {
         cmd.arg("--child").arg(n.to_string()).stdout(Stdio::piped());
         if !cap {
             cmd.arg("--no-cap");
+        }
+        if worn > 0 {
+            cmd.arg("--worn").arg(worn.to_string());
         }
         let mut child = cmd.spawn().expect("spawn the child");
         let out = child.stdout.take().expect("piped stdout");
