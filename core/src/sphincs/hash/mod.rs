@@ -138,23 +138,35 @@ impl Default for NodeJob {
 /// out of work at about the same time. With `wipe`, the lanes (which held every
 /// intermediate value) are wiped at the end: a signer's chains are secret below the
 /// signed position.
-pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob], wipe: bool) {
+///
+/// Where `tap(i)` is `Some(t)`, job `i`'s value after each step is also written to
+/// `taps[t * 16 + position]` (the position the step reached, 1 to 15): a signer keeps every
+/// position of the chains one of whose positions it will sign.
+pub(crate) fn run_chains<K: Kernel>(
+    k: &K,
+    n: usize,
+    jobs: &mut [ChainJob],
+    wipe: bool,
+    tap: impl Fn(usize) -> Option<usize>,
+    taps: &mut [[u8; 32]],
+) {
     let mut order: Vec<usize> = (0..jobs.len())
         .filter(|&i| jobs[i].end > jobs[i].start)
         .collect();
     order.sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i].end - jobs[i].start));
     let mut next = order.into_iter();
     let width = k.lanes().min(MAX_LANES);
-    // Per lane: the job it runs and the position of its next step (lanes from `width` on
-    // stay empty).
-    let mut slots: [Option<(usize, u8)>; MAX_LANES] = [None; MAX_LANES];
+    // Per lane: the job it runs, the position of its next step and its tap (lanes from
+    // `width` on stay empty).
+    let mut slots: [Option<(usize, u8, Option<usize>)>; MAX_LANES] = [None; MAX_LANES];
     let mut lanes: [K::Lane; MAX_LANES] = [k.load(&Address::default(), &[0u8; 32][..n]); MAX_LANES];
-    let mut refill = |slot: &mut Option<(usize, u8)>, lane: &mut K::Lane, jobs: &[ChainJob]| {
-        *slot = next.next().map(|i| {
-            *lane = k.load(&jobs[i].adrs, &jobs[i].x[..n]);
-            (i, jobs[i].start)
-        });
-    };
+    let mut refill =
+        |slot: &mut Option<(usize, u8, Option<usize>)>, lane: &mut K::Lane, jobs: &[ChainJob]| {
+            *slot = next.next().map(|i| {
+                *lane = k.load(&jobs[i].adrs, &jobs[i].x[..n]);
+                (i, jobs[i].start, tap(i))
+            });
+        };
     for (slot, lane) in slots.iter_mut().zip(lanes.iter_mut()).take(width) {
         refill(slot, lane, jobs);
     }
@@ -165,7 +177,7 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob], wipe
             .zip(lanes.iter_mut())
             .zip(active.iter_mut())
         {
-            if let Some((_, pos)) = slot {
+            if let Some((_, pos, _)) = slot {
                 k.set_word7(lane, u32::from(*pos));
                 *a = true;
             }
@@ -175,8 +187,11 @@ pub(crate) fn run_chains<K: Kernel>(k: &K, n: usize, jobs: &mut [ChainJob], wipe
         }
         k.run(&mut lanes, active);
         for (slot, lane) in slots[..width].iter_mut().zip(lanes.iter_mut()) {
-            let Some((i, pos)) = slot else { continue };
+            let Some((i, pos, t)) = slot else { continue };
             *pos += 1;
+            if let Some(t) = t {
+                k.output(lane, &mut taps[*t * 16 + usize::from(*pos)][..n]);
+            }
             if *pos == jobs[*i].end {
                 let i = *i;
                 k.output(lane, &mut jobs[i].x[..n]);
@@ -266,16 +281,28 @@ impl Hasher {
     /// [`run_chains`].
     pub(crate) fn chains(&self, n: usize, jobs: &mut [ChainJob]) {
         match self {
-            Hasher::Sha2(h) => run_chains(h.f(), n, jobs, false),
-            Hasher::Shake(h) => run_chains(h.f(), n, jobs, false),
+            Hasher::Sha2(h) => run_chains(h.f(), n, jobs, false, |_| None, &mut []),
+            Hasher::Shake(h) => run_chains(h.f(), n, jobs, false, |_| None, &mut []),
         }
     }
 
     /// [`chains`](Self::chains) of secret values (a signer's): the lanes are wiped after.
     pub(crate) fn chains_secret(&self, n: usize, jobs: &mut [ChainJob]) {
+        self.chains_tapped(n, jobs, |_| None, &mut []);
+    }
+
+    /// [`chains_secret`](Self::chains_secret), keeping every position of the jobs `tap`
+    /// names in `taps` (see [`run_chains`]).
+    pub(crate) fn chains_tapped(
+        &self,
+        n: usize,
+        jobs: &mut [ChainJob],
+        tap: impl Fn(usize) -> Option<usize>,
+        taps: &mut [[u8; 32]],
+    ) {
         match self {
-            Hasher::Sha2(h) => run_chains(h.f(), n, jobs, true),
-            Hasher::Shake(h) => run_chains(h.f(), n, jobs, true),
+            Hasher::Sha2(h) => run_chains(h.f(), n, jobs, true, tap, taps),
+            Hasher::Shake(h) => run_chains(h.f(), n, jobs, true, tap, taps),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The hypertree's side of a signature (FIPS 205 Algorithms 6-12): every layer's tree
-//! built together, then the `d` WOTS+ signatures together.
+//! built together, keeping every position of the signing key pair's chains, from which
+//! the `d` WOTS+ signatures are then read.
 
 use zeroize::Zeroizing;
 
@@ -7,7 +8,7 @@ use super::tree::Forest;
 use crate::sphincs::address::{Address, TREE, WOTS_HASH, WOTS_PK, WOTS_PRF};
 use crate::sphincs::hash::{ChainJob, Hasher};
 use crate::sphincs::params::Params;
-use crate::sphincs::wots::{chain_lengths, MAX_LEN};
+use crate::sphincs::wots::chain_lengths;
 
 /// WOTS+ chains computed together, at most (whole layers; at least one): a few MiB of jobs.
 const GROUP_CHAINS: usize = 1 << 15;
@@ -23,8 +24,9 @@ struct LayerTree {
 /// What is kept of a built layer tree.
 struct Built {
     root: [u8; 32],
-    /// The signing key pair's chain starts, `len · N` bytes.
-    starts: Zeroizing<[u8; MAX_LEN * 32]>,
+    /// Every position of the signing key pair's chains: chain `c`'s position `j` at
+    /// `c * 16 + j` (first `N` bytes).
+    positions: Zeroizing<Vec<[u8; 32]>>,
 }
 
 /// The root of the top layer's only tree: `PK.root` of the seeds.
@@ -69,38 +71,24 @@ pub(super) fn sign(
     // Each layer's authentication path goes straight to its place in the signature.
     let built = build(p, hasher, sk_seed, &specs, (out, layer_bytes, wots_bytes));
 
-    // Layer 0 signs the FORS public key, layer i the root of layer i - 1.
-    let mut jobs: Zeroizing<Vec<ChainJob>> = Zeroizing::new(Vec::with_capacity(p.d * p.len));
-    for (i, (s, b)) in specs.iter().zip(&built).enumerate() {
+    // Layer 0 signs the FORS public key, layer i the root of layer i - 1: chain c's value at
+    // the signed digit, kept while the tree was built.
+    for (i, (part, b)) in out.chunks_exact_mut(layer_bytes).zip(&built).enumerate() {
         let msg = if i == 0 { fors_pk } else { &built[i - 1].root };
         let digits = chain_lengths(p, &msg[..n]);
-        for (c, &end) in digits[..p.len].iter().enumerate() {
-            let mut adrs = Address::new(s.layer, s.tree, WOTS_HASH, s.leaf);
-            adrs.word6 = c as u32;
-            let mut x = [0u8; 32];
-            x[..n].copy_from_slice(&b.starts[c * n..(c + 1) * n]);
-            jobs.push(ChainJob {
-                adrs,
-                x,
-                start: 0,
-                end,
-            });
-        }
-    }
-    hasher.chains_secret(n, &mut jobs);
-    for (part, layer_jobs) in out
-        .chunks_exact_mut(layer_bytes)
-        .zip(jobs.chunks_exact(p.len))
-    {
-        for (dst, job) in part[..wots_bytes].chunks_exact_mut(n).zip(layer_jobs) {
-            dst.copy_from_slice(&job.x[..n]);
+        for (c, (dst, &digit)) in part[..wots_bytes]
+            .chunks_exact_mut(n)
+            .zip(&digits[..p.len])
+            .enumerate()
+        {
+            dst.copy_from_slice(&b.positions[c * 16 + usize::from(digit)][..n]);
         }
     }
     built.last().map_or([0; 32], |b| b.root)
 }
 
 /// Builds the tree of every spec (in groups of whole layers of at most [`GROUP_CHAINS`]
-/// chains): the roots and the signing key pairs' chain starts are returned; spec `i`'s
+/// chains): the roots and every position of the signing key pairs' chains are returned; spec `i`'s
 /// authentication path (`h' · N` bytes) is written to `auth.0` at `i · auth.1 + auth.2`.
 fn build(
     p: &Params,
@@ -147,17 +135,21 @@ fn build(
                 job.x[..n].copy_from_slice(y);
             },
         );
-        // Keep the signing key pairs' starts.
-        let mut starts = Vec::with_capacity(specs.len());
+        // Every position of the signing key pairs' chains is kept (position 0, the start,
+        // now; the others as the chains run), for the WOTS+ signatures.
+        let mut taps: Zeroizing<Vec<[u8; 32]>> =
+            Zeroizing::new(vec![[0u8; 32]; specs.len() * len * 16]);
         for (t, s) in specs.iter().enumerate() {
-            let mut kept = Zeroizing::new([0u8; MAX_LEN * 32]);
             let first = t * per_layer + s.leaf as usize * len;
-            for (dst, job) in kept.chunks_exact_mut(n).zip(&chains[first..first + len]) {
-                dst.copy_from_slice(&job.x[..n]);
+            for (c, job) in chains[first..first + len].iter().enumerate() {
+                taps[(t * len + c) * 16] = job.x;
             }
-            starts.push(kept);
         }
-        hasher.chains_secret(n, &mut chains);
+        let tap = |i: usize| {
+            let (t, rest) = (i / per_layer, i % per_layer);
+            (rest / len == specs[t].leaf as usize).then_some(t * len + rest % len)
+        };
+        hasher.chains_tapped(n, &mut chains, tap, &mut taps);
 
         // Each key pair's public key compressed to its leaf: T_len, through the lanes.
         pks.clear();
@@ -182,12 +174,12 @@ fn build(
             .map(|s| Address::new(s.layer, s.tree, TREE, 0))
             .collect();
         let forest = Forest::build(hasher, n, p.hp, leaves, &adrs, &vec![0; specs.len()]);
-        for (t, (s, kept)) in specs.iter().zip(starts).enumerate() {
+        for (t, s) in specs.iter().enumerate() {
             let at = (g * group + t) * stride + offset;
             forest.auth_path(t, s.leaf, &mut auth[at..at + p.hp * n]);
             built.push(Built {
                 root: forest.root(t),
-                starts: kept,
+                positions: Zeroizing::new(taps[t * len * 16..(t + 1) * len * 16].to_vec()),
             });
         }
     }

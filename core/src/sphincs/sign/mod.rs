@@ -6,27 +6,27 @@
 //! # How a signature is made
 //!
 //! Everything but the WOTS+ signatures of the hypertree is known from the message digest
-//! alone: which FORS key pair and which tree of each layer sign. So a signature is three
-//! passes, each a few thousand independent hash calls run through the lanes together:
+//! alone: which FORS key pair and which tree of each layer sign. So a signature is two
+//! passes of a few thousand independent hash calls each, run through the lanes together,
+//! and a third that only reads what they kept:
 //!
 //! 1. **FORS** (`fors`): the `k · 2^a` leaf secrets (`PRF`), the leaves (`F`), every level
 //!    of all `k` trees (`H`), the authentication paths and `T_k` of the roots.
 //! 2. **Every layer's tree** (`hypertree`): the chain starts of all `2^h'` WOTS+ key pairs
 //!    of all `d` layers (`PRF`), their chains (`F`, fifteen steps each, through the
-//!    lane-refill scheduler), one `T_len` per key pair, then every level of all `d` trees.
-//!    The top tree's root must be `PK.root`: a signer whose key or computation is wrong
-//!    stops here instead of signing (see [`SigningKey::sign`]).
+//!    lane-refill scheduler, every position of the signing key pairs' chains kept), one
+//!    `T_len` per key pair (through the lanes), then every level of all `d` trees. The top
+//!    tree's root must be `PK.root`: a signer whose key or computation is wrong stops here
+//!    instead of signing (see [`SigningKey::sign`]).
 //! 3. **The `d` WOTS+ signatures**: layer 0 signs the FORS public key, layer `i` the root of
-//!    layer `i - 1`, now all known, so all `d · len` chains run together.
-//!
-//! Pass 3 recomputes the chain prefixes pass 2 went through (about 6 % more `F` calls on
-//! the `f` sets, 0.2 % on the `s` sets) in exchange for keeping the lanes full.
+//!    layer `i - 1`, now all known; each signed chain value is read from the positions
+//!    kept in pass 2, so no `F` call is made twice.
 //!
 //! # Secrets
 //!
 //! `SK.seed` and `SK.prf` are wiped when the key is dropped; the scratch buffers that held
-//! chain starts and FORS secrets, and the kernels' lane arrays, are wiped when a signature
-//! is done. The kernels' own transient states (registers, and the few spilled to the
+//! chain positions and FORS secrets, and the kernels' lane arrays, are wiped when a
+//! signature is done. The kernels' own transient states (registers, and the few spilled to the
 //! stack) are not.
 
 mod fors;

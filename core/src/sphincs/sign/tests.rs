@@ -120,3 +120,56 @@ fn small_sets_equal_the_libraries() {
         assert!(spx::oracle::verify(set, &pk, &msg, &ours), "{set}");
     }
 }
+
+/// The long differential, on demand: `DGSP_SIGNER_DIFF_CASES` random (key, message) cases
+/// (default 1 000) over the twelve `f` sets, each signature compared byte for byte with the
+/// library's (round 3.1: PQClean's, given its `R`; FIPS 205: `slh-dsa`'s, hedged with the
+/// same `addrnd`, and every tenth case deterministic too), a fresh key every 50 cases.
+///
+/// `DGSP_SIGNER_DIFF_CASES=100000 cargo test --release -p dgsp-core --lib sphincs::sign::tests::long_differential -- --ignored --nocapture`
+#[test]
+#[ignore = "long run: set DGSP_SIGNER_DIFF_CASES and pass --ignored"]
+fn long_differential() {
+    use rand_chacha::rand_core::SeedableRng;
+    let cases: usize = std::env::var("DGSP_SIGNER_DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x5349_474e);
+    let sets: Vec<ParamSet> = ParamSet::ALL.into_iter().filter(|p| p.is_fast()).collect();
+    let mut key = None;
+    for case in 0..cases {
+        let set = sets[(case / 50) % sets.len()];
+        let n = set.n();
+        if case % 50 == 0 {
+            let (pk, sk) = spx::oracle::keypair(set, &mut rng);
+            key = Some((pk, sk.to_vec(), SigningKey::from_bytes(set, &sk).unwrap()));
+        }
+        let (pk, sk, ours) = key.as_ref().unwrap();
+        let mut msg = vec![0u8; (rng.next_u32() % 300) as usize];
+        rng.fill_bytes(&mut msg);
+        match set.standard() {
+            Standard::Round3 => {
+                let theirs = spx::oracle::sign(set, sk, &msg);
+                let mine = ours.sign_randomized(&theirs[..n], [&[], &msg]).unwrap();
+                assert_eq!(mine, theirs, "case {case}, {set}");
+            }
+            Standard::Fips205 => {
+                let mut addrnd = vec![0u8; n];
+                rng.fill_bytes(&mut addrnd);
+                let theirs = spx::oracle::slh_sign(set, sk, &msg, Some(&addrnd));
+                assert_eq!(
+                    ours.sign(&msg, Some(&addrnd)).unwrap(),
+                    theirs,
+                    "case {case}, {set}"
+                );
+                if case % 10 == 0 {
+                    let det = spx::oracle::slh_sign(set, sk, &msg, None);
+                    assert_eq!(ours.sign(&msg, None).unwrap(), det, "case {case}, {set}");
+                }
+                assert!(spx::oracle::verify(set, pk, &msg, &theirs));
+            }
+        }
+    }
+    eprintln!("{cases} cases, every signature byte-identical to the library's");
+}
