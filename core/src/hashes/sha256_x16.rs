@@ -25,10 +25,14 @@
 //! * **Target features.** `x86::compress` is a `#[target_feature(enable = "avx512f")] fn`.
 //!   It is called from exactly one place, [`compress_x16`], after [`super::avx512f`]
 //!   (`is_x86_feature_detected!("avx512f")`) returned `true`.
-//! * **Memory.** The kernel reads and writes memory only through `_mm512_loadu_si512` and
-//!   `_mm512_storeu_si512`, the unaligned forms, each on a pointer from a reference to a
-//!   local `[u32; 16]` (exactly the 64 bytes accessed). The states and blocks are copied
-//!   into and out of those locals by safe indexing. There is no other pointer use.
+//! * **Memory.** The kernel reads and writes the states only through `_mm512_loadu_si512`
+//!   and `_mm512_storeu_si512`, the unaligned forms, each on a pointer from a reference to a
+//!   local `[u32; 16]` (exactly the 64 bytes accessed), copied into and out of the states by
+//!   safe indexing. It reads the blocks only through `_mm512_i32gather_epi32` in
+//!   `x86::message_word`: sixteen 4-byte reads at `64 i + 4 j` bytes from the start of
+//!   `blocks` (a reference to 1 024 bytes), `i, j < 16` (`j` checked there), so every byte
+//!   read is inside `blocks`; a gather has no alignment requirement. There is no other
+//!   pointer use.
 //! * **Everything else** is register-only AVX-512F intrinsics on `__m512i`, safe inside the
 //!   kernel's `#[target_feature]` context.
 //!
@@ -40,6 +44,34 @@ use sha2::digest::generic_array::GenericArray;
 
 /// How many compressions one [`compress_x16`] call performs.
 pub(crate) const LANES_X16: usize = 16;
+
+/// Compresses each `blocks[i]` from the one state `mid` and writes the first `out_words`
+/// words of the result to `out[i]` (the rest of `out[i]` is left as it was): exactly
+/// `let mut st = *mid; sha2::compress256(&mut st, &[blocks[i]]); out[i][..out_words] =
+/// st[..out_words]`. What a tweakable hash from a seeded midstate needs, without sixteen
+/// copies of the state in or eight words out.
+///
+/// # Panics
+/// If `out_words > 8`.
+pub(crate) fn compress_x16_from(
+    mid: &[u32; 8],
+    blocks: &[[u8; 64]; LANES_X16],
+    out: &mut [[u32; 8]; LANES_X16],
+    out_words: usize,
+) {
+    assert!(out_words <= 8, "a SHA-256 state has eight words");
+    #[cfg(target_arch = "x86_64")]
+    if super::avx512f() {
+        // SAFETY: as in `compress_x16`.
+        unsafe { x86::compress_from(mid, blocks, out, out_words) };
+        return;
+    }
+    for (o, b) in out.iter_mut().zip(blocks) {
+        let mut st = *mid;
+        compress256(&mut st, core::slice::from_ref(GenericArray::from_slice(b)));
+        o[..out_words].copy_from_slice(&st[..out_words]);
+    }
+}
 
 /// Compresses `blocks[i]` into `states[i]` for every lane: exactly
 /// `sha2::compress256(&mut states[i], &[blocks[i]])` for each `i`.
@@ -59,8 +91,9 @@ pub(crate) fn compress_x16(states: &mut [[u32; 8]; LANES_X16], blocks: &[[u8; 64
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use core::arch::x86_64::{
-        __m512i, _mm512_add_epi32, _mm512_loadu_si512, _mm512_ror_epi32, _mm512_set1_epi32,
-        _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+        __m512i, _mm512_add_epi32, _mm512_i32gather_epi32, _mm512_loadu_si512, _mm512_rol_epi32,
+        _mm512_ror_epi32, _mm512_set1_epi32, _mm512_setr_epi32, _mm512_srli_epi32,
+        _mm512_storeu_si512, _mm512_ternarylogic_epi32,
     };
 
     use super::LANES_X16;
@@ -91,24 +124,76 @@ mod x86 {
         words
     }
 
+    /// Word `j` (below 16) of each of the sixteen blocks, as the big-endian `u32` SHA-256
+    /// reads: one gather (the blocks are one contiguous 1 KiB array, so lane `i`'s word is at
+    /// byte `64 i + 4 j`) and a byte swap by two rotations and one `vpternlogd`.
+    ///
+    /// # Panics
+    /// If `j >= 16` (never: the kernel passes `0..16`).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn message_word(blocks: &[[u8; 64]; LANES_X16], j: usize) -> __m512i {
+        assert!(j < 16, "a block has sixteen words");
+        // Lane i's word, in 4-byte units from the base: 16 i.
+        let index = _mm512_setr_epi32(
+            0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
+        );
+        let base = blocks.as_flattened()[4 * j..].as_ptr();
+        // SAFETY: `base` is byte `4 j` of the 1 024 bytes of `blocks` (a reference), and lane
+        // `i` reads the four bytes at `base + 4 * 16 i`, i.e. bytes `64 i + 4 j ..= 64 i + 4 j + 3`
+        // of `blocks`; with `i, j <= 15` the last is byte 1 023. The gather has no alignment
+        // requirement (see the module's Safety section).
+        let le = unsafe { _mm512_i32gather_epi32::<4>(index, base.cast()) };
+        // [m0 m1 m2 m3] -> [m3 m2 m1 m0]: bytes 0 and 2 from the rotation by 8, 1 and 3 from
+        // the rotation by 24 (`vpternlogd` 0xCA: mask ? x : y).
+        _mm512_ternarylogic_epi32::<CH>(
+            _mm512_set1_epi32(0x00ff_00ff),
+            _mm512_rol_epi32::<8>(le),
+            _mm512_rol_epi32::<24>(le),
+        )
+    }
+
     /// The AVX-512F kernel.
     ///
     /// # Safety
     /// The CPU must support `avx512f` (see [`crate::hashes::avx512f`]).
     #[target_feature(enable = "avx512f")]
     pub(super) fn compress(states: &mut [[u32; 8]; LANES_X16], blocks: &[[u8; 64]; LANES_X16]) {
-        let mut w: [__m512i; 16] = core::array::from_fn(|j| {
-            load(&core::array::from_fn(|i| {
-                u32::from_be_bytes([
-                    blocks[i][4 * j],
-                    blocks[i][4 * j + 1],
-                    blocks[i][4 * j + 2],
-                    blocks[i][4 * j + 3],
-                ])
-            }))
-        });
         let init: [__m512i; 8] =
             core::array::from_fn(|k| load(&core::array::from_fn(|i| states[i][k])));
+        for (k, v) in rounds(init, blocks).into_iter().enumerate() {
+            for (st, word) in states.iter_mut().zip(store(v)) {
+                st[k] = word;
+            }
+        }
+    }
+
+    /// The AVX-512F kernel from one state shared by all lanes (a midstate), storing only
+    /// the first `out_words` (at most 8) words of each result.
+    ///
+    /// # Safety
+    /// The CPU must support `avx512f` (see [`crate::hashes::avx512f`]).
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn compress_from(
+        mid: &[u32; 8],
+        blocks: &[[u8; 64]; LANES_X16],
+        out: &mut [[u32; 8]; LANES_X16],
+        out_words: usize,
+    ) {
+        let init: [__m512i; 8] = core::array::from_fn(|k| _mm512_set1_epi32(mid[k] as i32));
+        for (k, v) in rounds(init, blocks).into_iter().enumerate().take(out_words) {
+            for (st, word) in out.iter_mut().zip(store(v)) {
+                st[k] = word;
+            }
+        }
+    }
+
+    /// The 64 rounds on the sixteen lanes from `init` (one state word per register) over
+    /// `blocks`, and the feed-forward: the new states, one word per register.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn rounds(init: [__m512i; 8], blocks: &[[u8; 64]; LANES_X16]) -> [__m512i; 8] {
+        let mut w: [__m512i; 16] = core::array::from_fn(|j| message_word(blocks, j));
         let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = init;
         let xor3 = |x, y, z| _mm512_ternarylogic_epi32::<XOR3>(x, y, z);
         for (t, &k) in K.iter().enumerate() {
@@ -156,12 +241,8 @@ mod x86 {
             b = a;
             a = _mm512_add_epi32(t1, t2);
         }
-        for (k, v) in [a, b, c, d, e, f, g, h].into_iter().enumerate() {
-            let words = store(_mm512_add_epi32(v, init[k]));
-            for (st, word) in states.iter_mut().zip(words) {
-                st[k] = word;
-            }
-        }
+        let out = [a, b, c, d, e, f, g, h];
+        core::array::from_fn(|k| _mm512_add_epi32(out[k], init[k]))
     }
 }
 
@@ -205,6 +286,31 @@ mod tests {
             let want = reference(&states, &blocks);
             compress_x16(&mut states, &blocks);
             assert_eq!(states, want, "round {round}");
+        }
+    }
+
+    /// From one shared midstate, every output width, against `compress256`.
+    #[test]
+    fn from_a_midstate_match_compress256() {
+        let mut rng = Rng(11);
+        let mid: [u32; 8] = core::array::from_fn(|_| rng.next_u32());
+        let blocks: [[u8; 64]; LANES_X16] =
+            core::array::from_fn(|_| core::array::from_fn(|_| rng.next_u32() as u8));
+        for words in [0usize, 4, 6, 8] {
+            let mut out = [[7u32; 8]; LANES_X16];
+            compress_x16_from(&mid, &blocks, &mut out, words);
+            for (i, (o, b)) in out.iter().zip(&blocks).enumerate() {
+                let mut want = mid;
+                compress256(
+                    &mut want,
+                    core::slice::from_ref(GenericArray::from_slice(b)),
+                );
+                assert_eq!(o[..words], want[..words], "lane {i}, {words} words");
+                assert!(
+                    o[words..].iter().all(|w| *w == 7),
+                    "lane {i}: past {words} untouched"
+                );
+            }
         }
     }
 

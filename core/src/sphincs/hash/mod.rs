@@ -139,16 +139,17 @@ impl Default for NodeJob {
 /// intermediate value) are wiped at the end: a signer's chains are secret below the
 /// signed position.
 ///
-/// Where `tap(i)` is `Some(t)`, job `i`'s value after each step is also written to
-/// `taps[t * 16 + position]` (the position the step reached, 1 to 15): a signer keeps every
-/// position of the chains one of whose positions it will sign.
+/// Where `tap(i)` is `Some(t)`, job `i`'s value after each step is also written to entry
+/// `t * 16 + position` of `taps` (the position the step reached, 1 to 15), entries of `N / 8`
+/// little-endian words (words, not bytes, so that wiping them is cheap): a signer keeps
+/// every position of the chains one of whose positions it will sign.
 pub(crate) fn run_chains<K: Kernel>(
     k: &K,
     n: usize,
     jobs: &mut [ChainJob],
     wipe: bool,
     tap: impl Fn(usize) -> Option<usize>,
-    taps: &mut [[u8; 32]],
+    taps: &mut [u64],
 ) {
     let mut order: Vec<usize> = (0..jobs.len())
         .filter(|&i| jobs[i].end > jobs[i].start)
@@ -190,7 +191,13 @@ pub(crate) fn run_chains<K: Kernel>(
             let Some((i, pos, t)) = slot else { continue };
             *pos += 1;
             if let Some(t) = t {
-                k.output(lane, &mut taps[*t * 16 + usize::from(*pos)][..n]);
+                let mut y = [0u8; 32];
+                k.output(lane, &mut y[..n]);
+                let at = (*t * 16 + usize::from(*pos)) * (n / 8);
+                for (word, bytes) in taps[at..at + n / 8].iter_mut().zip(y.chunks_exact(8)) {
+                    *word = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+                }
+                y.zeroize();
             }
             if *pos == jobs[*i].end {
                 let i = *i;
@@ -298,7 +305,7 @@ impl Hasher {
         n: usize,
         jobs: &mut [ChainJob],
         tap: impl Fn(usize) -> Option<usize>,
-        taps: &mut [[u8; 32]],
+        taps: &mut [u64],
     ) {
         match self {
             Hasher::Sha2(h) => run_chains(h.f(), n, jobs, true, tap, taps),

@@ -12,7 +12,7 @@ use sha2::{compress256, compress512, Digest, Sha256, Sha512};
 use super::{gather, Kernel, MAX_LANES};
 use crate::hashes::lanes::compress_lanes;
 use crate::hashes::lanes::LANES;
-use crate::hashes::sha256_x16::{compress_x16, LANES_X16};
+use crate::hashes::sha256_x16::{compress_x16, compress_x16_from, LANES_X16};
 use crate::hashes::sha512_lanes::compress512_x4;
 use crate::hashes::{wide_kernels, IV256};
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
@@ -109,10 +109,11 @@ impl Kernel for Sha256Kernel {
             return;
         }
         if busy > LANES {
-            // Only with sixteen lanes per call (`self.lanes`).
-            let mut states = [self.mid; LANES_X16];
-            compress_x16(&mut states, lanes);
-            for ((lane, st), a) in lanes.iter_mut().zip(&states).zip(active) {
+            // Only with sixteen lanes per call (`self.lanes`): from the midstate, only the
+            // output's `N / 4` words stored.
+            let mut out = [[0u32; 8]; LANES_X16];
+            compress_x16_from(&self.mid, lanes, &mut out, n / 4);
+            for ((lane, st), a) in lanes.iter_mut().zip(&out).zip(active) {
                 if a {
                     write256(st, &mut lane[X..X + n]);
                 }

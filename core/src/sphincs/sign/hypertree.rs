@@ -24,9 +24,9 @@ struct LayerTree {
 /// What is kept of a built layer tree.
 struct Built {
     root: [u8; 32],
-    /// Every position of the signing key pair's chains: chain `c`'s position `j` at
-    /// `c * 16 + j` (first `N` bytes).
-    positions: Zeroizing<Vec<[u8; 32]>>,
+    /// Every position of the signing key pair's chains: chain `c`'s position `j` as the
+    /// `N / 8` little-endian words from `(c * 16 + j) * N / 8`.
+    positions: Zeroizing<Vec<u64>>,
 }
 
 /// The root of the top layer's only tree: `PK.root` of the seeds.
@@ -81,7 +81,10 @@ pub(super) fn sign(
             .zip(&digits[..p.len])
             .enumerate()
         {
-            dst.copy_from_slice(&b.positions[c * 16 + usize::from(digit)][..n]);
+            let at = (c * 16 + usize::from(digit)) * (n / 8);
+            for (bytes, word) in dst.chunks_exact_mut(8).zip(&b.positions[at..at + n / 8]) {
+                bytes.copy_from_slice(&word.to_le_bytes());
+            }
         }
     }
     built.last().map_or([0; 32], |b| b.root)
@@ -103,7 +106,9 @@ fn build(
     let per_layer = pairs * len;
     let group = (GROUP_CHAINS / per_layer).max(1);
     let mut built = Vec::with_capacity(specs.len());
-    let mut chains: Zeroizing<Vec<ChainJob>> = Zeroizing::new(Vec::new());
+    // The chain starts are secret until the chains have run; after, every job holds its
+    // chain's end (public), so the buffer is not wiped again on drop.
+    let mut chains: Vec<ChainJob> = Vec::new();
     let mut pks: Vec<u8> = Vec::new();
     for (g, specs) in specs.chunks(group).enumerate() {
         // The chain starts of every key pair of every tree, PRF(PK.seed, SK.seed, ADRS),
@@ -137,12 +142,15 @@ fn build(
         );
         // Every position of the signing key pairs' chains is kept (position 0, the start,
         // now; the others as the chains run), for the WOTS+ signatures.
-        let mut taps: Zeroizing<Vec<[u8; 32]>> =
-            Zeroizing::new(vec![[0u8; 32]; specs.len() * len * 16]);
+        let w = n / 8;
+        let mut taps: Zeroizing<Vec<u64>> = Zeroizing::new(vec![0; specs.len() * len * 16 * w]);
         for (t, s) in specs.iter().enumerate() {
             let first = t * per_layer + s.leaf as usize * len;
             for (c, job) in chains[first..first + len].iter().enumerate() {
-                taps[(t * len + c) * 16] = job.x;
+                let at = (t * len + c) * 16 * w;
+                for (word, bytes) in taps[at..at + w].iter_mut().zip(job.x.chunks_exact(8)) {
+                    *word = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+                }
             }
         }
         let tap = |i: usize| {
@@ -179,7 +187,7 @@ fn build(
             forest.auth_path(t, s.leaf, &mut auth[at..at + p.hp * n]);
             built.push(Built {
                 root: forest.root(t),
-                positions: Zeroizing::new(taps[t * len * 16..(t + 1) * len * 16].to_vec()),
+                positions: Zeroizing::new(taps[t * len * 16 * w..(t + 1) * len * 16 * w].to_vec()),
             });
         }
     }
