@@ -1093,10 +1093,11 @@ fn random_in(r: &mut impl RngCore, bucket: u16, n: usize) -> Vec<Zeta> {
 
 /// Every root and every proof byte of a run of sets and inserts, folded into one digest.
 /// The digest below was computed by the storage that kept every leaf hash and every node
-/// (commit `a06f288`); the compact storage (zetas and the bucket-tree levels from 32-leaf
+/// (commit `a06f288`); the compact storage (zetas and the bucket-tree levels from 64-leaf
 /// blocks up, the rest recomputed) must give exactly the same bytes. The buckets have
-/// every shape around the block size: empty, one leaf, odd, 31/32/33, 63/64/65, 96/97,
-/// 1000, 1025 leaves; the inserts land at the start, the middle and the end of buckets.
+/// every shape around 32- and 64-leaf blocks: empty, one leaf, odd, 31/32/33, 63/64/65,
+/// 95/96/97, 127/128/129, 1000, 1025 leaves; the inserts land at the start, the middle and
+/// the end of buckets, into shared and unshared buckets.
 #[test]
 fn compact_storage_gives_the_bytes_of_the_full_storage() {
     const SIZES: [usize; 21] = [

@@ -3,9 +3,9 @@
 //!
 //! Storage is compact (issue 30, item 3): the zetas in an exact-size slice (16 bytes each)
 //! and the bucket tree only from level [`BLOCK_BITS`] up, whose nodes are the roots of
-//! blocks of [`BLOCK`] consecutive leaves (the last block may be shorter): about 2 bytes per
+//! blocks of [`BLOCK`] consecutive leaves (the last block may be shorter): about 1 byte per
 //! zeta for those levels. Leaf hashes and the levels inside a block are recomputed when
-//! needed: a proof recomputes its block (at most 32 leaf and 31 node hashes, eight at a
+//! needed: a proof recomputes its block (at most 64 leaf and 63 node hashes, eight at a
 //! time), an insert the blocks from its first changed position on.
 //!
 //! Why the block roots are the tree's level-[`BLOCK_BITS`] nodes: in the `rs_merkle` shape
@@ -27,7 +27,7 @@
 //! merge. A clone of a bucket shares `base`; an insert into a bucket whose `base` is still
 //! shared (the gateway serves one version of the set while it builds the next from a clone)
 //! adds to `extra` and rebuilds only the stored tree levels, so a revocation that touches
-//! every bucket costs the new version about 2 bytes per zeta (its tree levels) and its new
+//! every bucket costs the new version about 1 byte per zeta (its tree levels) and its new
 //! zetas, not a copy of every zeta. An insert into an unshared bucket, or a
 //! [compaction](Bucket::insert_sorted) the set allows, merges everything into a new `base`.
 
@@ -42,7 +42,7 @@ use super::lanes::{leaf_hashes, parent_level};
 use super::tree::Layers;
 
 /// The lowest stored level of a bucket tree: nodes over [`BLOCK`] leaves.
-pub(crate) const BLOCK_BITS: u32 = 5;
+pub(crate) const BLOCK_BITS: u32 = 6;
 /// Leaves per block (`2^BLOCK_BITS`): a proof recomputes `2 · BLOCK - 1` hashes at most.
 pub(crate) const BLOCK: usize = 1 << BLOCK_BITS;
 /// Leaves hashed per rayon task when a bucket's blocks are rehashed (a multiple of

@@ -36,16 +36,16 @@ const COMPACT_SHARE: u64 = 16;
 /// tree over its leaves and a top tree commits to every bucket's root, start and count.
 /// Insert-only: nothing is ever removed, so every later root still contains every zeta.
 ///
-/// Memory is about 18 bytes per zeta: 16 for the zeta itself (each bucket's zetas in an
-/// exact-size slice) and about 2 for the bucket-tree levels from 32-leaf blocks up; leaf
+/// Memory is about 17 bytes per zeta: 16 for the zeta itself (each bucket's zetas in an
+/// exact-size slice) and about 1 for the bucket-tree levels from 64-leaf blocks up; leaf
 /// hashes and the levels inside a block are recomputed when a proof or an insert needs them
-/// (a proof: at most 63 SHA3-256 permutations per opening, eight at a time, a few
+/// (a proof: at most 127 SHA3-256 permutations per opening, eight at a time, a few
 /// microseconds). See [`memory_bytes`](Self::memory_bytes).
 ///
 /// Cloning is cheap and copy-on-write: a clone shares every bucket with the original
 /// (about 300 KiB of top tree and bucket pointers are copied, whatever the size), and an
 /// [`insert`](Self::insert) into either copies only the tree levels of the buckets it
-/// touches (about 2 bytes per zeta of those buckets), while their zetas stay shared. A
+/// touches (about 1 byte per zeta of those buckets), while their zetas stay shared. A
 /// service can therefore keep serving proofs from the signed set while it builds the next
 /// one, even from a revocation that touches every bucket.
 #[derive(Clone)]
@@ -176,12 +176,12 @@ impl RevocationSet {
     /// exactly sized slice. One still shared with a clone (the gateway's case: the served
     /// set stays alive while the next one is built from its clone) keeps sharing its zetas
     /// and takes the new ones into a small side slice of its own, so the new version costs
-    /// its new zetas and its touched buckets' tree levels (about 2 bytes per zeta), not a
+    /// its new zetas and its touched buckets' tree levels (about 1 byte per zeta), not a
     /// copy of them; when a side slice passes 1/32 of the shared zetas, the insert merges the
     /// bucket into a slice of its own (a copy), at most 1/16 of the set per insert.
     ///
     /// Only touched buckets are rehashed (in parallel when several are touched), each only
-    /// from the 32-leaf block of its first new leaf on (every leaf right of it moved, so its
+    /// from the 64-leaf block of its first new leaf on (every leaf right of it moved, so its
     /// leaf hashes and every node above are recomputed); then the top leaves from the first touched bucket on
     /// (their starts moved) and the top tree above them. A touched bucket still shared with a
     /// clone is copied first; untouched ones stay shared.

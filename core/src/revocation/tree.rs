@@ -6,7 +6,7 @@
 //! inserting into a sorted bucket would mean rebuilding it from scratch at twice the memory.
 //! This type stores 32 bytes per node (levels at their exact size) and, when leaves from
 //! position `p` on change, rehashes only the nodes at or right of `p` on each level, eight
-//! at a time (`lanes.rs`). A bucket keeps one over its 32-leaf block roots (`bucket.rs`),
+//! at a time (`lanes.rs`). A bucket keeps one over its 64-leaf block roots (`bucket.rs`),
 //! the set one over its 4096 top leaves. The tests in `core/tests/revocation.rs`
 //! check its roots and proof hashes against `rs_merkle::MerkleTree` leaf by leaf.
 //!

@@ -106,7 +106,7 @@
 //!
 //! Hashes and the member ledger are checked as entries arrive; SPHINCS+ verification of
 //! checkpoints, snapshots and opened signatures, and judge, are queued and run in parallel
-//! batches. Memory: the set of revoked zetas (about 18 bytes each), three hashes per entry
+//! batches. Memory: the set of revoked zetas (about 17 bytes each), three hashes per entry
 //! (its chain hash, and the Merkle tree's nodes: about two per entry), one record per
 //! member. The tile source adds a few bundles in flight and one unfinished tile of hashes
 //! per tree level ([`tiles`]).
