@@ -19,8 +19,10 @@ pub(crate) const FORS_TREE: u8 = 3;
 /// `type` of the FORS roots compression.
 pub(crate) const FORS_ROOTS: u8 = 4;
 /// `type` of the PRF deriving a WOTS+ chain's secret start (signing only).
+#[cfg(any(feature = "sign", all(test, not(target_family = "wasm"))))]
 pub(crate) const WOTS_PRF: u8 = 5;
 /// `type` of the PRF deriving a FORS leaf's secret value (signing only).
+#[cfg(any(feature = "sign", all(test, not(target_family = "wasm"))))]
 pub(crate) const FORS_PRF: u8 = 6;
 
 /// One address. The `tree` field is at most 64 bits in every parameter set.

@@ -337,7 +337,8 @@ impl Hasher {
     }
 
     /// `H` calls given by `input` (address, `2N` bytes), outputs to `output`: see
-    /// [`run_each`].
+    /// [`run_each`]. (The signer's tree levels.)
+    #[cfg(any(feature = "sign", all(test, not(target_family = "wasm"))))]
     pub(crate) fn h_each<'a>(
         &self,
         n: usize,
