@@ -54,9 +54,14 @@
 //! # Safety
 //!
 //! `hashes/mod.rs` allows `unsafe` in this module. The unsafe code is confined to the
-//! x86-64 module `x86` (the kernels [`x86::avx2`], [`x86::avx512`] and [`x86::avx512_x8`],
-//! one store in the four-state kernels' shared `scatter` and one in the eight-state
-//! kernel's) and the kernels' call sites in [`f1600_x4_with`] and [`f1600_x8`]:
+//! x86-64 module `x86` (the kernels [`x86::avx2`], [`x86::avx512`] and [`x86::avx512_x8`]
+//! and their shared-template forms `x86::avx2_shared`, `x86::avx512_shared` and
+//! `x86::avx512_x8_shared`, with one store in the four-state kernels' shared `scatter` and
+//! one in the eight-state kernels' `scatter_x8`) and the kernels' call sites in
+//! [`f1600_x4_with`], [`f1600_x4_shared_with`], [`f1600_x8`] and [`f1600_x8_shared`]. The
+//! shared-template forms are called exactly like their plain ones (the same target
+//! features, checked the same way) after their lane range was checked; they read their
+//! inputs with `set`/`set1` intrinsics (register operations, no pointer):
 //!
 //! * **Target features.** `x86::avx2` is a `#[target_feature(enable = "avx2")] fn`,
 //!   `x86::avx512` a `#[target_feature(enable = "avx2,avx512f,avx512vl")] fn`; calling them
@@ -537,11 +542,12 @@ mod x86 {
         })
     }
 
-    /// The inverse of [`gather`].
+    /// The inverse of [`gather`] for the first `N` lanes of each state (all 25, or the four
+    /// a shared-template call returns).
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn scatter(a: &[__m256i; 25], states: &mut [[u64; 25]; KECCAK_LANES]) {
-        for (j, v) in a.iter().enumerate() {
+    fn scatter<const N: usize>(a: &[__m256i; 25], states: &mut [[u64; N]; KECCAK_LANES]) {
+        for (j, v) in a.iter().take(N).enumerate() {
             let mut lane = [0u64; 4];
             // SAFETY: the pointer comes from `&mut lane`, exactly the 32 bytes written; the
             // store is the unaligned form (see the module's Safety section).
@@ -644,21 +650,6 @@ mod x86 {
         })
     }
 
-    /// The first four lanes of each state, out of the registers.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn store_head(a: &[__m256i; 25], out: &mut [[u64; SHARED_OUT_LANES]; KECCAK_LANES]) {
-        for (j, v) in a.iter().take(SHARED_OUT_LANES).enumerate() {
-            let mut lane = [0u64; 4];
-            // SAFETY: the pointer comes from `&mut lane`, exactly the 32 bytes written; the
-            // store is the unaligned form (see the module's Safety section).
-            unsafe { _mm256_storeu_si256(lane.as_mut_ptr().cast::<__m256i>(), *v) };
-            for (o, x) in out.iter_mut().zip(lane) {
-                o[j] = x;
-            }
-        }
-    }
-
     /// The AVX2 kernel on shared-template states ([`super::f1600_x4_shared`]).
     ///
     /// # Safety
@@ -673,7 +664,7 @@ mod x86 {
     ) {
         let mut a = gather_shared(template, first, nvar, var);
         keccak_rounds!(a, xor: xor, xor5: xor5_avx2, rol: rol_avx2, chi: chi_avx2, rc: rc);
-        store_head(&a, out);
+        scatter(&a, out);
     }
 
     // AVX-512VL operations.
@@ -720,7 +711,7 @@ mod x86 {
     ) {
         let mut a = gather_shared(template, first, nvar, var);
         keccak_rounds!(a, xor: xor, xor5: xor5_avx512, rol: rol_avx512, chi: chi_avx512, rc: rc);
-        store_head(&a, out);
+        scatter(&a, out);
     }
 
     // AVX-512F operations on eight states (`__m512i`).
@@ -770,7 +761,15 @@ mod x86 {
             )
         });
         keccak_rounds!(a, xor: xor_x8, xor5: xor5_x8, rol: rol_x8, chi: chi_x8, rc: rc_x8);
-        for (j, v) in a.iter().enumerate() {
+        scatter_x8(&a, states);
+    }
+
+    /// The first `N` lanes of each of the eight states out of the registers (all 25, or the
+    /// four a shared-template call returns).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn scatter_x8<const N: usize>(a: &[__m512i; 25], states: &mut [[u64; N]; KECCAK_LANES_X8]) {
+        for (j, v) in a.iter().take(N).enumerate() {
             let mut lane = [0u64; KECCAK_LANES_X8];
             // SAFETY: the pointer comes from `&mut lane`, exactly the 64 bytes written; the
             // store is the unaligned form (see the module's Safety section).
@@ -780,6 +779,7 @@ mod x86 {
             }
         }
     }
+
     /// The eight-state AVX-512F kernel for states that share all but `nvar` lanes from
     /// `first` ([`super::f1600_x8_shared`]): the shared lanes broadcast, the varying ones
     /// set element by element, and only the first four lanes stored.
@@ -813,15 +813,7 @@ mod x86 {
             }
         });
         keccak_rounds!(a, xor: xor_x8, xor5: xor5_x8, rol: rol_x8, chi: chi_x8, rc: rc_x8);
-        for (j, v) in a.iter().take(SHARED_OUT_LANES).enumerate() {
-            let mut lane = [0u64; KECCAK_LANES_X8];
-            // SAFETY: the pointer comes from `&mut lane`, exactly the 64 bytes written; the
-            // store is the unaligned form (see the module's Safety section).
-            unsafe { _mm512_storeu_si512(lane.as_mut_ptr().cast(), *v) };
-            for (o, x) in out.iter_mut().zip(lane) {
-                o[j] = x;
-            }
-        }
+        scatter_x8(&a, out);
     }
 }
 
