@@ -75,9 +75,11 @@
 //!   3.1 sets and against RustCrypto `slh-dsa` on the twelve FIPS 205 sets).
 //!   [`ManagerPublicKey::verify_batch`] checks many signatures at once, with the same
 //!   verdict per item.
-//! - PQClean (`pqcrypto-sphincsplus`, round 3.1) and `slh-dsa` (FIPS 205), feature `sign`,
-//!   are used only to generate the manager's key and to sign; they never decide whether a
-//!   signature is valid.
+//! - The manager's keys and signatures come from the crate's own signer
+//!   ([`sphincs::SigningKey`], feature `sign`), byte-identical to PQClean on the round 3.1
+//!   sets and to `slh-dsa` on the FIPS 205 sets; it refuses to sign when the hypertree it
+//!   computed does not end at the key's `PK.root`. PQClean and `slh-dsa` are only its test
+//!   oracles (feature `oracle`).
 //! - [`Manager::open`] verifies the signature first and never opens an invalid one.
 //!   [`ManagerPublicKey::judge`] checks the opening exactly as the spec defines it (tau
 //!   against the recomputed WOTS+ key); pair it with `verify` when validity is in question.
