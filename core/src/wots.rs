@@ -50,9 +50,8 @@ fn adrs(kind: u32, chain: usize) -> Address {
 }
 
 /// Advances chain `i` of `buf` (`len` chains of `N` bytes) through positions
-/// `start[i]..end[i]`, all chains through the lanes together.
-/// With `secret`, the kernels' lanes are wiped after (a key's own chains; a verifier's are
-/// public).
+/// `start[i]..end[i]`, all chains through the lanes together. With `secret`, the kernels'
+/// lanes and the jobs are wiped after (a key's own chains; a verifier's are public).
 fn run_chains(
     params: ParamSet,
     h: &Hasher,
@@ -83,7 +82,9 @@ fn run_chains(
     for (job, x) in jobs.iter().zip(buf.chunks_exact_mut(n)) {
         x.copy_from_slice(&job.x[..n]);
     }
-    jobs.iter_mut().for_each(Zeroize::zeroize);
+    if secret {
+        jobs.iter_mut().for_each(Zeroize::zeroize);
+    }
 }
 
 /// `steps` chain steps of `x` (`N` bytes) in chain `chain` from position `start`; the

@@ -119,14 +119,10 @@ impl View {
             ));
         }
         let later = loaded.later;
-        // The replica reads them in key order, ascending; sorted here only if not, so the
-        // set is built from the one vector (its peak: the zetas once, not twice).
-        let mut covered = loaded.covered;
-        if !covered.is_sorted_by(|a, b| a < b) {
-            covered.sort_unstable();
-            covered.dedup();
-        }
-        let set = RevocationSet::from_sorted_vec(covered)
+        // The replica reads them in key order (RocksDB's bytewise order is the zetas'
+        // order), so the set is built from the one vector (its peak: the zetas once, not
+        // twice); a store that is not in order is refused by `from_sorted_vec` as corrupt.
+        let set = RevocationSet::from_sorted_vec(loaded.covered)
             .map_err(|e| format!("the stored zetas: {e}"))?;
         if let Some(s) = &loaded.snapshot {
             if set.root() != s.record.root || set.len() != s.record.count {

@@ -43,7 +43,7 @@ mod wots;
 
 pub use self::params::Standard;
 #[cfg(feature = "sign")]
-pub use self::sign::{SignError, SigningKey, SigningKeyError};
+pub use self::sign::{SignError, SigningKey};
 
 /// FIPS 205's pure-mode message `M' = 0x00 || len(ctx) || ctx || M` (Algorithms 22 and 24),
 /// what [`VerifyingKey::verify_internal`] takes under [`Standard::Fips205`]; `None` when the

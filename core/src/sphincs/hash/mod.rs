@@ -110,13 +110,6 @@ pub(crate) struct NodeJob {
     pub out: [u8; 32],
 }
 
-impl Zeroize for NodeJob {
-    fn zeroize(&mut self) {
-        self.input.zeroize();
-        self.out.zeroize();
-    }
-}
-
 impl Zeroize for ChainJob {
     fn zeroize(&mut self) {
         self.x.zeroize();
@@ -193,10 +186,10 @@ pub(crate) fn run_chains<K: Kernel>(
             if let Some(t) = t {
                 let mut y = [0u8; 32];
                 k.output(lane, &mut y[..n]);
-                let at = (*t * 16 + usize::from(*pos)) * (n / 8);
-                for (word, bytes) in taps[at..at + n / 8].iter_mut().zip(y.chunks_exact(8)) {
-                    *word = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
-                }
+                put_words(
+                    &mut taps[(*t * 16 + usize::from(*pos)) * (n / 8)..],
+                    &y[..n],
+                );
                 y.zeroize();
             }
             if *pos == jobs[*i].end {
@@ -208,6 +201,15 @@ pub(crate) fn run_chains<K: Kernel>(
     }
     if wipe {
         lanes.iter_mut().take(width).for_each(Zeroize::zeroize);
+    }
+}
+
+/// Writes `src` (a multiple of 8 bytes) as little-endian words over the first
+/// `src.len() / 8` words of `dst`: how the signer keeps chain values (words wipe eight times
+/// faster than bytes).
+pub(crate) fn put_words(dst: &mut [u64], src: &[u8]) {
+    for (word, bytes) in dst.iter_mut().zip(src.chunks_exact(8)) {
+        *word = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
     }
 }
 

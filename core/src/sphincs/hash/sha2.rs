@@ -301,19 +301,17 @@ impl Sha2Hasher {
                 LANES
             };
             let blocks = (X + len + 9).div_ceil(64);
-            let total = ((64 + X + len) * 8) as u64;
             let mut msgs = vec![0u8; LANES_X16 * blocks * 64];
             for (group, (adrs, outs)) in adrs.chunks(width).zip(outs.chunks_mut(width)).enumerate()
             {
-                for (k, a) in adrs.iter().enumerate() {
-                    let m = &mut msgs[k * blocks * 64..(k + 1) * blocks * 64];
-                    let i = group * width + k;
-                    m.fill(0);
-                    m[..X].copy_from_slice(&a.compressed());
-                    m[X..X + len].copy_from_slice(&inputs[i * len..(i + 1) * len]);
-                    m[X + len] = 0x80;
-                    m[blocks * 64 - 8..].copy_from_slice(&total.to_be_bytes());
-                }
+                pad_tails(
+                    &mut msgs,
+                    64,
+                    blocks,
+                    adrs,
+                    &inputs[group * width * len..],
+                    len,
+                );
                 let block = |k: usize, b: usize| -> [u8; 64] {
                     let at = k * blocks * 64 + b * 64;
                     msgs[at..at + 64].try_into().unwrap_or([0; 64])
@@ -335,19 +333,17 @@ impl Sha2Hasher {
             }
         } else {
             let blocks = (X + len + 17).div_ceil(128);
-            let total = ((128 + X + len) * 8) as u128;
             let mut msgs = vec![0u8; LANES * blocks * 128];
             for (group, (adrs, outs)) in adrs.chunks(LANES).zip(outs.chunks_mut(LANES)).enumerate()
             {
-                for (k, a) in adrs.iter().enumerate() {
-                    let m = &mut msgs[k * blocks * 128..(k + 1) * blocks * 128];
-                    let i = group * LANES + k;
-                    m.fill(0);
-                    m[..X].copy_from_slice(&a.compressed());
-                    m[X..X + len].copy_from_slice(&inputs[i * len..(i + 1) * len]);
-                    m[X + len] = 0x80;
-                    m[blocks * 128 - 16..].copy_from_slice(&total.to_be_bytes());
-                }
+                pad_tails(
+                    &mut msgs,
+                    128,
+                    blocks,
+                    adrs,
+                    &inputs[group * LANES * len..],
+                    len,
+                );
                 let mut states = [self.h512.mid; LANES];
                 for b in 0..blocks {
                     let block: [[u8; 128]; LANES] = core::array::from_fn(|k| {
@@ -382,6 +378,32 @@ impl Sha2Hasher {
                 .finalize();
             mgf1::<Sha512>(&[r, seed, &inner], out);
         }
+    }
+}
+
+/// The padded tails of `T_l` calls after the seeded first block (`block` bytes: 64 for
+/// SHA-256, 128 for SHA-512): `ADRSc || input || 0x80 || zeros || bit length` (a length
+/// field of `block / 8` bytes, counting the seeded block), `blocks` blocks each, call `k`'s
+/// (address `adrs[k]`, input `inputs[k * len..][..len]`) into the `k`-th run of `msgs`.
+fn pad_tails(
+    msgs: &mut [u8],
+    block: usize,
+    blocks: usize,
+    adrs: &[Address],
+    inputs: &[u8],
+    len: usize,
+) {
+    let total = (((block + X + len) * 8) as u128).to_be_bytes();
+    for ((m, a), input) in msgs
+        .chunks_exact_mut(blocks * block)
+        .zip(adrs)
+        .zip(inputs.chunks_exact(len))
+    {
+        m.fill(0);
+        m[..X].copy_from_slice(&a.compressed());
+        m[X..X + len].copy_from_slice(input);
+        m[X + len] = 0x80;
+        m[blocks * block - block / 8..].copy_from_slice(&total[16 - block / 8..]);
     }
 }
 

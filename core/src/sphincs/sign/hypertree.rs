@@ -6,7 +6,7 @@ use zeroize::Zeroizing;
 
 use super::tree::Forest;
 use crate::sphincs::address::{Address, TREE, WOTS_HASH, WOTS_PK, WOTS_PRF};
-use crate::sphincs::hash::{ChainJob, Hasher};
+use crate::sphincs::hash::{put_words, ChainJob, Hasher};
 use crate::sphincs::params::Params;
 use crate::sphincs::wots::chain_lengths;
 
@@ -21,11 +21,12 @@ struct LayerTree {
     leaf: u32,
 }
 
-/// What is kept of a built layer tree.
+/// What is kept of the built layer trees.
 struct Built {
-    root: [u8; 32],
-    /// Every position of the signing key pair's chains: chain `c`'s position `j` as the
-    /// `N / 8` little-endian words from `(c * 16 + j) * N / 8`.
+    /// Each spec's root.
+    roots: Vec<[u8; 32]>,
+    /// Every position of each signing key pair's chains: spec `t`'s chain `c` at position
+    /// `j` is the `N / 8` little-endian words from `((t * len + c) * 16 + j) * N / 8`.
     positions: Zeroizing<Vec<u64>>,
 }
 
@@ -37,9 +38,7 @@ pub(super) fn top_root(p: &Params, hasher: &Hasher, sk_seed: &[u8]) -> [u8; 32] 
         leaf: 0,
     };
     let mut auth = [0u8; 32 * 16];
-    build(p, hasher, sk_seed, &[top], (&mut auth, p.hp * p.n, 0))
-        .pop()
-        .map_or([0; 32], |b| b.root)
+    build(p, hasher, sk_seed, &[top], (&mut auth, p.hp * p.n, 0)).roots[0]
 }
 
 /// Writes the hypertree signature of `fors_pk` (the bottom layer signs it with key pair
@@ -73,21 +72,24 @@ pub(super) fn sign(
 
     // Layer 0 signs the FORS public key, layer i the root of layer i - 1: chain c's value at
     // the signed digit, kept while the tree was built.
-    for (i, (part, b)) in out.chunks_exact_mut(layer_bytes).zip(&built).enumerate() {
-        let msg = if i == 0 { fors_pk } else { &built[i - 1].root };
+    for (i, part) in out.chunks_exact_mut(layer_bytes).enumerate() {
+        let msg = if i == 0 { fors_pk } else { &built.roots[i - 1] };
         let digits = chain_lengths(p, &msg[..n]);
         for (c, (dst, &digit)) in part[..wots_bytes]
             .chunks_exact_mut(n)
             .zip(&digits[..p.len])
             .enumerate()
         {
-            let at = (c * 16 + usize::from(digit)) * (n / 8);
-            for (bytes, word) in dst.chunks_exact_mut(8).zip(&b.positions[at..at + n / 8]) {
+            let at = ((i * p.len + c) * 16 + usize::from(digit)) * (n / 8);
+            for (bytes, word) in dst
+                .chunks_exact_mut(8)
+                .zip(&built.positions[at..at + n / 8])
+            {
                 bytes.copy_from_slice(&word.to_le_bytes());
             }
         }
     }
-    built.last().map_or([0; 32], |b| b.root)
+    built.roots[p.d - 1]
 }
 
 /// Builds the tree of every spec (in groups of whole layers of at most [`GROUP_CHAINS`]
@@ -99,13 +101,20 @@ fn build(
     sk_seed: &[u8],
     specs: &[LayerTree],
     auth: (&mut [u8], usize, usize),
-) -> Vec<Built> {
+) -> Built {
     let (auth, stride, offset) = auth;
     let (n, len) = (p.n, p.len);
     let pairs = 1usize << p.hp;
     let per_layer = pairs * len;
     let group = (GROUP_CHAINS / per_layer).max(1);
-    let mut built = Vec::with_capacity(specs.len());
+    let w = n / 8;
+    // Every position of the signing key pairs' chains, for the WOTS+ signatures: position
+    // 0 (the start) is put here, the others by the chain scheduler's taps.
+    let per_spec = len * 16 * w;
+    let mut built = Built {
+        roots: Vec::with_capacity(specs.len()),
+        positions: Zeroizing::new(vec![0; specs.len() * per_spec]),
+    };
     // The chain starts are secret until the chains have run; after, every job holds its
     // chain's end (public), so the buffer is not wiped again on drop.
     let mut chains: Vec<ChainJob> = Vec::new();
@@ -140,24 +149,19 @@ fn build(
                 job.x[..n].copy_from_slice(y);
             },
         );
-        // Every position of the signing key pairs' chains is kept (position 0, the start,
-        // now; the others as the chains run), for the WOTS+ signatures.
-        let w = n / 8;
-        let mut taps: Zeroizing<Vec<u64>> = Zeroizing::new(vec![0; specs.len() * len * 16 * w]);
+        // This group's share of the kept positions; the starts put now.
+        let taps = &mut built.positions[g * group * per_spec..][..specs.len() * per_spec];
         for (t, s) in specs.iter().enumerate() {
             let first = t * per_layer + s.leaf as usize * len;
             for (c, job) in chains[first..first + len].iter().enumerate() {
-                let at = (t * len + c) * 16 * w;
-                for (word, bytes) in taps[at..at + w].iter_mut().zip(job.x.chunks_exact(8)) {
-                    *word = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
-                }
+                put_words(&mut taps[(t * len + c) * 16 * w..][..w], &job.x[..n]);
             }
         }
         let tap = |i: usize| {
             let (t, rest) = (i / per_layer, i % per_layer);
             (rest / len == specs[t].leaf as usize).then_some(t * len + rest % len)
         };
-        hasher.chains_tapped(n, &mut chains, tap, &mut taps);
+        hasher.chains_tapped(n, &mut chains, tap, taps);
 
         // Each key pair's public key compressed to its leaf: T_len, through the lanes.
         pks.clear();
@@ -185,10 +189,7 @@ fn build(
         for (t, s) in specs.iter().enumerate() {
             let at = (g * group + t) * stride + offset;
             forest.auth_path(t, s.leaf, &mut auth[at..at + p.hp * n]);
-            built.push(Built {
-                root: forest.root(t),
-                positions: Zeroizing::new(taps[t * len * 16 * w..(t + 1) * len * 16 * w].to_vec()),
-            });
+            built.roots.push(forest.root(t));
         }
     }
     built

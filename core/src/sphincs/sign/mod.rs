@@ -58,9 +58,6 @@ pub struct SigningKey {
     hasher: Hasher,
 }
 
-/// Why [`SigningKey::from_seeds`] or [`SigningKey::from_bytes`] refused.
-pub type SigningKeyError = DecodeError;
-
 impl SigningKey {
     /// The key pair of three `N`-byte seeds: FIPS 205 `slh_keygen_internal(SK.seed, SK.prf,
     /// PK.seed)`, which is also PQClean's `crypto_sign_seed_keypair` for round 3.1 sets
@@ -72,7 +69,7 @@ impl SigningKey {
         sk_seed: &[u8],
         sk_prf: &[u8],
         pk_seed: &[u8],
-    ) -> Result<Self, SigningKeyError> {
+    ) -> Result<Self, DecodeError> {
         let n = params.n();
         for (field, seed) in [
             ("sk_seed", sk_seed),
@@ -99,7 +96,7 @@ impl SigningKey {
     /// the cost of one hypertree layer, by [`SigningKey::check`].
     ///
     /// Any other length is [`DecodeError::WrongFieldLength`] (`field: "spx_sk"`).
-    pub fn from_bytes(params: ParamSet, sk: &[u8]) -> Result<Self, SigningKeyError> {
+    pub fn from_bytes(params: ParamSet, sk: &[u8]) -> Result<Self, DecodeError> {
         let n = params.n();
         if sk.len() != params.spx_sk_len() {
             return Err(DecodeError::WrongFieldLength {
