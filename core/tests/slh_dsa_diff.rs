@@ -5,6 +5,11 @@
 //! the same signature does not verify under the round 3.1 twin's rules (the FORS index rule
 //! differs), except on the 192f sets (a = 8), where the two rules coincide — there only the
 //! parameter id in every DGSP header keeps the families apart (tests/protocol.rs).
+//!
+//! The random differential test is `#[ignore]`d; run it in release:
+//! `DGSP_SLH_DIFF_CASES=1000000 cargo test --release -p dgsp-core --test slh_dsa_diff random_differential -- --ignored --nocapture`
+
+mod support;
 
 use dgsp_core::sphincs::{fips205_message, VerifyingKey};
 use dgsp_core::{ParamSet, Standard};
@@ -167,4 +172,89 @@ sets! {
     slh_dsa_shake_192f: slh_dsa::Shake192f => SlhDsaShake192f, 10;
     slh_dsa_shake_256s: slh_dsa::Shake256s => SlhDsaShake256s, 11;
     slh_dsa_shake_256f: slh_dsa::Shake256f => SlhDsaShake256f, 12;
+}
+
+/// One set of the random differential: a key made by `slh-dsa`, eight messages it signed
+/// (empty context, as DGSP signs), the native verifier, and `slh-dsa`'s verdict.
+struct Fixture {
+    set: ParamSet,
+    native: VerifyingKey,
+    signed: Vec<(Vec<u8>, Vec<u8>)>,
+    theirs: Box<dyn Fn(&[u8], &[u8]) -> bool>,
+}
+
+fn fixture<P: ParameterSet + 'static>(set: ParamSet, rng: &mut ChaCha20Rng) -> Fixture {
+    let n = set.n();
+    let mut seeds = [0u8; 96];
+    rng.fill_bytes(&mut seeds);
+    let sk =
+        SigningKey::<P>::slh_keygen_internal(&seeds[..n], &seeds[32..32 + n], &seeds[64..64 + n]);
+    let vk = sk.verifying_key();
+    let signed = (0..8)
+        .map(|i| {
+            let mut m = vec![0u8; i * 9];
+            rng.fill_bytes(&mut m);
+            let mut opt = [0u8; 32];
+            rng.fill_bytes(&mut opt);
+            let s = sk
+                .try_sign_with_context(&m, &[], Some(&opt[..n]))
+                .unwrap()
+                .to_vec();
+            (m, s)
+        })
+        .collect();
+    Fixture {
+        set,
+        native: VerifyingKey::new(set, &vk.to_bytes()).unwrap(),
+        signed,
+        theirs: Box::new(move |m, s| {
+            let m = fips205_message(&[], m).unwrap();
+            Signature::<P>::try_from(s).is_ok_and(|s| vk.slh_verify_internal(&[&m], &s).is_ok())
+        }),
+    }
+}
+
+/// Random mutations on slh-dsa-sha2-128f and slh-dsa-shake-128f; the native verdict
+/// (`VerifyingKey::verify`, the path DGSP takes: pure mode, empty context) must equal
+/// `slh-dsa`'s on every case. Cases: env `DGSP_SLH_DIFF_CASES` (default 1,000,000); RNG
+/// seed: `DGSP_SLH_DIFF_SEED` (fixed default; keys and signatures follow from it).
+#[test]
+#[ignore = "long: run in release with DGSP_SLH_DIFF_CASES"]
+fn random_differential() {
+    let cases = support::env_u64("DGSP_SLH_DIFF_CASES", 1_000_000);
+    let seed = support::env_u64("DGSP_SLH_DIFF_SEED", 0x534c_4844_4946_4621);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let fixtures = [
+        fixture::<slh_dsa::Sha2_128f>(ParamSet::SlhDsaSha2_128f, &mut rng),
+        fixture::<slh_dsa::Shake128f>(ParamSet::SlhDsaShake128f, &mut rng),
+    ];
+    let (mut accepted, mut rejected) = (0u64, 0u64);
+    for case in 0..cases {
+        let f = &fixtures[(rng.next_u32() % 2) as usize];
+        let (m, s) = &f.signed[rng.next_u32() as usize % f.signed.len()];
+        let (mut m, mut s) = (m.clone(), s.clone());
+        let kind = support::mutate(&mut rng, &mut m, &mut s);
+        let ours = f.native.verify(&m, &s);
+        assert_eq!(
+            ours,
+            (f.theirs)(&m, &s),
+            "case {case} ({}, kind {kind})",
+            f.set
+        );
+        if kind == 0 {
+            assert!(
+                ours,
+                "case {case} ({}): an untouched signature rejected",
+                f.set
+            );
+        }
+        if ours {
+            accepted += 1;
+        } else {
+            rejected += 1;
+        }
+    }
+    println!(
+        "random differential (seed {seed}): {cases} cases agree with slh-dsa ({accepted} accepted, {rejected} rejected)"
+    );
 }

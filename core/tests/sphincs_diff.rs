@@ -10,6 +10,8 @@
 // Makes manager keys and signs: needs the `sign` feature (on by default).
 #![cfg(feature = "oracle")]
 
+mod support;
+
 use dgsp_core::hazmat;
 use dgsp_core::sphincs::VerifyingKey;
 use dgsp_core::ParamSet;
@@ -247,14 +249,8 @@ per_set! {
 #[test]
 #[ignore = "long: run in release with DGSP_SPX_DIFF_CASES"]
 fn random_differential() {
-    let cases: u64 = std::env::var("DGSP_SPX_DIFF_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let seed: u64 = std::env::var("DGSP_SPX_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0x5350_5844_4946_4621);
+    let cases = support::env_u64("DGSP_SPX_DIFF_CASES", 1_000_000);
+    let seed = support::env_u64("DGSP_SPX_DIFF_SEED", 0x5350_5844_4946_4621);
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     struct Fixture {
         set: ParamSet,
@@ -287,45 +283,7 @@ fn random_differential() {
         let f = &fixtures[(rng.next_u32() % 2) as usize];
         let (m, s) = &f.signed[rng.next_u32() as usize % f.signed.len()];
         let (mut m, mut s) = (m.clone(), s.clone());
-        let kind = rng.next_u32() % 8;
-        match kind {
-            0 => {} // untouched
-            1..=3 => {
-                // random byte of the signature, random non-zero xor
-                let pos = rng.next_u32() as usize % s.len();
-                s[pos] ^= (rng.next_u32() % 255 + 1) as u8;
-            }
-            4 => {
-                // several random bytes
-                for _ in 0..1 + rng.next_u32() % 4 {
-                    let pos = rng.next_u32() as usize % s.len();
-                    s[pos] ^= rng.next_u32() as u8;
-                }
-            }
-            5 => {
-                // random truncation or extension
-                let new_len = if rng.next_u32() % 2 == 0 {
-                    rng.next_u32() as usize % s.len()
-                } else {
-                    s.len() + 1 + rng.next_u32() as usize % 64
-                };
-                s.resize(new_len, rng.next_u32() as u8);
-            }
-            6 => {
-                // random message
-                m = vec![0u8; rng.next_u32() as usize % 100];
-                rng.fill_bytes(&mut m);
-            }
-            _ => {
-                // message bit flip or append
-                if m.is_empty() || rng.next_u32() % 2 == 0 {
-                    m.push(rng.next_u32() as u8);
-                } else {
-                    let pos = rng.next_u32() as usize % m.len();
-                    m[pos] ^= 1 << (rng.next_u32() % 8);
-                }
-            }
-        }
+        let kind = support::mutate(&mut rng, &mut m, &mut s);
         let ours = f.vk.verify(&m, &s);
         let theirs = hazmat::spx_verify_pqclean(f.set, &f.pk, &m, &s);
         assert_eq!(ours, theirs, "case {case} ({}, kind {kind})", f.set);

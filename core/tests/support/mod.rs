@@ -1,0 +1,57 @@
+//! What the long differential tests share: the random mutations they apply to a signed
+//! message before asking two verifiers for their verdicts.
+
+use rand_chacha::rand_core::RngCore;
+
+/// Number of mutation kinds [`mutate`] picks from (kind 0 leaves the pair untouched).
+pub const KINDS: u32 = 8;
+
+/// Applies one random mutation to the message `m` and the signature `s` and returns its
+/// kind: 0 untouched; 1-3 one signature byte xored with a non-zero value; 4 one to four
+/// random bytes xored; 5 the signature truncated or extended; 6 a new random message; 7 a
+/// message bit flipped or a byte appended.
+pub fn mutate(rng: &mut impl RngCore, m: &mut Vec<u8>, s: &mut Vec<u8>) -> u32 {
+    let kind = rng.next_u32() % KINDS;
+    match kind {
+        0 => {}
+        1..=3 => {
+            let pos = rng.next_u32() as usize % s.len();
+            s[pos] ^= (rng.next_u32() % 255 + 1) as u8;
+        }
+        4 => {
+            for _ in 0..1 + rng.next_u32() % 4 {
+                let pos = rng.next_u32() as usize % s.len();
+                s[pos] ^= rng.next_u32() as u8;
+            }
+        }
+        5 => {
+            let new_len = if rng.next_u32() % 2 == 0 {
+                rng.next_u32() as usize % s.len()
+            } else {
+                s.len() + 1 + rng.next_u32() as usize % 64
+            };
+            s.resize(new_len, rng.next_u32() as u8);
+        }
+        6 => {
+            *m = vec![0u8; rng.next_u32() as usize % 100];
+            rng.fill_bytes(m);
+        }
+        _ => {
+            if m.is_empty() || rng.next_u32() % 2 == 0 {
+                m.push(rng.next_u32() as u8);
+            } else {
+                let pos = rng.next_u32() as usize % m.len();
+                m[pos] ^= 1 << (rng.next_u32() % 8);
+            }
+        }
+    }
+    kind
+}
+
+/// The number of cases a long differential runs: env `var`, else `default`.
+pub fn env_u64(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
