@@ -174,13 +174,16 @@ sets! {
     slh_dsa_shake_256f: slh_dsa::Shake256f => SlhDsaShake256f, 12;
 }
 
+/// A verifier's verdict on a message and a signature.
+type Verdict = Box<dyn Fn(&[u8], &[u8]) -> bool>;
+
 /// One set of the random differential: a key made by `slh-dsa`, eight messages it signed
 /// (empty context, as DGSP signs), the native verifier, and `slh-dsa`'s verdict.
 struct Fixture {
     set: ParamSet,
     native: VerifyingKey,
     signed: Vec<(Vec<u8>, Vec<u8>)>,
-    theirs: Box<dyn Fn(&[u8], &[u8]) -> bool>,
+    theirs: Verdict,
 }
 
 fn fixture<P: ParameterSet + 'static>(set: ParamSet, rng: &mut ChaCha20Rng) -> Fixture {

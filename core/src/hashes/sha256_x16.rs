@@ -88,15 +88,102 @@ pub(crate) fn compress_x16(states: &mut [[u32; 8]; LANES_X16], blocks: &[[u8; 64
     }
 }
 
+/// Sixteen chains of dependent one-block SHA-256 calls from one midstate, each block kept
+/// as its sixteen message words between the steps: the WOTS+ chains of the SPHINCS+ SHA-2
+/// `F`, whose block is `ADRSc (22 bytes) || x (N bytes) || 0x80 || zeros || bit length`
+/// with the hash address's low bytes at 20..22 (see `sphincs::hash::sha2`). What the
+/// chain driver keeps between the calls of [`chain_steps_x16`].
+#[derive(Clone, Copy)]
+pub(crate) struct ChainLanes {
+    /// Word `j` of lane `i`'s block, as SHA-256 reads it (big-endian): `words[j][i]`.
+    pub(crate) words: [[u32; LANES_X16]; 16],
+    /// Steps left per lane (0: the lane is idle).
+    pub(crate) steps: [u32; LANES_X16],
+}
+
+/// The block word where the chained value starts: bytes 20..24 hold the hash address's
+/// low two bytes and the value's first two.
+pub(crate) const CHAIN_WORD: usize = 5;
+
+/// Runs chain steps, every lane with steps left stepping together, while more than `stop`
+/// lanes have steps left. One step of lane `i`: its block is compressed from `mid`; the
+/// result's first `value_words` words, big-endian, become the block's bytes
+/// `22..22 + 4 value_words` (the chained value); the 16-bit big-endian number at bytes
+/// `20..22` (the hash address) is incremented, wrapping; `steps[i]` decreases by one.
+/// Exactly [`chain_steps_scalar`], the model it is tested against; on AVX-512F one kernel
+/// call with the blocks in registers, no gathers or byte copies between steps.
+///
+/// # Panics
+/// If `value_words` is not in `1..=8`.
+pub(crate) fn chain_steps_x16(
+    mid: &[u32; 8],
+    lanes: &mut ChainLanes,
+    value_words: usize,
+    stop: usize,
+) {
+    assert!(
+        (1..=8).contains(&value_words),
+        "a chained value is one to eight words"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if super::avx512f() {
+        // SAFETY: as in `compress_x16`.
+        unsafe { x86::chain_steps(mid, lanes, value_words, stop) };
+        return;
+    }
+    chain_steps_scalar(mid, lanes, value_words, stop);
+}
+
+/// The scalar model of [`chain_steps_x16`] (and its fallback): one `sha2::compress256` per
+/// lane and step.
+///
+/// # Panics
+/// If `value_words` is not in `1..=8`.
+pub(crate) fn chain_steps_scalar(
+    mid: &[u32; 8],
+    lanes: &mut ChainLanes,
+    value_words: usize,
+    stop: usize,
+) {
+    assert!((1..=8).contains(&value_words));
+    while lanes.steps.iter().filter(|s| **s > 0).count() > stop {
+        for i in 0..LANES_X16 {
+            if lanes.steps[i] == 0 {
+                continue;
+            }
+            let mut block = [0u8; 64];
+            for (bytes, w) in block.chunks_exact_mut(4).zip(&lanes.words) {
+                bytes.copy_from_slice(&w[i].to_be_bytes());
+            }
+            let mut st = *mid;
+            compress256(
+                &mut st,
+                core::slice::from_ref(GenericArray::from_slice(&block)),
+            );
+            let w = &mut lanes.words;
+            let c = CHAIN_WORD;
+            w[c][i] = (w[c][i].wrapping_add(1 << 16) & 0xffff_0000) | (st[0] >> 16);
+            for j in 1..value_words {
+                w[c + j][i] = (st[j - 1] << 16) | (st[j] >> 16);
+            }
+            let last = c + value_words;
+            w[last][i] = (st[value_words - 1] << 16) | (w[last][i] & 0xffff);
+            lanes.steps[i] -= 1;
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use core::arch::x86_64::{
-        __m512i, _mm512_add_epi32, _mm512_i32gather_epi32, _mm512_loadu_si512, _mm512_rol_epi32,
-        _mm512_ror_epi32, _mm512_set1_epi32, _mm512_setr_epi32, _mm512_srli_epi32,
-        _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+        __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_andnot_si512, _mm512_cmpgt_epu32_mask,
+        _mm512_i32gather_epi32, _mm512_loadu_si512, _mm512_mask_mov_epi32, _mm512_mask_sub_epi32,
+        _mm512_or_si512, _mm512_rol_epi32, _mm512_ror_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
+        _mm512_setzero_si512, _mm512_slli_epi32, _mm512_srli_epi32, _mm512_storeu_si512,
+        _mm512_ternarylogic_epi32,
     };
 
-    use super::LANES_X16;
+    use super::{ChainLanes, CHAIN_WORD, LANES_X16};
 
     use super::super::SHA256_K as K;
 
@@ -161,7 +248,8 @@ mod x86 {
     pub(super) fn compress(states: &mut [[u32; 8]; LANES_X16], blocks: &[[u8; 64]; LANES_X16]) {
         let init: [__m512i; 8] =
             core::array::from_fn(|k| load(&core::array::from_fn(|i| states[i][k])));
-        for (k, v) in rounds(init, blocks).into_iter().enumerate() {
+        let w = core::array::from_fn(|j| message_word(blocks, j));
+        for (k, v) in rounds(init, w).into_iter().enumerate() {
             for (st, word) in states.iter_mut().zip(store(v)) {
                 st[k] = word;
             }
@@ -181,19 +269,70 @@ mod x86 {
         out_words: usize,
     ) {
         let init: [__m512i; 8] = core::array::from_fn(|k| _mm512_set1_epi32(mid[k] as i32));
-        for (k, v) in rounds(init, blocks).into_iter().enumerate().take(out_words) {
+        let w = core::array::from_fn(|j| message_word(blocks, j));
+        for (k, v) in rounds(init, w).into_iter().enumerate().take(out_words) {
             for (st, word) in out.iter_mut().zip(store(v)) {
                 st[k] = word;
             }
         }
     }
 
+    /// The AVX-512F kernel of [`super::chain_steps_x16`]: the blocks' words are loaded as
+    /// sixteen registers per step (no gather, no byte swap), the busy lanes' new words
+    /// merged under a mask.
+    ///
+    /// # Safety
+    /// The CPU must support `avx512f` (see [`crate::hashes::avx512f`]).
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn chain_steps(
+        mid: &[u32; 8],
+        lanes: &mut ChainLanes,
+        value_words: usize,
+        stop: usize,
+    ) {
+        let init: [__m512i; 8] = core::array::from_fn(|k| _mm512_set1_epi32(mid[k] as i32));
+        let high = _mm512_set1_epi32(0xffff_0000_u32 as i32);
+        let step = _mm512_set1_epi32(1 << 16);
+        let mut steps = load(&lanes.steps);
+        loop {
+            let busy = _mm512_cmpgt_epu32_mask(steps, _mm512_setzero_si512());
+            if busy.count_ones() as usize <= stop {
+                break;
+            }
+            let w: [__m512i; 16] = core::array::from_fn(|j| load(&lanes.words[j]));
+            let st = rounds(init, w);
+            let c = CHAIN_WORD;
+            // (w + 1 << 16) & 0xffff0000 | st[0] >> 16.
+            let first = _mm512_or_si512(
+                _mm512_and_si512(_mm512_add_epi32(w[c], step), high),
+                _mm512_srli_epi32::<16>(st[0]),
+            );
+            lanes.words[c] = store(_mm512_mask_mov_epi32(w[c], busy, first));
+            for j in 1..value_words {
+                let v = _mm512_or_si512(
+                    _mm512_slli_epi32::<16>(st[j - 1]),
+                    _mm512_srli_epi32::<16>(st[j]),
+                );
+                lanes.words[c + j] = store(_mm512_mask_mov_epi32(w[c + j], busy, v));
+            }
+            let last = c + value_words;
+            // st << 16 | w & 0xffff.
+            let v = _mm512_or_si512(
+                _mm512_slli_epi32::<16>(st[value_words - 1]),
+                _mm512_andnot_si512(high, w[last]),
+            );
+            lanes.words[last] = store(_mm512_mask_mov_epi32(w[last], busy, v));
+            steps = _mm512_mask_sub_epi32(steps, busy, steps, _mm512_set1_epi32(1));
+        }
+        lanes.steps = store(steps);
+    }
+
     /// The 64 rounds on the sixteen lanes from `init` (one state word per register) over
-    /// `blocks`, and the feed-forward: the new states, one word per register.
+    /// the message words `w` (word `j` of every lane in `w[j]`), and the feed-forward: the
+    /// new states, one word per register.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn rounds(init: [__m512i; 8], blocks: &[[u8; 64]; LANES_X16]) -> [__m512i; 8] {
-        let mut w: [__m512i; 16] = core::array::from_fn(|j| message_word(blocks, j));
+    fn rounds(init: [__m512i; 8], mut w: [__m512i; 16]) -> [__m512i; 8] {
         let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = init;
         let xor3 = |x, y, z| _mm512_ternarylogic_epi32::<XOR3>(x, y, z);
         for (t, &k) in K.iter().enumerate() {
@@ -311,6 +450,75 @@ mod tests {
                     "lane {i}: past {words} untouched"
                 );
             }
+        }
+    }
+
+    /// The chain kernel against its scalar model: random blocks, steps and value widths,
+    /// stopping at every threshold the driver uses (and at none).
+    #[test]
+    fn chain_steps_match_the_model() {
+        let mut rng = Rng(0x5ec0_2d1e);
+        let mid: [u32; 8] = core::array::from_fn(|_| rng.next_u32());
+        for round in 0..60 {
+            let value_words = [4usize, 6, 8][round % 3];
+            let stop = [0usize, 12, 15, 16][(round / 3) % 4];
+            let mut lanes = ChainLanes {
+                words: core::array::from_fn(|_| core::array::from_fn(|_| rng.next_u32())),
+                steps: core::array::from_fn(|_| rng.next_u32() % 16),
+            };
+            let mut want = lanes;
+            chain_steps_scalar(&mid, &mut want, value_words, stop);
+            chain_steps_x16(&mid, &mut lanes, value_words, stop);
+            assert_eq!(lanes.words, want.words, "round {round}");
+            assert_eq!(lanes.steps, want.steps, "round {round}");
+            let busy = want.steps.iter().filter(|s| **s > 0).count();
+            assert!(
+                busy <= stop,
+                "round {round}: stopped with {busy} busy lanes"
+            );
+        }
+    }
+
+    /// One step of the model, in bytes: the block compressed from the midstate, its first
+    /// words written big-endian at byte 22, the 16-bit number at bytes 20..22 incremented.
+    #[test]
+    fn a_chain_step_in_bytes() {
+        let mut rng = Rng(5);
+        let mid: [u32; 8] = core::array::from_fn(|_| rng.next_u32());
+        for value_words in [4usize, 6, 8] {
+            let mut block: [u8; 64] = core::array::from_fn(|_| rng.next_u32() as u8);
+            block[21] = 0xff; // the increment carries into byte 20
+            let mut lanes = ChainLanes {
+                words: [[0; LANES_X16]; 16],
+                steps: [0; LANES_X16],
+            };
+            for (j, w) in lanes.words.iter_mut().enumerate() {
+                w[3] = u32::from_be_bytes(block[4 * j..4 * j + 4].try_into().unwrap());
+            }
+            lanes.steps[3] = 1;
+            chain_steps_x16(&mid, &mut lanes, value_words, 0);
+            let mut st = mid;
+            compress256(
+                &mut st,
+                core::slice::from_ref(GenericArray::from_slice(&block)),
+            );
+            let mut want = block;
+            let adr = u16::from_be_bytes([block[20], block[21]]).wrapping_add(1);
+            want[20..22].copy_from_slice(&adr.to_be_bytes());
+            for (k, w) in st.iter().take(value_words).enumerate() {
+                want[22 + 4 * k..26 + 4 * k].copy_from_slice(&w.to_be_bytes());
+            }
+            let got: Vec<u8> = lanes
+                .words
+                .iter()
+                .flat_map(|w| w[3].to_be_bytes())
+                .collect();
+            assert_eq!(got, want, "{value_words} words");
+            assert_eq!(lanes.steps, [0; LANES_X16]);
+            assert!(
+                lanes.words.iter().all(|w| w[0] == 0),
+                "idle lanes untouched"
+            );
         }
     }
 

@@ -33,14 +33,29 @@ pub(crate) fn push_chains(
     sig: &[u8],
     jobs: &mut Vec<ChainJob>,
 ) {
-    let n = p.n;
+    match p.n {
+        16 => push_chains_n::<16>(p, adrs, msg, sig, jobs),
+        24 => push_chains_n::<24>(p, adrs, msg, sig, jobs),
+        _ => push_chains_n::<32>(p, adrs, msg, sig, jobs),
+    }
+}
+
+/// [`push_chains`] for `N = p.n` known at compile time (fixed-size copies).
+fn push_chains_n<const N: usize>(
+    p: &Params,
+    adrs: Address,
+    msg: &[u8],
+    sig: &[u8],
+    jobs: &mut Vec<ChainJob>,
+) {
     let lengths = chain_lengths(p, msg);
-    for (c, (s, &start)) in sig.chunks_exact(n).zip(&lengths[..p.len]).enumerate() {
-        let mut a = adrs;
-        a.kind = WOTS_HASH;
+    let (chunks, _) = sig.as_chunks::<N>();
+    let mut a = adrs;
+    a.kind = WOTS_HASH;
+    for (c, (s, &start)) in chunks.iter().zip(&lengths[..p.len]).enumerate() {
         a.word6 = c as u32;
         let mut x = [0u8; 32];
-        x[..n].copy_from_slice(s);
+        x[..N].copy_from_slice(s);
         jobs.push(ChainJob {
             adrs: a,
             x,

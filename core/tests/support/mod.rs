@@ -25,7 +25,7 @@ pub fn mutate(rng: &mut impl RngCore, m: &mut Vec<u8>, s: &mut Vec<u8>) -> u32 {
             }
         }
         5 => {
-            let new_len = if rng.next_u32() % 2 == 0 {
+            let new_len = if rng.next_u32().is_multiple_of(2) {
                 rng.next_u32() as usize % s.len()
             } else {
                 s.len() + 1 + rng.next_u32() as usize % 64
@@ -37,7 +37,7 @@ pub fn mutate(rng: &mut impl RngCore, m: &mut Vec<u8>, s: &mut Vec<u8>) -> u32 {
             rng.fill_bytes(m);
         }
         _ => {
-            if m.is_empty() || rng.next_u32() % 2 == 0 {
+            if m.is_empty() || rng.next_u32().is_multiple_of(2) {
                 m.push(rng.next_u32() as u8);
             } else {
                 let pos = rng.next_u32() as usize % m.len();

@@ -144,11 +144,7 @@ pub(crate) fn run_chains<K: Kernel>(
     tap: impl Fn(usize) -> Option<usize>,
     taps: &mut [u64],
 ) {
-    let mut order: Vec<usize> = (0..jobs.len())
-        .filter(|&i| jobs[i].end > jobs[i].start)
-        .collect();
-    order.sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i].end - jobs[i].start));
-    let mut next = order.into_iter();
+    let mut next = longest_first(jobs).into_iter();
     let width = k.lanes().min(MAX_LANES);
     // Per lane: the job it runs, the position of its next step and its tap (lanes from
     // `width` on stay empty).
@@ -202,6 +198,33 @@ pub(crate) fn run_chains<K: Kernel>(
     if wipe {
         lanes.iter_mut().take(width).for_each(Zeroize::zeroize);
     }
+}
+
+/// The indices of the jobs with steps to run, longest first (a counting sort on the
+/// number of steps; equal lengths keep their order).
+pub(crate) fn longest_first(jobs: &[ChainJob]) -> Vec<usize> {
+    let steps = |j: &ChainJob| usize::from(j.end.saturating_sub(j.start));
+    let longest = jobs.iter().map(steps).max().unwrap_or(0);
+    // at[longest - s]: where the next job of s >= 1 steps goes.
+    let mut at = [0usize; 256];
+    for j in jobs.iter().filter(|j| steps(j) > 0) {
+        at[longest - steps(j)] += 1;
+    }
+    let mut total = 0usize;
+    for a in at.iter_mut().take(longest) {
+        let count = *a;
+        *a = total;
+        total += count;
+    }
+    let mut order = vec![0usize; total];
+    for (i, j) in jobs.iter().enumerate() {
+        let s = steps(j);
+        if s > 0 {
+            order[at[longest - s]] = i;
+            at[longest - s] += 1;
+        }
+    }
+    order
 }
 
 /// Writes `src` (a multiple of 8 bytes) as little-endian words over the first
@@ -290,7 +313,7 @@ impl Hasher {
     /// [`run_chains`].
     pub(crate) fn chains(&self, n: usize, jobs: &mut [ChainJob]) {
         match self {
-            Hasher::Sha2(h) => run_chains(h.f(), n, jobs, false, |_| None, &mut []),
+            Hasher::Sha2(h) => h.f().chains(jobs),
             Hasher::Shake(h) => run_chains(h.f(), n, jobs, false, |_| None, &mut []),
         }
     }
@@ -395,6 +418,32 @@ impl Hasher {
 mod tests {
     use super::*;
     use crate::params::ParamSet;
+
+    /// The counting sort gives what a stable sort by decreasing length gives, without the
+    /// jobs of no steps.
+    #[test]
+    fn longest_first_is_a_stable_sort() {
+        let mut seed = 7u32;
+        let jobs: Vec<ChainJob> = (0..300)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let start = (seed >> 16) as u8 % 16;
+                let end = if seed.is_multiple_of(5) { start } else { 15 };
+                ChainJob {
+                    adrs: Address::default(),
+                    x: [0; 32],
+                    start,
+                    end,
+                }
+            })
+            .collect();
+        let mut want: Vec<usize> = (0..jobs.len())
+            .filter(|&i| jobs[i].end > jobs[i].start)
+            .collect();
+        want.sort_by_key(|&i| core::cmp::Reverse(jobs[i].end - jobs[i].start));
+        assert_eq!(longest_first(&jobs), want);
+        assert!(longest_first(&[]).is_empty());
+    }
 
     /// `T_l` through the lanes equals one `T_l` at a time, for every width of the families'
     /// hashes (SHA-256, SHA-512, SHAKE) and counts that leave partial groups.

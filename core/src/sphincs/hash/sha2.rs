@@ -9,10 +9,12 @@
 use sha2::digest::generic_array::GenericArray;
 use sha2::{compress256, compress512, Digest, Sha256, Sha512};
 
-use super::{gather, Kernel, MAX_LANES};
+use super::{gather, longest_first, run_chains, ChainJob, Kernel, MAX_LANES};
 use crate::hashes::lanes::compress_lanes;
 use crate::hashes::lanes::LANES;
-use crate::hashes::sha256_x16::{compress_x16, compress_x16_from, LANES_X16};
+use crate::hashes::sha256_x16::{
+    chain_steps_x16, compress_x16, compress_x16_from, ChainLanes, CHAIN_WORD, LANES_X16,
+};
 use crate::hashes::sha512_lanes::compress512_x4;
 use crate::hashes::{wide_kernels, IV256};
 use crate::sphincs::address::{Address, COMPRESSED_WORD7};
@@ -30,6 +32,9 @@ const IV512: [u64; 8] = [
 
 /// Where `x` starts in the block: after the 22-byte compressed address.
 const X: usize = 22;
+// The chain kernel's layout: the value two bytes into word `CHAIN_WORD`, after the hash
+// address (bytes 18..22, whose low two bytes the kernel increments).
+const _: () = assert!(X == 4 * CHAIN_WORD + 2 && COMPRESSED_WORD7 + 4 == X);
 
 /// The four lanes the SHA-2 kernels hash (the drivers never activate the others).
 #[inline(always)]
@@ -53,6 +58,116 @@ pub(crate) struct Sha256Kernel {
     mid: [u32; 8],
     /// Lanes per call: sixteen where the CPU has AVX-512F (`compress_x16`), else four.
     lanes: usize,
+}
+
+impl Sha256Kernel {
+    /// Advances every chain of a verifier's `jobs` (public values: nothing is wiped). With
+    /// sixteen lanes, on the chain kernel (`hashes::sha256_x16::chain_steps_x16`): the
+    /// blocks stay as words between steps and a kernel call runs until a lane's chain ends,
+    /// when the lane is refilled with the next longest; once no chain waits and at most
+    /// [`SHANI_UP_TO`] lanes are busy, the rest finish through [`run_chains`] (SHA-NI).
+    /// Otherwise [`run_chains`] throughout.
+    pub(crate) fn chains(&self, jobs: &mut [ChainJob]) {
+        match self.n {
+            16 => self.chains_n::<16>(jobs),
+            24 => self.chains_n::<24>(jobs),
+            _ => self.chains_n::<32>(jobs),
+        }
+    }
+
+    /// [`chains`](Self::chains) for `N` known at compile time (`self.n == N`): the values'
+    /// copies are of fixed size.
+    fn chains_n<const N: usize>(&self, jobs: &mut [ChainJob]) {
+        let order = longest_first(jobs);
+        if self.lanes != LANES_X16 || order.len() <= SHANI_UP_TO {
+            run_chains(self, N, jobs, false, |_| None, &mut []);
+            return;
+        }
+        let mut next = order.into_iter();
+        let mut lanes = ChainLanes {
+            words: [[0; LANES_X16]; 16],
+            steps: [0; LANES_X16],
+        };
+        let mut slots: [Option<usize>; LANES_X16] = [None; LANES_X16];
+        for (lane, slot) in slots.iter_mut().enumerate() {
+            *slot = next.next();
+            if let Some(i) = *slot {
+                load_words::<N>(&mut lanes, lane, &jobs[i]);
+            }
+        }
+        loop {
+            let waiting = next.len() > 0;
+            let stop = if waiting { LANES_X16 - 1 } else { SHANI_UP_TO };
+            chain_steps_x16(&self.mid, &mut lanes, N / 4, stop);
+            for (lane, slot) in slots.iter_mut().enumerate() {
+                if lanes.steps[lane] > 0 {
+                    continue;
+                }
+                if let Some(i) = slot.take() {
+                    jobs[i].x[..N].copy_from_slice(&lane_value::<N>(&lanes, lane));
+                    *slot = next.next();
+                    if let Some(j) = *slot {
+                        load_words::<N>(&mut lanes, lane, &jobs[j]);
+                    }
+                }
+            }
+            if !waiting {
+                break;
+            }
+        }
+        // The tail: the chains still running, from where they are.
+        let mut tail: Vec<(usize, ChainJob)> = Vec::with_capacity(SHANI_UP_TO);
+        for (lane, slot) in slots.iter().enumerate() {
+            if let Some(i) = *slot {
+                let mut job = jobs[i];
+                job.x[..N].copy_from_slice(&lane_value::<N>(&lanes, lane));
+                // At most `end - start` steps were left: no underflow.
+                job.start = job.end - lanes.steps[lane] as u8;
+                tail.push((i, job));
+            }
+        }
+        let mut tail_jobs: Vec<ChainJob> = tail.iter().map(|(_, j)| *j).collect();
+        run_chains(self, N, &mut tail_jobs, false, |_| None, &mut []);
+        for ((i, _), job) in tail.iter().zip(&tail_jobs) {
+            jobs[*i].x = job.x;
+        }
+    }
+}
+
+/// Writes `job`'s first block (as [`Kernel::load`] makes it, the hash address set to the
+/// chain's start) into `lane` of the chain kernel's words, and its step count.
+fn load_words<const N: usize>(lanes: &mut ChainLanes, lane: usize, job: &ChainJob) {
+    let a = &job.adrs;
+    let be = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap_or([0; 4]));
+    let x = &job.x;
+    let w = &mut lanes.words;
+    // ADRSc: layer (1), tree (8), type (1), keypair, chain, hash (4 each), then x.
+    w[0][lane] = (u32::from(a.layer) << 24) | (a.tree >> 40) as u32;
+    w[1][lane] = (a.tree >> 8) as u32;
+    w[2][lane] = ((a.tree as u32) << 24) | (u32::from(a.kind) << 16) | (a.keypair >> 16);
+    w[3][lane] = (a.keypair << 16) | (a.word6 >> 16);
+    w[4][lane] = a.word6 << 16; // and the hash address's high half: 0
+    w[5][lane] = (u32::from(job.start) << 16) | (u32::from(x[0]) << 8) | u32::from(x[1]);
+    for k in 1..N / 4 {
+        w[5 + k][lane] = be(&x[4 * k - 2..4 * k + 2]);
+    }
+    w[5 + N / 4][lane] = (u32::from(x[N - 2]) << 24) | (u32::from(x[N - 1]) << 16) | 0x8000;
+    for word in w.iter_mut().take(15).skip(6 + N / 4) {
+        word[lane] = 0;
+    }
+    w[15][lane] = ((64 + X + N) * 8) as u32;
+    lanes.steps[lane] = u32::from(job.end - job.start);
+}
+
+/// The chained value (block bytes `X..X + N`) of `lane`.
+fn lane_value<const N: usize>(lanes: &ChainLanes, lane: usize) -> [u8; N] {
+    let mut block = [0u8; 64];
+    for (bytes, w) in block.as_chunks_mut::<4>().0.iter_mut().zip(&lanes.words) {
+        *bytes = w[lane].to_be_bytes();
+    }
+    let mut out = [0u8; N];
+    out.copy_from_slice(&block[X..X + N]);
+    out
 }
 
 impl Kernel for Sha256Kernel {
@@ -427,6 +542,50 @@ fn mgf1<D: Digest + Clone>(seed: &[&[u8]], out: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The chain kernel's lane words are the block `Kernel::load` makes (hash address set
+    /// to the start), read big-endian, for every `N`; the value reads back from them.
+    fn load_words_is_load<const N: usize>() {
+        let k = Sha2Hasher::new(&[9u8; N]).f;
+        let mut lanes = ChainLanes {
+            words: [[0; LANES_X16]; 16],
+            steps: [0; LANES_X16],
+        };
+        for lane in [0usize, 7, 15] {
+            let x: [u8; 32] = core::array::from_fn(|i| (i * 37 + lane) as u8 | 0x81);
+            let job = ChainJob {
+                adrs: Address {
+                    layer: 0xa5,
+                    tree: 0x0123_4567_89ab_cdef,
+                    kind: 0,
+                    keypair: 0xfedc_ba98,
+                    word6: 0x7654_3210,
+                    word7: 0xffff_ffff,
+                },
+                x,
+                start: 3 + lane as u8 % 7,
+                end: 15,
+            };
+            load_words::<N>(&mut lanes, lane, &job);
+            let mut block = k.load(&job.adrs, &job.x[..N]);
+            k.set_word7(&mut block, u32::from(job.start));
+            let words: Vec<u32> = lanes.words.iter().map(|w| w[lane]).collect();
+            let want: Vec<u32> = block
+                .chunks_exact(4)
+                .map(|b| u32::from_be_bytes(b.try_into().unwrap()))
+                .collect();
+            assert_eq!(words, want, "N = {N}, lane {lane}");
+            assert_eq!(lanes.steps[lane], u32::from(15 - job.start));
+            assert_eq!(lane_value::<N>(&lanes, lane)[..], x[..N]);
+        }
+    }
+
+    #[test]
+    fn chain_lane_words() {
+        load_words_is_load::<16>();
+        load_words_is_load::<24>();
+        load_words_is_load::<32>();
+    }
 
     /// The flags with exactly the lanes `on` active.
     fn active(on: &[usize]) -> [bool; MAX_LANES] {
