@@ -1,7 +1,8 @@
 //! SHA-256 compressions on dependent chains (each lane's output state is its next input, as
 //! in a WOTS+ chain): `sha2::compress256` one lane at a time, the four-lane SHA-NI kernel the
 //! verifier uses (`hashes::lanes`), and the sixteen-lane AVX-512F kernel
-//! (`hashes::sha256_x16`). Criterion's throughput is in compressions, so ns per block per
+//! (`hashes::sha256_x16`), also in its chain form (`chain_steps_x16`: the blocks kept as
+//! message words between steps, as the SHA-2 verifier's WOTS+ chains run). Criterion's throughput is in compressions, so ns per block per
 //! lane = 1000 / (Melem/s).
 //!
 //! `cargo bench -p dgsp-core --bench sha256`
@@ -25,6 +26,7 @@ fn main() {
         ("compress256", 1usize),
         ("sha-ni-x4", 4),
         ("avx512-x16", 16),
+        ("avx512-x16-chain", 16),
     ] {
         let mut states: Vec<[u32; 8]> = (0..lanes)
             .map(|i| core::array::from_fn(|j| (i * 8 + j) as u32))

@@ -292,8 +292,9 @@ pub fn keccak_f1600_x8_bench(states: &mut [[u64; 25]; 8], iterations: u32) -> bo
 /// Benchmark hook, not an API: `iterations` dependent SHA-256 compressions in each of
 /// `states.len()` lanes (each lane's state feeds its next compression, as in a WOTS+
 /// chain), with the kernel called `kernel`: `compress256` (one lane at a time, the `sha2`
-/// crate), `sha-ni-x4` (the four-lane SHA-NI kernel the verifier uses; 4 lanes) or
-/// `avx512-x16` (the sixteen-lane AVX-512F kernel; 16 lanes). Returns `false`, touching
+/// crate), `sha-ni-x4` (the four-lane SHA-NI kernel the verifier uses; 4 lanes),
+/// `avx512-x16` (the sixteen-lane AVX-512F kernel; 16 lanes) or `avx512-x16-chain` (its
+/// chain form, `chain_steps_x16`, the blocks kept as words; 16 lanes). Returns `false`, touching
 /// nothing, if the kernel is unknown, the CPU cannot run it, or the lane count is not its.
 #[doc(hidden)]
 pub fn sha256_lanes_bench(
@@ -318,6 +319,28 @@ pub fn sha256_lanes_bench(
         }
         ("avx512-x16", sha256_x16::LANES_X16) if crate::hashes::avx512f() => {
             chains(states, block, iterations, sha256_x16::compress_x16)
+        }
+        ("avx512-x16-chain", sha256_x16::LANES_X16) if crate::hashes::avx512f() => {
+            // WOTS+-style chains with the blocks kept as words (`chain_steps_x16`): every
+            // lane `iterations` steps from the block with its state's first words as the
+            // value; the value's eight words come back as the state.
+            let mut lanes = sha256_x16::ChainLanes {
+                words: core::array::from_fn(|j| {
+                    let w = u32::from_be_bytes([
+                        block[4 * j],
+                        block[4 * j + 1],
+                        block[4 * j + 2],
+                        block[4 * j + 3],
+                    ]);
+                    core::array::from_fn(|i| w ^ states[i][j % 8])
+                }),
+                steps: [iterations; sha256_x16::LANES_X16],
+            };
+            sha256_x16::chain_steps_x16(&states[0], &mut lanes, 8, 0);
+            for (i, st) in states.iter_mut().enumerate() {
+                *st = core::array::from_fn(|k| lanes.words[sha256_x16::CHAIN_WORD + k][i]);
+            }
+            true
         }
         _ => false,
     }

@@ -1,6 +1,12 @@
 //! Sixteen independent SHA-256 compressions at once with AVX-512F: the measurement the
 //! four-lane SHA-NI kernel (`hashes::lanes`) is weighed against.
 //!
+//! Three entry points: [`compress_x16`] (sixteen states, sixteen blocks),
+//! [`compress_x16_from`] (one broadcast midstate, only the words wanted stored), and
+//! [`chain_steps_x16`], which runs whole WOTS+ chains of one-block calls with the blocks
+//! kept as message words between the steps: no gather, byte swap or byte copy per step, only
+//! the chained value's words merged back under the mask of the busy lanes.
+//!
 //! One `__m512i` holds the same 32-bit word of sixteen compressions (one lane each): the
 //! eight state words, the sixteen-word message schedule, and the rounds' temporaries, 26 of
 //! the 32 vector registers. A round is the FIPS 180-4 round with `vprord` for the rotations,
@@ -19,16 +25,17 @@
 //! # Safety
 //!
 //! `hashes/mod.rs` allows `unsafe` in this module. It is confined to the x86-64 module `x86`
-//! (the kernel [`x86::compress`], its loads and stores) and the kernel's one call site in
-//! [`compress_x16`]:
+//! (the kernels [`x86::compress`], [`x86::compress_from`] and [`x86::chain_steps`], their
+//! loads and stores) and the kernels' call sites in [`compress_x16`], [`compress_x16_from`]
+//! and [`chain_steps_x16`]:
 //!
-//! * **Target features.** `x86::compress` is a `#[target_feature(enable = "avx512f")] fn`.
-//!   It is called from exactly one place, [`compress_x16`], after [`super::avx512f`]
+//! * **Target features.** The kernels are `#[target_feature(enable = "avx512f")] fn`s. Each
+//!   is called from exactly one place, after [`super::avx512f`]
 //!   (`is_x86_feature_detected!("avx512f")`) returned `true`.
-//! * **Memory.** The kernel reads and writes the states only through `_mm512_loadu_si512`
-//!   and `_mm512_storeu_si512`, the unaligned forms, each on a pointer from a reference to a
-//!   local `[u32; 16]` (exactly the 64 bytes accessed), copied into and out of the states by
-//!   safe indexing. It reads the blocks only through `_mm512_i32gather_epi32` in
+//! * **Memory.** The kernels read and write states, message words and step counts only
+//!   through `_mm512_loadu_si512` and `_mm512_storeu_si512`, the unaligned forms, each on a
+//!   pointer from a reference to a `[u32; 16]` (exactly the 64 bytes accessed: a local, or
+//!   one row of [`ChainLanes`]), copied into and out of the states by safe indexing. It reads the blocks only through `_mm512_i32gather_epi32` in
 //!   `x86::message_word`: sixteen 4-byte reads at `64 i + 4 j` bytes from the start of
 //!   `blocks` (a reference to 1 024 bytes), `i, j < 16` (`j` checked there), so every byte
 //!   read is inside `blocks`; a gather has no alignment requirement. There is no other
@@ -37,7 +44,9 @@
 //!   kernel's `#[target_feature]` context.
 //!
 //! The kernel is tested lane by lane against `sha2::compress256` (random states and blocks,
-//! the FIPS 180-4 "abc" block, lanes equal and distinct), and so is the fallback.
+//! the FIPS 180-4 "abc" block, lanes equal and distinct), and so is the fallback; the chain
+//! kernel against its scalar model [`chain_steps_scalar`] (itself checked byte by byte
+//! against `compress256`).
 
 use sha2::compress256;
 use sha2::digest::generic_array::GenericArray;
@@ -204,6 +213,13 @@ mod x86 {
 
     #[inline]
     #[target_feature(enable = "avx512f")]
+    fn store_to(words: &mut [u32; LANES_X16], v: __m512i) {
+        // SAFETY: as in `load`, for the 64 bytes written through a unique reference.
+        unsafe { _mm512_storeu_si512(words.as_mut_ptr().cast(), v) };
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
     fn store(v: __m512i) -> [u32; LANES_X16] {
         let mut words = [0u32; LANES_X16];
         // SAFETY: as in `load`, for the 64 bytes written.
@@ -248,8 +264,10 @@ mod x86 {
     pub(super) fn compress(states: &mut [[u32; 8]; LANES_X16], blocks: &[[u8; 64]; LANES_X16]) {
         let init: [__m512i; 8] =
             core::array::from_fn(|k| load(&core::array::from_fn(|i| states[i][k])));
-        let w = core::array::from_fn(|j| message_word(blocks, j));
-        for (k, v) in rounds(init, w).into_iter().enumerate() {
+        for (k, v) in rounds(init, |j| message_word(blocks, j))
+            .into_iter()
+            .enumerate()
+        {
             for (st, word) in states.iter_mut().zip(store(v)) {
                 st[k] = word;
             }
@@ -269,8 +287,8 @@ mod x86 {
         out_words: usize,
     ) {
         let init: [__m512i; 8] = core::array::from_fn(|k| _mm512_set1_epi32(mid[k] as i32));
-        let w = core::array::from_fn(|j| message_word(blocks, j));
-        for (k, v) in rounds(init, w).into_iter().enumerate().take(out_words) {
+        let st = rounds(init, |j| message_word(blocks, j));
+        for (k, v) in st.into_iter().enumerate().take(out_words) {
             for (st, word) in out.iter_mut().zip(store(v)) {
                 st[k] = word;
             }
@@ -299,44 +317,63 @@ mod x86 {
             if busy.count_ones() as usize <= stop {
                 break;
             }
-            let w: [__m512i; 16] = core::array::from_fn(|j| load(&lanes.words[j]));
-            let st = rounds(init, w);
+            let st = rounds(init, |j| load(&lanes.words[j]));
             let c = CHAIN_WORD;
+            // Each rewritten word: the busy lanes' new value, the idle lanes' old one.
+            let merge = |row: &mut [u32; LANES_X16], new: __m512i| {
+                store_to(row, _mm512_mask_mov_epi32(load(row), busy, new));
+            };
+            // Plain AND/OR/ANDN below, not `vpternlogd`: written as
+            // `_mm512_ternarylogic_epi32::<0xF2>(st << 16, high, w)`, the last word came out
+            // wrong in this kernel (rustc 1.95, debug and release) although the intrinsic
+            // alone computes it right; `chain_steps_match_the_model` caught it.
             // (w + 1 << 16) & 0xffff0000 | st[0] >> 16.
-            let first = _mm512_or_si512(
-                _mm512_and_si512(_mm512_add_epi32(w[c], step), high),
-                _mm512_srli_epi32::<16>(st[0]),
+            let old = load(&lanes.words[c]);
+            merge(
+                &mut lanes.words[c],
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_add_epi32(old, step), high),
+                    _mm512_srli_epi32::<16>(st[0]),
+                ),
             );
-            lanes.words[c] = store(_mm512_mask_mov_epi32(w[c], busy, first));
             for j in 1..value_words {
-                let v = _mm512_or_si512(
-                    _mm512_slli_epi32::<16>(st[j - 1]),
-                    _mm512_srli_epi32::<16>(st[j]),
+                merge(
+                    &mut lanes.words[c + j],
+                    _mm512_or_si512(
+                        _mm512_slli_epi32::<16>(st[j - 1]),
+                        _mm512_srli_epi32::<16>(st[j]),
+                    ),
                 );
-                lanes.words[c + j] = store(_mm512_mask_mov_epi32(w[c + j], busy, v));
             }
-            let last = c + value_words;
             // st << 16 | w & 0xffff.
-            let v = _mm512_or_si512(
-                _mm512_slli_epi32::<16>(st[value_words - 1]),
-                _mm512_andnot_si512(high, w[last]),
+            let last = c + value_words;
+            let old = load(&lanes.words[last]);
+            merge(
+                &mut lanes.words[last],
+                _mm512_or_si512(
+                    _mm512_slli_epi32::<16>(st[value_words - 1]),
+                    _mm512_andnot_si512(high, old),
+                ),
             );
-            lanes.words[last] = store(_mm512_mask_mov_epi32(w[last], busy, v));
             steps = _mm512_mask_sub_epi32(steps, busy, steps, _mm512_set1_epi32(1));
         }
-        lanes.steps = store(steps);
+        store_to(&mut lanes.steps, steps);
     }
 
     /// The 64 rounds on the sixteen lanes from `init` (one state word per register) over
-    /// the message words `w` (word `j` of every lane in `w[j]`), and the feed-forward: the
-    /// new states, one word per register.
+    /// the message words `msg(j)` (word `j` of every lane, read when round `j` needs it:
+    /// no 1 KiB array of them copied in), and the feed-forward: the new states, one word per
+    /// register.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn rounds(init: [__m512i; 8], mut w: [__m512i; 16]) -> [__m512i; 8] {
+    fn rounds(init: [__m512i; 8], msg: impl Fn(usize) -> __m512i) -> [__m512i; 8] {
+        let mut w = [_mm512_setzero_si512(); 16];
         let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = init;
         let xor3 = |x, y, z| _mm512_ternarylogic_epi32::<XOR3>(x, y, z);
         for (t, &k) in K.iter().enumerate() {
-            if t >= 16 {
+            if t < 16 {
+                w[t] = msg(t);
+            } else {
                 // w[t] = σ1(w[t-2]) + w[t-7] + σ0(w[t-15]) + w[t-16], kept mod 16.
                 let w2 = w[(t - 2) % 16];
                 let w15 = w[(t - 15) % 16];

@@ -51,6 +51,18 @@ fn first_lanes<T>(lanes: &mut [T; MAX_LANES]) -> &mut [T; LANES] {
 /// so three four-lane calls (twelve lanes) still cost less than one wide call.
 const SHANI_UP_TO: usize = 12;
 
+/// Busy lanes up to which the chain kernel's tail goes to four-lane SHA-NI calls: a step of
+/// the chain kernel costs about 16 × 18 ns whatever the busy lanes, two four-lane SHA-NI
+/// calls about 2 × 4 × 30 ns, three about 360 ns (`cargo bench -p dgsp-core --bench sha256`,
+/// `avx512-x16-chain` and `sha-ni-x4`, on the 2-core Sapphire Rapids VM of 2026-11-27).
+const CHAIN_SHANI_UP_TO: usize = 8;
+
+/// Chain jobs beyond which the chain kernel takes them in the order given rather than
+/// longest first: with more than eight lanes' worth of chains (more than three signatures'
+/// layers), the idle lanes of an unsorted tail cost less than the sort (measured on a batch
+/// of 64, `cargo bench -p dgsp-core --bench verify`).
+const UNSORTED_FROM: usize = 8 * LANES_X16;
+
 /// One-block SHA-256 calls (`F`, and `H` for `N = 16`) from the seeded midstate.
 #[derive(Clone)]
 pub(crate) struct Sha256Kernel {
@@ -65,7 +77,7 @@ impl Sha256Kernel {
     /// sixteen lanes, on the chain kernel (`hashes::sha256_x16::chain_steps_x16`): the
     /// blocks stay as words between steps and a kernel call runs until a lane's chain ends,
     /// when the lane is refilled with the next longest; once no chain waits and at most
-    /// [`SHANI_UP_TO`] lanes are busy, the rest finish through [`run_chains`] (SHA-NI).
+    /// [`CHAIN_SHANI_UP_TO`] lanes are busy, the rest finish through [`run_chains`] (SHA-NI).
     /// Otherwise [`run_chains`] throughout.
     pub(crate) fn chains(&self, jobs: &mut [ChainJob]) {
         match self.n {
@@ -78,8 +90,16 @@ impl Sha256Kernel {
     /// [`chains`](Self::chains) for `N` known at compile time (`self.n == N`): the values'
     /// copies are of fixed size.
     fn chains_n<const N: usize>(&self, jobs: &mut [ChainJob]) {
-        let order = longest_first(jobs);
-        if self.lanes != LANES_X16 || order.len() <= SHANI_UP_TO {
+        // Longest first, so the lanes run dry together; where the jobs are many (a batch),
+        // the tail that ordering saves costs less than the sort, so they run as they come.
+        let order = if jobs.len() > UNSORTED_FROM {
+            (0..jobs.len())
+                .filter(|&i| jobs[i].end > jobs[i].start)
+                .collect()
+        } else {
+            longest_first(jobs)
+        };
+        if self.lanes != LANES_X16 || order.len() <= CHAIN_SHANI_UP_TO {
             run_chains(self, N, jobs, false, |_| None, &mut []);
             return;
         }
@@ -97,7 +117,11 @@ impl Sha256Kernel {
         }
         loop {
             let waiting = next.len() > 0;
-            let stop = if waiting { LANES_X16 - 1 } else { SHANI_UP_TO };
+            let stop = if waiting {
+                LANES_X16 - 1
+            } else {
+                CHAIN_SHANI_UP_TO
+            };
             chain_steps_x16(&self.mid, &mut lanes, N / 4, stop);
             for (lane, slot) in slots.iter_mut().enumerate() {
                 if lanes.steps[lane] > 0 {
@@ -116,7 +140,7 @@ impl Sha256Kernel {
             }
         }
         // The tail: the chains still running, from where they are.
-        let mut tail: Vec<(usize, ChainJob)> = Vec::with_capacity(SHANI_UP_TO);
+        let mut tail: Vec<(usize, ChainJob)> = Vec::with_capacity(CHAIN_SHANI_UP_TO);
         for (lane, slot) in slots.iter().enumerate() {
             if let Some(i) = *slot {
                 let mut job = jobs[i];
