@@ -322,8 +322,8 @@ pub fn sha256_lanes_bench(
         }
         ("avx512-x16-chain", sha256_x16::LANES_X16) if crate::hashes::avx512f() => {
             // WOTS+-style chains with the blocks kept as words (`chain_steps_x16`): every
-            // lane `iterations` steps from the block with its state's first words as the
-            // value; the value's eight words come back as the state.
+            // lane `iterations` steps from the block, its state mixed in, with a value of
+            // four words (sha2-128f's); the block's words 5..13 come back as the state.
             let mut lanes = sha256_x16::ChainLanes {
                 words: core::array::from_fn(|j| {
                     let w = u32::from_be_bytes([
@@ -336,7 +336,7 @@ pub fn sha256_lanes_bench(
                 }),
                 steps: [iterations; sha256_x16::LANES_X16],
             };
-            sha256_x16::chain_steps_x16(&states[0], &mut lanes, 8, 0);
+            sha256_x16::chain_steps_x16(&states[0], &mut lanes, 4, 0);
             for (i, st) in states.iter_mut().enumerate() {
                 *st = core::array::from_fn(|k| lanes.words[sha256_x16::CHAIN_WORD + k][i]);
             }

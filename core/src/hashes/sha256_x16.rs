@@ -118,12 +118,15 @@ pub(crate) const CHAIN_WORD: usize = 5;
 /// lanes have steps left. One step of lane `i`: its block is compressed from `mid`; the
 /// result's first `value_words` words, big-endian, become the block's bytes
 /// `22..22 + 4 value_words` (the chained value); the 16-bit big-endian number at bytes
-/// `20..22` (the hash address) is incremented, wrapping; `steps[i]` decreases by one.
+/// `20..22` (the hash address) is incremented, wrapping; `steps[i]` decreases by one. The
+/// words between the one that ends the value and the last (`CHAIN_WORD + value_words + 1 ..
+/// 15`, the padding's zeros in a SPHINCS+ block) are read as zero whatever they hold: the
+/// kernel's message schedule drops what they would add.
 /// Exactly [`chain_steps_scalar`], the model it is tested against; on AVX-512F one kernel
 /// call with the blocks in registers, no gathers or byte copies between steps.
 ///
 /// # Panics
-/// If `value_words` is not in `1..=8`.
+/// If `value_words` is not 4, 6 or 8 (`N` = 16, 24, 32).
 pub(crate) fn chain_steps_x16(
     mid: &[u32; 8],
     lanes: &mut ChainLanes,
@@ -131,13 +134,19 @@ pub(crate) fn chain_steps_x16(
     stop: usize,
 ) {
     assert!(
-        (1..=8).contains(&value_words),
-        "a chained value is one to eight words"
+        matches!(value_words, 4 | 6 | 8),
+        "a chained value is four, six or eight words"
     );
     #[cfg(target_arch = "x86_64")]
     if super::avx512f() {
         // SAFETY: as in `compress_x16`.
-        unsafe { x86::chain_steps(mid, lanes, value_words, stop) };
+        unsafe {
+            match value_words {
+                4 => x86::chain_steps::<4>(mid, lanes, stop),
+                6 => x86::chain_steps::<6>(mid, lanes, stop),
+                _ => x86::chain_steps::<8>(mid, lanes, stop),
+            }
+        }
         return;
     }
     chain_steps_scalar(mid, lanes, value_words, stop);
@@ -147,14 +156,14 @@ pub(crate) fn chain_steps_x16(
 /// lane and step.
 ///
 /// # Panics
-/// If `value_words` is not in `1..=8`.
+/// If `value_words` is not 4, 6 or 8.
 pub(crate) fn chain_steps_scalar(
     mid: &[u32; 8],
     lanes: &mut ChainLanes,
     value_words: usize,
     stop: usize,
 ) {
-    assert!((1..=8).contains(&value_words));
+    assert!(matches!(value_words, 4 | 6 | 8));
     while lanes.steps.iter().filter(|s| **s > 0).count() > stop {
         for i in 0..LANES_X16 {
             if lanes.steps[i] == 0 {
@@ -164,6 +173,8 @@ pub(crate) fn chain_steps_scalar(
             for (bytes, w) in block.chunks_exact_mut(4).zip(&lanes.words) {
                 bytes.copy_from_slice(&w[i].to_be_bytes());
             }
+            // The padding words, read as zero.
+            block[4 * (CHAIN_WORD + value_words + 1)..60].fill(0);
             let mut st = *mid;
             compress256(
                 &mut st,
@@ -295,19 +306,21 @@ mod x86 {
         }
     }
 
-    /// The AVX-512F kernel of [`super::chain_steps_x16`]: the blocks' words are loaded as
-    /// sixteen registers per step (no gather, no byte swap), the busy lanes' new words
+    /// The AVX-512F kernel of [`super::chain_steps_x16`] for values of `VALUE_WORDS`
+    /// words: the blocks' words are loaded as registers when the rounds need them (no
+    /// gather, no byte swap; the padding's zeros are constants), the busy lanes' new words
     /// merged under a mask.
     ///
     /// # Safety
     /// The CPU must support `avx512f` (see [`crate::hashes::avx512f`]).
     #[target_feature(enable = "avx512f")]
-    pub(super) fn chain_steps(
+    pub(super) fn chain_steps<const VALUE_WORDS: usize>(
         mid: &[u32; 8],
         lanes: &mut ChainLanes,
-        value_words: usize,
         stop: usize,
     ) {
+        let value_words = VALUE_WORDS;
+        let last = CHAIN_WORD + value_words;
         let init: [__m512i; 8] = core::array::from_fn(|k| _mm512_set1_epi32(mid[k] as i32));
         let high = _mm512_set1_epi32(0xffff_0000_u32 as i32);
         let step = _mm512_set1_epi32(1 << 16);
@@ -317,7 +330,15 @@ mod x86 {
             if busy.count_ones() as usize <= stop {
                 break;
             }
-            let st = rounds(init, |j| load(&lanes.words[j]));
+            // The padding words are zero: known at compile time, so the schedule's terms
+            // in them fold away.
+            let st = rounds(init, |j| {
+                if j > last && j < 15 {
+                    _mm512_setzero_si512()
+                } else {
+                    load(&lanes.words[j])
+                }
+            });
             let c = CHAIN_WORD;
             // Each rewritten word: the busy lanes' new value, the idle lanes' old one.
             let merge = |row: &mut [u32; LANES_X16], new: __m512i| {
@@ -346,7 +367,6 @@ mod x86 {
                 );
             }
             // st << 16 | w & 0xffff.
-            let last = c + value_words;
             let old = load(&lanes.words[last]);
             merge(
                 &mut lanes.words[last],
@@ -525,6 +545,7 @@ mod tests {
         for value_words in [4usize, 6, 8] {
             let mut block: [u8; 64] = core::array::from_fn(|_| rng.next_u32() as u8);
             block[21] = 0xff; // the increment carries into byte 20
+            block[4 * (CHAIN_WORD + value_words + 1)..60].fill(0); // the padding's zeros
             let mut lanes = ChainLanes {
                 words: [[0; LANES_X16]; 16],
                 steps: [0; LANES_X16],

@@ -32,10 +32,7 @@ pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
         hasher.chains(n, &mut chains);
 
         // One T_len per item, through the lanes when there are several.
-        pks.clear();
-        for c in &chains {
-            pks.extend_from_slice(&c.x[..n]);
-        }
+        chain_ends(n, &chains, &mut pks);
         let adrs: Vec<Address> = items
             .iter()
             .map(|it| Address::new(layer as u8, it.tree, WOTS_PK, it.leaf))
@@ -60,5 +57,24 @@ pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
             it.leaf = (it.tree & ((1u64 << p.hp) - 1)) as u32;
             it.tree >>= p.hp;
         }
+    }
+}
+
+/// The chains' values (`N` bytes each, in order) into `out`: the WOTS+ public keys the
+/// `T_len` calls compress.
+fn chain_ends(n: usize, chains: &[ChainJob], out: &mut Vec<u8>) {
+    match n {
+        16 => chain_ends_n::<16>(chains, out),
+        24 => chain_ends_n::<24>(chains, out),
+        _ => chain_ends_n::<32>(chains, out),
+    }
+}
+
+/// [`chain_ends`] for `N` known at compile time (fixed-size copies).
+fn chain_ends_n<const N: usize>(chains: &[ChainJob], out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(chains.len() * N, 0);
+    for (dst, c) in out.as_chunks_mut::<N>().0.iter_mut().zip(chains) {
+        dst.copy_from_slice(&c.x[..N]);
     }
 }
