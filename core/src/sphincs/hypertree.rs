@@ -23,16 +23,30 @@ pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
     let mut leaves: Vec<[u8; 32]> = Vec::with_capacity(items.len());
     for layer in 0..p.d {
         let off = base + layer * p.layer_bytes();
-        chains.clear();
-        for it in items.iter() {
-            let adrs = Address::new(layer as u8, it.tree, 0, it.leaf);
-            let wots_sig = &it.sig[off..off + p.len * n];
-            push_chains(p, adrs, &it.root[..n], wots_sig, &mut chains);
+        let wots_sigs = items.iter().map(|it| &it.sig[off..off + p.len * n]);
+        match hasher.wide_sha256() {
+            // Sixteen SHA-256 lanes: from the signatures straight into the chain kernel.
+            Some(k) => {
+                let adrs: Vec<Address> = items
+                    .iter()
+                    .map(|it| Address::new(layer as u8, it.tree, 0, it.leaf))
+                    .collect();
+                let msgs: Vec<&[u8]> = items.iter().map(|it| &it.root[..n]).collect();
+                let sigs: Vec<&[u8]> = wots_sigs.collect();
+                k.wots_ends(p.len, &adrs, &msgs, &sigs, &mut pks);
+            }
+            None => {
+                chains.clear();
+                for (it, wots_sig) in items.iter().zip(wots_sigs) {
+                    let adrs = Address::new(layer as u8, it.tree, 0, it.leaf);
+                    push_chains(p, adrs, &it.root[..n], wots_sig, &mut chains);
+                }
+                hasher.chains(n, &mut chains);
+                chain_ends(n, &chains, &mut pks);
+            }
         }
-        hasher.chains(n, &mut chains);
 
         // One T_len per item, through the lanes when there are several.
-        chain_ends(n, &chains, &mut pks);
         let adrs: Vec<Address> = items
             .iter()
             .map(|it| Address::new(layer as u8, it.tree, WOTS_PK, it.leaf))

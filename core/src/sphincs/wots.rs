@@ -11,16 +11,24 @@ pub(crate) const MAX_LEN: usize = 67;
 /// The `len` base-16 digits signed for `msg` (`N` bytes): the message nibbles, high nibble
 /// first, then the three digits of the checksum `sum(15 - d_i)`.
 pub(crate) fn chain_lengths(p: &Params, msg: &[u8]) -> [u8; MAX_LEN] {
+    match p.n {
+        16 => chain_digits::<16>(msg),
+        24 => chain_digits::<24>(msg),
+        _ => chain_digits::<32>(msg),
+    }
+}
+
+/// [`chain_lengths`] for `N` known at compile time: `2 N + 3` digits (`len`).
+pub(crate) fn chain_digits<const N: usize>(msg: &[u8]) -> [u8; MAX_LEN] {
     let mut d = [0u8; MAX_LEN];
-    let len1 = 2 * p.n;
-    for (i, b) in msg[..p.n].iter().enumerate() {
+    for (i, b) in msg[..N].iter().enumerate() {
         d[2 * i] = b >> 4;
         d[2 * i + 1] = b & 15;
     }
-    let csum: u32 = d[..len1].iter().map(|x| 15 - u32::from(*x)).sum();
-    d[len1] = ((csum >> 8) & 15) as u8;
-    d[len1 + 1] = ((csum >> 4) & 15) as u8;
-    d[len1 + 2] = (csum & 15) as u8;
+    let csum: u32 = d[..2 * N].iter().map(|x| 15 - u32::from(*x)).sum();
+    d[2 * N] = ((csum >> 8) & 15) as u8;
+    d[2 * N + 1] = ((csum >> 4) & 15) as u8;
+    d[2 * N + 2] = (csum & 15) as u8;
     d
 }
 

@@ -203,22 +203,32 @@ pub(crate) fn run_chains<K: Kernel>(
 /// The indices of the jobs with steps to run, longest first (a counting sort on the
 /// number of steps; equal lengths keep their order).
 pub(crate) fn longest_first(jobs: &[ChainJob]) -> Vec<usize> {
-    let steps = |j: &ChainJob| usize::from(j.end.saturating_sub(j.start));
-    let longest = jobs.iter().map(steps).max().unwrap_or(0);
-    // at[longest - s]: where the next job of s >= 1 steps goes.
+    longest_first_by(jobs.len(), |i| {
+        usize::from(jobs[i].end.saturating_sub(jobs[i].start))
+    })
+}
+
+/// The indices below `count` whose `steps` (at most 255) are not zero, most steps first,
+/// equal counts in index order (a counting sort).
+pub(crate) fn longest_first_by(count: usize, steps: impl Fn(usize) -> usize) -> Vec<usize> {
+    let longest = (0..count).map(&steps).max().unwrap_or(0).min(255);
+    // at[longest - s]: where the next index of s >= 1 steps goes.
     let mut at = [0usize; 256];
-    for j in jobs.iter().filter(|j| steps(j) > 0) {
-        at[longest - steps(j)] += 1;
+    for i in 0..count {
+        let s = steps(i).min(255);
+        if s > 0 {
+            at[longest - s] += 1;
+        }
     }
     let mut total = 0usize;
     for a in at.iter_mut().take(longest) {
-        let count = *a;
+        let c = *a;
         *a = total;
-        total += count;
+        total += c;
     }
     let mut order = vec![0usize; total];
-    for (i, j) in jobs.iter().enumerate() {
-        let s = steps(j);
+    for i in 0..count {
+        let s = steps(i).min(255);
         if s > 0 {
             order[at[longest - s]] = i;
             at[longest - s] += 1;
@@ -315,6 +325,14 @@ impl Hasher {
         match self {
             Hasher::Sha2(h) => h.f().chains(jobs),
             Hasher::Shake(h) => run_chains(h.f(), n, jobs, false, |_| None, &mut []),
+        }
+    }
+
+    /// The SHA-256 `F` kernel where it runs sixteen lanes (the chain kernel's), else `None`.
+    pub(crate) fn wide_sha256(&self) -> Option<&sha2::Sha256Kernel> {
+        match self {
+            Hasher::Sha2(h) if h.f().wide() => Some(h.f()),
+            _ => None,
         }
     }
 
