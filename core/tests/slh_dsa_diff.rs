@@ -231,32 +231,29 @@ fn random_differential() {
         fixture::<slh_dsa::Sha2_128f>(ParamSet::SlhDsaSha2_128f, &mut rng),
         fixture::<slh_dsa::Shake128f>(ParamSet::SlhDsaShake128f, &mut rng),
     ];
-    let (mut accepted, mut rejected) = (0u64, 0u64);
-    for case in 0..cases {
-        let f = &fixtures[(rng.next_u32() % 2) as usize];
-        let (m, s) = &f.signed[rng.next_u32() as usize % f.signed.len()];
-        let (mut m, mut s) = (m.clone(), s.clone());
-        let kind = support::mutate(&mut rng, &mut m, &mut s);
-        let ours = f.native.verify(&m, &s);
-        assert_eq!(
-            ours,
-            (f.theirs)(&m, &s),
-            "case {case} ({}, kind {kind})",
-            f.set
-        );
-        if kind == 0 {
-            assert!(
+    let (accepted, rejected) = support::run_cases(
+        &mut rng,
+        cases,
+        &fixtures,
+        |f| &f.signed,
+        |f, m, s, case, kind| {
+            let ours = f.native.verify(m, s);
+            assert_eq!(
                 ours,
-                "case {case} ({}): an untouched signature rejected",
+                (f.theirs)(m, s),
+                "case {case} ({}, kind {kind})",
                 f.set
             );
-        }
-        if ours {
-            accepted += 1;
-        } else {
-            rejected += 1;
-        }
-    }
+            if kind == 0 {
+                assert!(
+                    ours,
+                    "case {case} ({}): an untouched signature rejected",
+                    f.set
+                );
+            }
+            ours
+        },
+    );
     println!(
         "random differential (seed {seed}): {cases} cases agree with slh-dsa ({accepted} accepted, {rejected} rejected)"
     );

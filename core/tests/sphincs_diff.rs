@@ -278,21 +278,18 @@ fn random_differential() {
             }
         })
         .collect();
-    let (mut accepted, mut rejected) = (0u64, 0u64);
-    for case in 0..cases {
-        let f = &fixtures[(rng.next_u32() % 2) as usize];
-        let (m, s) = &f.signed[rng.next_u32() as usize % f.signed.len()];
-        let (mut m, mut s) = (m.clone(), s.clone());
-        let kind = support::mutate(&mut rng, &mut m, &mut s);
-        let ours = f.vk.verify(&m, &s);
-        let theirs = hazmat::spx_verify_pqclean(f.set, &f.pk, &m, &s);
-        assert_eq!(ours, theirs, "case {case} ({}, kind {kind})", f.set);
-        if ours {
-            accepted += 1;
-        } else {
-            rejected += 1;
-        }
-    }
+    let (accepted, rejected) = support::run_cases(
+        &mut rng,
+        cases,
+        &fixtures,
+        |f| &f.signed,
+        |f, m, s, case, kind| {
+            let ours = f.vk.verify(m, s);
+            let theirs = hazmat::spx_verify_pqclean(f.set, &f.pk, m, s);
+            assert_eq!(ours, theirs, "case {case} ({}, kind {kind})", f.set);
+            ours
+        },
+    );
     println!(
         "random differential (seed {seed}): {cases} cases agree with PQClean ({accepted} accepted, {rejected} rejected)"
     );

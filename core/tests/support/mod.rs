@@ -48,6 +48,33 @@ pub fn mutate(rng: &mut impl RngCore, m: &mut Vec<u8>, s: &mut Vec<u8>) -> u32 {
     kind
 }
 
+/// Runs `cases` random cases and counts the native verdicts (accepted, rejected): each case
+/// picks a fixture of `fixtures`, one of the signed pairs `signed` gives for it, and one
+/// mutation ([`mutate`]); `verdict(fixture, message, signature, case, kind)` returns the
+/// native verdict after asserting that the oracle agrees.
+pub fn run_cases<F>(
+    rng: &mut impl RngCore,
+    cases: u64,
+    fixtures: &[F],
+    signed: impl Fn(&F) -> &[(Vec<u8>, Vec<u8>)],
+    verdict: impl Fn(&F, &[u8], &[u8], u64, u32) -> bool,
+) -> (u64, u64) {
+    let (mut accepted, mut rejected) = (0u64, 0u64);
+    for case in 0..cases {
+        let f = &fixtures[rng.next_u32() as usize % fixtures.len()];
+        let pairs = signed(f);
+        let (m, s) = &pairs[rng.next_u32() as usize % pairs.len()];
+        let (mut m, mut s) = (m.clone(), s.clone());
+        let kind = mutate(rng, &mut m, &mut s);
+        if verdict(f, &m, &s, case, kind) {
+            accepted += 1;
+        } else {
+            rejected += 1;
+        }
+    }
+    (accepted, rejected)
+}
+
 /// The number of cases a long differential runs: env `var`, else `default`.
 pub fn env_u64(var: &str, default: u64) -> u64 {
     std::env::var(var)
