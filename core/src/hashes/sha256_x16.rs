@@ -35,11 +35,11 @@
 //! * **Memory.** The kernels read and write states, message words and step counts only
 //!   through `_mm512_loadu_si512` and `_mm512_storeu_si512`, the unaligned forms, each on a
 //!   pointer from a reference to a `[u32; 16]` (exactly the 64 bytes accessed: a local, or
-//!   one row of [`ChainLanes`]), copied into and out of the states by safe indexing. It reads the blocks only through `_mm512_i32gather_epi32` in
-//!   `x86::message_word`: sixteen 4-byte reads at `64 i + 4 j` bytes from the start of
-//!   `blocks` (a reference to 1 024 bytes), `i, j < 16` (`j` checked there), so every byte
-//!   read is inside `blocks`; a gather has no alignment requirement. There is no other
-//!   pointer use.
+//!   one row of [`ChainLanes`]); the states are copied in and out by safe indexing. They
+//!   read blocks of bytes only through `_mm512_i32gather_epi32` in `x86::message_word`:
+//!   sixteen 4-byte reads at `64 i + 4 j` bytes from the start of `blocks` (a reference to
+//!   1 024 bytes), `i, j < 16` (`j` checked there), so every byte read is inside `blocks`;
+//!   a gather has no alignment requirement. There is no other pointer use.
 //! * **Everything else** is register-only AVX-512F intrinsics on `__m512i`, safe inside the
 //!   kernel's `#[target_feature]` context.
 //!
@@ -319,8 +319,7 @@ mod x86 {
         lanes: &mut ChainLanes,
         stop: usize,
     ) {
-        let value_words = VALUE_WORDS;
-        let last = CHAIN_WORD + value_words;
+        let last = CHAIN_WORD + VALUE_WORDS;
         let init: [__m512i; 8] = core::array::from_fn(|k| _mm512_set1_epi32(mid[k] as i32));
         let high = _mm512_set1_epi32(0xffff_0000_u32 as i32);
         let step = _mm512_set1_epi32(1 << 16);
@@ -357,7 +356,7 @@ mod x86 {
                     _mm512_srli_epi32::<16>(st[0]),
                 ),
             );
-            for j in 1..value_words {
+            for j in 1..VALUE_WORDS {
                 merge(
                     &mut lanes.words[c + j],
                     _mm512_or_si512(
@@ -371,7 +370,7 @@ mod x86 {
             merge(
                 &mut lanes.words[last],
                 _mm512_or_si512(
-                    _mm512_slli_epi32::<16>(st[value_words - 1]),
+                    _mm512_slli_epi32::<16>(st[VALUE_WORDS - 1]),
                     _mm512_andnot_si512(high, old),
                 ),
             );

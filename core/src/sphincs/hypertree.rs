@@ -6,10 +6,10 @@
 //! the batch's Merkle climbs level by level.
 
 use super::address::{Address, TREE, WOTS_PK};
-use super::hash::{ChainJob, Hasher, NodeJob};
+use super::hash::{Hasher, NodeJob, WotsChains};
 use super::merkle::{compute_roots, RootTask};
 use super::params::Params;
-use super::wots::push_chains;
+use super::wots::chain_lengths;
 use super::Item;
 
 /// Takes each item's `root` (the FORS public key) up through every layer; on return it is
@@ -17,34 +17,29 @@ use super::Item;
 pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
     let n = p.n;
     let base = n + p.fors_bytes();
-    let mut chains: Vec<ChainJob> = Vec::with_capacity(items.len() * p.len);
     let mut nodes: Vec<NodeJob> = Vec::with_capacity(items.len());
+    let mut key_pairs: Vec<Address> = Vec::with_capacity(items.len());
+    let mut starts: Vec<u8> = Vec::with_capacity(items.len() * p.len);
     let mut pks: Vec<u8> = Vec::with_capacity(items.len() * p.len * n);
     let mut leaves: Vec<[u8; 32]> = Vec::with_capacity(items.len());
     for layer in 0..p.d {
         let off = base + layer * p.layer_bytes();
-        let wots_sigs = items.iter().map(|it| &it.sig[off..off + p.len * n]);
-        match hasher.wide_sha256() {
-            // Sixteen SHA-256 lanes: from the signatures straight into the chain kernel.
-            Some(k) => {
-                let adrs: Vec<Address> = items
-                    .iter()
-                    .map(|it| Address::new(layer as u8, it.tree, 0, it.leaf))
-                    .collect();
-                let msgs: Vec<&[u8]> = items.iter().map(|it| &it.root[..n]).collect();
-                let sigs: Vec<&[u8]> = wots_sigs.collect();
-                k.wots_ends(p.len, &adrs, &msgs, &sigs, &mut pks);
-            }
-            None => {
-                chains.clear();
-                for (it, wots_sig) in items.iter().zip(wots_sigs) {
-                    let adrs = Address::new(layer as u8, it.tree, 0, it.leaf);
-                    push_chains(p, adrs, &it.root[..n], wots_sig, &mut chains);
-                }
-                hasher.chains(n, &mut chains);
-                chain_ends(n, &chains, &mut pks);
-            }
+        // Every item's WOTS+ signature of its current root, completed in place (`pks`) to
+        // the public key's chain ends.
+        key_pairs.clear();
+        starts.clear();
+        pks.clear();
+        for it in items.iter() {
+            key_pairs.push(Address::new(layer as u8, it.tree, 0, it.leaf));
+            starts.extend_from_slice(&chain_lengths(p, &it.root[..n])[..p.len]);
+            pks.extend_from_slice(&it.sig[off..off + p.len * n]);
         }
+        let chains = WotsChains {
+            len: p.len,
+            adrs: &key_pairs,
+            starts: &starts,
+        };
+        hasher.wots_chains(n, &chains, &mut pks);
 
         // One T_len per item, through the lanes when there are several.
         let adrs: Vec<Address> = items
@@ -71,24 +66,5 @@ pub(crate) fn climb(p: &Params, hasher: &Hasher, items: &mut [Item<'_>]) {
             it.leaf = (it.tree & ((1u64 << p.hp) - 1)) as u32;
             it.tree >>= p.hp;
         }
-    }
-}
-
-/// The chains' values (`N` bytes each, in order) into `out`: the WOTS+ public keys the
-/// `T_len` calls compress.
-fn chain_ends(n: usize, chains: &[ChainJob], out: &mut Vec<u8>) {
-    match n {
-        16 => chain_ends_n::<16>(chains, out),
-        24 => chain_ends_n::<24>(chains, out),
-        _ => chain_ends_n::<32>(chains, out),
-    }
-}
-
-/// [`chain_ends`] for `N` known at compile time (fixed-size copies).
-fn chain_ends_n<const N: usize>(chains: &[ChainJob], out: &mut Vec<u8>) {
-    out.clear();
-    out.resize(chains.len() * N, 0);
-    for (dst, c) in out.as_chunks_mut::<N>().0.iter_mut().zip(chains) {
-        dst.copy_from_slice(&c.x[..N]);
     }
 }

@@ -27,7 +27,7 @@ mod shake;
 
 use zeroize::Zeroize;
 
-use super::address::Address;
+use super::address::{Address, WOTS_HASH};
 use super::params::Params;
 use crate::params::HashFamily;
 
@@ -123,6 +123,60 @@ impl Default for NodeJob {
             input: [0; 64],
             out: [0; 32],
         }
+    }
+}
+
+/// The chains of WOTS+ signatures under one public key's hashes: chain `i` is chain
+/// `i % len` of the signature by the key pair at `adrs[i / len]` (layer, tree and key pair;
+/// the type and chain index are set here), running from position `starts[i]` to 15.
+pub(crate) struct WotsChains<'a> {
+    /// Chains per signature.
+    pub len: usize,
+    /// Each signature's key pair.
+    pub adrs: &'a [Address],
+    /// Each chain's first position.
+    pub starts: &'a [u8],
+}
+
+impl WotsChains<'_> {
+    /// Chain `i`'s steps.
+    pub(crate) fn steps(&self, i: usize) -> usize {
+        usize::from(15u8.saturating_sub(self.starts[i]))
+    }
+
+    /// Chain `i` as a job, its value still to be put in `x`.
+    pub(crate) fn job(&self, i: usize) -> ChainJob {
+        let mut adrs = self.adrs[i / self.len];
+        adrs.kind = WOTS_HASH;
+        adrs.word6 = (i % self.len) as u32;
+        ChainJob {
+            adrs,
+            x: [0; 32],
+            start: self.starts[i],
+            end: 15,
+        }
+    }
+}
+
+/// [`Hasher::wots_chains`] through [`run_chains`], the chains as jobs.
+pub(crate) fn run_wots_chains<K: Kernel>(
+    k: &K,
+    n: usize,
+    chains: &WotsChains<'_>,
+    values: &mut [u8],
+) {
+    let mut jobs: Vec<ChainJob> = values
+        .chunks_exact(n)
+        .enumerate()
+        .map(|(i, v)| {
+            let mut job = chains.job(i);
+            job.x[..n].copy_from_slice(v);
+            job
+        })
+        .collect();
+    run_chains(k, n, &mut jobs, false, |_| None, &mut []);
+    for (v, job) in values.chunks_exact_mut(n).zip(&jobs) {
+        v.copy_from_slice(&job.x[..n]);
     }
 }
 
@@ -328,11 +382,13 @@ impl Hasher {
         }
     }
 
-    /// The SHA-256 `F` kernel where it runs sixteen lanes (the chain kernel's), else `None`.
-    pub(crate) fn wide_sha256(&self) -> Option<&sha2::Sha256Kernel> {
+    /// Advances the WOTS+ signatures' chains `chains` over their values `values` in place
+    /// (`N` bytes per chain, in chain order; a verifier's: public): each from its start to
+    /// position 15.
+    pub(crate) fn wots_chains(&self, n: usize, chains: &WotsChains<'_>, values: &mut [u8]) {
         match self {
-            Hasher::Sha2(h) if h.f().wide() => Some(h.f()),
-            _ => None,
+            Hasher::Sha2(h) => h.f().wots_chains(chains, values),
+            Hasher::Shake(h) => run_wots_chains(h.f(), n, chains, values),
         }
     }
 
