@@ -8,7 +8,7 @@
 #   3. once GET /v1/revocations/{zeta}/proof answers for a revoked zeta, its VmHWM and VmRSS
 #      are read from /proc/PID/status, and the time from the process's start to that answer;
 #   4. the proofs for that zeta and an absent one are checked offline against the signed
-#      snapshot the gateway serves and the group key (replica_rss check);
+#      snapshot the gateway serves and the group key (dgsp-manager check-proof);
 # then prints one line. VmRSS is sampled every 0.2 s during the start (kept in the work
 # directory with DGSP_MEASURE_KEEP=1). Measure N=0 first in the same run to have the lines
 # say the growth over that baseline per zeta.
@@ -16,7 +16,7 @@
 #   ./scripts/measure-gateway-rss.sh 0 1000000 10000000
 #   DGSP_MEASURE_DIR=/var/tmp ./scripts/measure-gateway-rss.sh 0 100000000   # ~4 GB of disk
 #   DGSP_MEASURE_NO_BUILD=1 ...   # use the release binaries already built
-#   DGSP_MEASURE_BIN=DIR ...      # dgsp-gateway and examples/replica_rss from DIR (no build;
+#   DGSP_MEASURE_BIN=DIR ...      # dgsp-gateway, dgsp-manager and examples/replica_rss from DIR (no build;
 #                                 # DGSP_MEASURE_COMMIT=C: the commit they were built from)
 #   DGSP_MEASURE_NICE=19 ...      # the heavy steps (writing, the gateway) under nice
 #
@@ -36,9 +36,25 @@ ROOT=${DGSP_MEASURE_DIR:-/tmp}
 BIN=${DGSP_MEASURE_BIN:-$CARGO_TARGET_DIR/release}
 if [ -z "${DGSP_MEASURE_BIN:-}" ] && [ "${DGSP_MEASURE_NO_BUILD:-0}" != 1 ]; then
   CARGO_INCREMENTAL=0 cargo_linted build --release -p dgsp-gateway --all-targets --locked >&2
+  CARGO_INCREMENTAL=0 cargo_linted build --release -p dgsp-manager --bin dgsp-manager --locked >&2
 fi
-GATEWAY="$BIN/dgsp-gateway" TOOL="$BIN/examples/replica_rss"
-for b in "$GATEWAY" "$TOOL"; do [ -x "$b" ] || { echo "missing $b" >&2; exit 1; }; done
+GATEWAY="$BIN/dgsp-gateway" TOOL="$BIN/examples/replica_rss" MANAGER="$BIN/dgsp-manager"
+for b in "$GATEWAY" "$TOOL" "$MANAGER"; do [ -x "$b" ] || { echo "missing $b" >&2; exit 1; }; done
+
+# check_proof ANSWER ZETA revoked|absent: the gateway's answer for ZETA verified offline
+# against the signed snapshot it serves and the group key (dgsp-manager check-proof), showing
+# what is expected, as the answer itself says, in the snapshot the answer names.
+check_proof() {
+  local report want
+  report=$("$MANAGER" --json check-proof --group-key "$WORK/group.pub" \
+    --snapshot "$WORK/snapshot.json" --zeta "$2" --proof "$1")
+  want=$([ "$3" = revoked ] && echo true || echo false)
+  jq -e --argjson want "$want" --slurpfile answer "$1" \
+    '.verified and .revoked == $want and $answer[0].revoked == $want
+     and $answer[0].snapshot.number == .snapshot' <<<"$report" >/dev/null ||
+    { echo "the proof for $2 does not show it $3: $report" >&2; exit 1; }
+  echo "verified: $2 $3 in snapshot $(jq -r .snapshot <<<"$report")" >&2
+}
 if (exec 3<>"/dev/tcp/127.0.0.1/$CLOSED") 2>/dev/null; then
   echo "something listens on 127.0.0.1:$CLOSED: set DGSP_MEASURE_CLOSED_PORT to a closed port" >&2
   exit 1
@@ -92,12 +108,8 @@ for N in "$@"; do
   # The proofs, checked offline against the signed snapshot the gateway serves.
   curl -fsS -o "$WORK/snapshot.json" "http://127.0.0.1:$PORT/v1/revocations/snapshot"
   curl -fsS -o "$WORK/absent.json" "http://127.0.0.1:$PORT/v1/revocations/$ABSENT/proof"
-  if [ -n "$REVOKED" ]; then
-    "$TOOL" check --group-key "$WORK/group.pub" --snapshot "$WORK/snapshot.json" \
-      --answer "$WORK/proof.json" --zeta "$REVOKED" --expect revoked >&2
-  fi
-  "$TOOL" check --group-key "$WORK/group.pub" --snapshot "$WORK/snapshot.json" \
-    --answer "$WORK/absent.json" --zeta "$ABSENT" --expect absent >&2
+  if [ -n "$REVOKED" ]; then check_proof "$WORK/proof.json" "$REVOKED" revoked; fi
+  check_proof "$WORK/absent.json" "$ABSENT" absent
   RSS_AFTER=$(kb VmRSS "$PID")
   kill -TERM "$PID"
   wait "$PID" || true

@@ -4,8 +4,6 @@
 //!
 //! ```text
 //! cargo run --release -p dgsp-gateway --example replica_rss -- write --out DIR --zetas N [--seed S]
-//! cargo run --release -p dgsp-gateway --example replica_rss -- check --group-key DIR/group.pub \
-//!     --snapshot SNAPSHOT.json --answer PROOF.json --zeta HEX --expect revoked|absent
 //! ```
 //!
 //! `write` makes a throwaway group (a fresh manager key, `sha2-128f`, the registry's default)
@@ -39,10 +37,8 @@
 //! It prints one JSON line: where it wrote, the counts, a revoked zeta and an absent one to
 //! ask the gateway about, its own peak memory and timings.
 //!
-//! `check` verifies a gateway's answer to `GET /v1/revocations/{zeta}/proof` against the
-//! signed snapshot it served and the group key, offline (as `dgsp-manager check-proof`
-//! does): the snapshot's signature, then the proof for the zeta against its root and count,
-//! and that the proof shows what `--expect` says.
+//! The gateway's answers about those zetas are checked offline with `dgsp-manager
+//! check-proof` (the script does it).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -53,18 +49,13 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use clap::{Parser, Subcommand};
 use dgsp_core::checkpoint::{origin_for, Checkpoint, SnapshotRef};
-use dgsp_core::revocation::{
-    verify_revocation, Membership, RevocationProof, RevocationSet, SnapshotRecord,
-};
+use dgsp_core::revocation::{RevocationSet, SnapshotRecord};
 use dgsp_core::{Manager, ParamSet, Zeta};
 use dgsp_gateway::replica::{Applied, Replica, Update};
-use dgsp_wire::anchor::parse_key_file;
-use dgsp_wire::answer::parse_zeta;
 use dgsp_wire::log::Hash;
 use dgsp_wire::merkle::{leaf_hash, node_hash, Frontier};
-use dgsp_wire::snapshot::snapshot_from_json;
 use rand_core::{OsRng, RngCore};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Zetas per revocation entry of the synthetic log.
 const ZETAS_PER_ENTRY: u64 = 1024;
@@ -72,7 +63,7 @@ const ZETAS_PER_ENTRY: u64 = 1024;
 const BATCH: usize = 1 << 20;
 
 #[derive(Parser)]
-#[command(about = "A gateway replica over N revoked zetas, and a check of the gateway's proofs")]
+#[command(about = "A gateway replica whose signed snapshot covers N revoked zetas")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -92,36 +83,11 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
-    /// Verifies a proof answer against the signed snapshot and the group key.
-    Check {
-        /// The group public key file.
-        #[arg(long)]
-        group_key: PathBuf,
-        /// The signed snapshot (JSON, as GET /v1/revocations/snapshot serves it).
-        #[arg(long)]
-        snapshot: PathBuf,
-        /// The answer of GET /v1/revocations/{zeta}/proof (JSON).
-        #[arg(long)]
-        answer: PathBuf,
-        /// The zeta asked about (hex).
-        #[arg(long)]
-        zeta: String,
-        /// What the proof must show: `revoked` or `absent`.
-        #[arg(long, value_parser = ["revoked", "absent"])]
-        expect: String,
-    },
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Write { out, zetas, seed } => write(&out, zetas, seed),
-        Command::Check {
-            group_key,
-            snapshot,
-            answer,
-            zeta,
-            expect,
-        } => check(&group_key, &snapshot, &answer, &zeta, expect == "revoked"),
     };
     match result {
         Ok(line) => {
@@ -357,60 +323,4 @@ fn write(out: &Path, n: u64, seed: Option<u64>) -> Result<String, String> {
 
 fn round(s: f64) -> f64 {
     (s * 100.0).round() / 100.0
-}
-
-fn read_json(path: &Path) -> Result<Value, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-fn check(
-    group_key: &Path,
-    snapshot: &Path,
-    answer: &Path,
-    zeta: &str,
-    expect_revoked: bool,
-) -> Result<String, String> {
-    let bytes = std::fs::read(group_key).map_err(|e| format!("{}: {e}", group_key.display()))?;
-    let group = parse_key_file(&bytes).map_err(|e| format!("{}: {e}", group_key.display()))?;
-    let snapshot =
-        snapshot_from_json(&read_json(snapshot)?).ok_or("--snapshot: not a signed snapshot")?;
-    let zeta = parse_zeta(zeta).ok_or("--zeta: not a zeta")?;
-    let answer = read_json(answer)?;
-    let encoded = answer
-        .pointer("/proof/encoded")
-        .and_then(Value::as_str)
-        .ok_or("--answer: no proof.encoded")?;
-    let proof = B64
-        .decode(encoded)
-        .ok()
-        .and_then(|b| RevocationProof::from_bytes(&b).ok())
-        .ok_or("--answer: not a revocation proof")?;
-    let shown = verify_revocation(&group, &snapshot, &zeta, &proof)
-        .map_err(|e| format!("the proof does not verify: {e}"))?;
-    let revoked = shown == Membership::Revoked;
-    let said = answer.pointer("/revoked").and_then(Value::as_bool);
-    if revoked != expect_revoked || said != Some(revoked) {
-        return Err(format!(
-            "the proof shows revoked = {revoked}, the answer says {said:?}, expected {expect_revoked}"
-        ));
-    }
-    let number = answer.pointer("/snapshot/number").and_then(Value::as_u64);
-    if number != Some(snapshot.record.number) {
-        return Err(format!(
-            "the answer names snapshot {number:?}, the signed snapshot is {}",
-            snapshot.record.number
-        ));
-    }
-    Ok(format!(
-        "verified: zeta {} {} snapshot {} ({} revoked)",
-        hex::encode(zeta.as_bytes()),
-        if revoked {
-            "IS revoked in"
-        } else {
-            "is not revoked in"
-        },
-        snapshot.record.number,
-        snapshot.record.count
-    ))
 }
