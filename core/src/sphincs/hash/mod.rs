@@ -52,6 +52,13 @@ pub(crate) trait Kernel {
     type Lane: Copy + Zeroize;
     /// A lane for `adrs` and input `x` (`N` or `2N` bytes, as this kernel expects).
     fn load(&self, adrs: &Address, x: &[u8]) -> Self::Lane;
+    /// [`Kernel::load`] over an existing lane, in place (the drivers' refills: a lane built
+    /// elsewhere and copied in is read back wide right after its narrow stores, which
+    /// stalls on store forwarding).
+    #[inline]
+    fn load_into(&self, lane: &mut Self::Lane, adrs: &Address, x: &[u8]) {
+        *lane = self.load(adrs, x);
+    }
     /// How many lanes one [`Kernel::run`] hashes (at most [`MAX_LANES`]): the drivers fill
     /// only the first this many, and leave the others inactive.
     fn lanes(&self) -> usize;
@@ -60,6 +67,9 @@ pub(crate) trait Kernel {
     /// Hashes every lane whose `active` flag is set, in place (only lanes below
     /// [`Kernel::lanes`] are ever active).
     fn run(&self, lanes: &mut [Self::Lane; MAX_LANES], active: [bool; MAX_LANES]);
+    /// Hashes one lane in place, as [`Kernel::run`] with only that lane active (one
+    /// compression or permutation, without a lane array to fill).
+    fn run_one(&self, lane: &mut Self::Lane);
     /// The first `N` bytes of the lane's `x` (after `run`: the hash output).
     fn output(&self, lane: &Self::Lane, out: &mut [u8]);
 }
@@ -207,7 +217,7 @@ pub(crate) fn run_chains<K: Kernel>(
     let mut refill =
         |slot: &mut Option<(usize, u8, Option<usize>)>, lane: &mut K::Lane, jobs: &[ChainJob]| {
             *slot = next.next().map(|i| {
-                *lane = k.load(&jobs[i].adrs, &jobs[i].x[..n]);
+                k.load_into(lane, &jobs[i].adrs, &jobs[i].x[..n]);
                 (i, jobs[i].start, tap(i))
             });
         };
@@ -265,27 +275,26 @@ pub(crate) fn longest_first(jobs: &[ChainJob]) -> Vec<usize> {
 /// The indices below `count` whose `steps` (at most 255) are not zero, most steps first,
 /// equal counts in index order (a counting sort).
 pub(crate) fn longest_first_by(count: usize, steps: impl Fn(usize) -> usize) -> Vec<usize> {
-    let longest = (0..count).map(&steps).max().unwrap_or(0).min(255);
-    // at[longest - s]: where the next index of s >= 1 steps goes.
+    // Each count read once (at most 255, so a byte), then: how many of each count, where
+    // the first of each count goes (the longest at 0), and every index to its place.
+    let counts: Vec<u8> = (0..count).map(|i| steps(i).min(255) as u8).collect();
     let mut at = [0usize; 256];
-    for i in 0..count {
-        let s = steps(i).min(255);
-        if s > 0 {
-            at[longest - s] += 1;
-        }
+    let mut longest = 0;
+    for &s in &counts {
+        at[usize::from(s)] += 1;
+        longest = longest.max(usize::from(s));
     }
     let mut total = 0usize;
-    for a in at.iter_mut().take(longest) {
+    for a in at[1..=longest.max(1)].iter_mut().rev() {
         let c = *a;
         *a = total;
         total += c;
     }
     let mut order = vec![0usize; total];
-    for i in 0..count {
-        let s = steps(i).min(255);
+    for (i, &s) in counts.iter().enumerate() {
         if s > 0 {
-            order[at[longest - s]] = i;
-            at[longest - s] += 1;
+            order[at[usize::from(s)]] = i;
+            at[usize::from(s)] += 1;
         }
     }
     order
@@ -303,14 +312,22 @@ pub(crate) fn put_words(dst: &mut [u64], src: &[u8]) {
 /// Computes every job's output, [`Kernel::lanes`] at a time; `blocks` is 1 (`F`) or 2 (`H`).
 /// The verifier's: its values are public, so its lanes are not wiped.
 pub(crate) fn run_nodes<K: Kernel>(k: &K, n: usize, blocks: usize, jobs: &mut [NodeJob]) {
-    let Some(first) = jobs.first() else {
-        return;
+    let first = match jobs {
+        [] => return,
+        [job] => {
+            // One call (a single signature's Merkle climb, level by level): no lane array.
+            let mut lane = k.load(&job.adrs, &job.input[..blocks * n]);
+            k.run_one(&mut lane);
+            k.output(&lane, &mut job.out[..n]);
+            return;
+        }
+        [first, ..] => first,
     };
     let mut lanes = [k.load(&first.adrs, &first.input[..blocks * n]); MAX_LANES];
     for chunk in jobs.chunks_mut(k.lanes().clamp(1, MAX_LANES)) {
         let mut active = [false; MAX_LANES];
         for ((job, lane), a) in chunk.iter().zip(lanes.iter_mut()).zip(active.iter_mut()) {
-            *lane = k.load(&job.adrs, &job.input[..blocks * n]);
+            k.load_into(lane, &job.adrs, &job.input[..blocks * n]);
             *a = true;
         }
         k.run(&mut lanes, active);
@@ -342,7 +359,7 @@ pub(crate) fn run_each<'a, K: Kernel>(
         let mut active = [false; MAX_LANES];
         for (j, (lane, a)) in lanes.iter_mut().zip(active.iter_mut()).take(m).enumerate() {
             let (adrs, x) = input(start + j);
-            *lane = k.load(&adrs, x);
+            k.load_into(lane, &adrs, x);
             *a = true;
         }
         k.run(&mut lanes, active);

@@ -20,7 +20,7 @@ use crate::hashes::sha256_x16::{
 };
 use crate::hashes::sha512_lanes::compress512_x4;
 use crate::hashes::{wide_kernels, IV256};
-use crate::sphincs::address::{Address, COMPRESSED_WORD7};
+use crate::sphincs::address::{Address, COMPRESSED_WORD7, WOTS_HASH};
 
 const IV512: [u64; 8] = [
     0x6a09e667f3bcc908,
@@ -133,18 +133,15 @@ impl Sha256Kernel {
     /// (`hashes::sha256_x16::chain_steps_x16`): the blocks stay as words between steps and a
     /// kernel call runs until a lane's chain ends, when the lane is refilled with the next;
     /// once no chain waits and at most [`CHAIN_SHANI_UP_TO`] lanes are busy, the rest finish
-    /// from where they are through [`run_chains`] (SHA-NI).
+    /// from where they are on SHA-NI ([`finish`](Self::finish)).
     fn drive<const N: usize, C: Chains<N>>(&self, chains: &mut C, order: Vec<usize>) {
         let mut next = order.into_iter();
-        let mut lanes = ChainLanes {
-            words: [[0; LANES_X16]; 16],
-            steps: [0; LANES_X16],
-        };
+        let mut lanes = empty_lanes::<N>();
         let mut slots: [Option<usize>; LANES_X16] = [None; LANES_X16];
         for (lane, slot) in slots.iter_mut().enumerate() {
             *slot = next.next();
             if let Some(i) = *slot {
-                load_lane::<N>(&mut lanes, lane, &chains.job(i));
+                chains.load(i, &mut lanes, lane);
             }
         }
         loop {
@@ -163,7 +160,7 @@ impl Sha256Kernel {
                     chains.done(i, &lane_value::<N>(&lanes, lane));
                     *slot = next.next();
                     if let Some(j) = *slot {
-                        load_lane::<N>(&mut lanes, lane, &chains.job(j));
+                        chains.load(j, &mut lanes, lane);
                     }
                 }
             }
@@ -171,29 +168,71 @@ impl Sha256Kernel {
                 break;
             }
         }
-        // The tail: the chains still running, from where they are (at most `end - start`
-        // steps were left: no underflow).
-        let mut tail: Vec<(usize, ChainJob)> = Vec::with_capacity(CHAIN_SHANI_UP_TO);
+        self.finish::<N, C>(chains, &lanes, &slots);
+    }
+
+    /// Finishes the chains still running when the chain kernel stopped (lane `l` runs chain
+    /// `slots[l]`; at most [`CHAIN_SHANI_UP_TO`] of them), from the blocks their lanes' words
+    /// hold, on four-lane SHA-NI calls: a step compresses the busy blocks, four at a time,
+    /// writes each output over the block's value and increments its hash address, and a
+    /// chain that ends leaves the busy ones at the front.
+    fn finish<const N: usize, C: Chains<N>>(
+        &self,
+        chains: &mut C,
+        lanes: &ChainLanes,
+        slots: &[Option<usize>; LANES_X16],
+    ) {
+        let mut blocks = [[0u8; 64]; LANES_X16];
+        let mut left = [0u32; LANES_X16];
+        let mut which = [0usize; LANES_X16];
+        let mut busy = 0;
         for (lane, slot) in slots.iter().enumerate() {
             if let Some(i) = *slot {
-                let mut job = chains.job(i);
-                job.x[..N].copy_from_slice(&lane_value::<N>(&lanes, lane));
-                job.start = job.end - lanes.steps[lane] as u8;
-                tail.push((i, job));
+                let block = blocks[busy].as_chunks_mut::<4>().0;
+                for (bytes, w) in block.iter_mut().zip(&lanes.words) {
+                    *bytes = w[lane].to_be_bytes();
+                }
+                left[busy] = lanes.steps[lane];
+                which[busy] = i;
+                busy += 1;
             }
         }
-        let mut jobs: Vec<ChainJob> = tail.iter().map(|(_, j)| *j).collect();
-        run_chains(self, N, &mut jobs, false, |_| None, &mut []);
-        for ((i, _), job) in tail.iter().zip(&jobs) {
-            chains.done(*i, &job.x[..N]);
+        while busy > 0 {
+            for group in blocks[..busy.next_multiple_of(LANES)]
+                .as_chunks_mut::<LANES>()
+                .0
+            {
+                let mut states = [self.mid; LANES];
+                compress_lanes(&mut states, group);
+                for (block, st) in group.iter_mut().zip(&states) {
+                    write256(st, &mut block[X..X + N]);
+                    let at = COMPRESSED_WORD7 + 2;
+                    let next = u16::from_be_bytes([block[at], block[at + 1]]).wrapping_add(1);
+                    block[at..at + 2].copy_from_slice(&next.to_be_bytes());
+                }
+            }
+            let mut j = 0;
+            while j < busy {
+                left[j] = left[j].saturating_sub(1);
+                if left[j] == 0 {
+                    chains.done(which[j], &blocks[j][X..X + N]);
+                    busy -= 1;
+                    blocks.swap(j, busy);
+                    left.swap(j, busy);
+                    which.swap(j, busy);
+                } else {
+                    j += 1;
+                }
+            }
         }
     }
 }
 
 /// The chains a [`Sha256Kernel::drive`] runs, named by index.
 trait Chains<const N: usize> {
-    /// Chain `i` as it stands (its value and first position).
-    fn job(&self, i: usize) -> ChainJob;
+    /// Puts chain `i` as it stands (its value, first position and steps) into `lane` of
+    /// the chain kernel's words, with [`load_lane`].
+    fn load(&self, i: usize, lanes: &mut ChainLanes, lane: usize);
     /// Chain `i` ended with `value` (`N` bytes).
     fn done(&mut self, i: usize, value: &[u8]);
 }
@@ -202,8 +241,11 @@ trait Chains<const N: usize> {
 struct JobChains<'a>(&'a mut [ChainJob]);
 
 impl<const N: usize> Chains<N> for JobChains<'_> {
-    fn job(&self, i: usize) -> ChainJob {
-        self.0[i]
+    #[inline]
+    fn load(&self, i: usize, lanes: &mut ChainLanes, lane: usize) {
+        let job = &self.0[i];
+        let steps = job.end.saturating_sub(job.start);
+        load_lane::<N>(lanes, lane, &job.adrs, job.start, steps, &job.x[..N]);
     }
 
     fn done(&mut self, i: usize, value: &[u8]) {
@@ -218,10 +260,17 @@ struct ValueChains<'a, 'b> {
 }
 
 impl<const N: usize> Chains<N> for ValueChains<'_, '_> {
-    fn job(&self, i: usize) -> ChainJob {
-        let mut job = self.chains.job(i);
-        job.x[..N].copy_from_slice(&self.values[i * N..(i + 1) * N]);
-        job
+    #[inline]
+    fn load(&self, i: usize, lanes: &mut ChainLanes, lane: usize) {
+        let c = self.chains;
+        let adrs = Address {
+            kind: WOTS_HASH,
+            word6: (i % c.len) as u32,
+            ..c.adrs[i / c.len]
+        };
+        let start = c.starts[i];
+        let x = &self.values[i * N..(i + 1) * N];
+        load_lane::<N>(lanes, lane, &adrs, start, 15u8.saturating_sub(start), x);
     }
 
     fn done(&mut self, i: usize, value: &[u8]) {
@@ -229,14 +278,34 @@ impl<const N: usize> Chains<N> for ValueChains<'_, '_> {
     }
 }
 
-/// Writes `job`'s first block (as [`Kernel::load`] makes it, the hash address set to the
-/// chain's start) into `lane` of the chain kernel's words, and its step count. The address
-/// is put in words from its fields, not through `Address::compressed` (which measured 7 %
-/// slower on a batch: this runs once per chain); `chain_lane_words` checks the two agree.
-#[inline]
-fn load_lane<const N: usize>(lanes: &mut ChainLanes, lane: usize, job: &ChainJob) {
-    let a = &job.adrs;
-    let x = &job.x;
+/// Idle chain-kernel lanes whose padding words (the zeros after the value's word, and the
+/// bit length) are set for `N`-byte values: [`load_lane`] writes only the other words, and
+/// neither it nor the kernel ever writes these.
+fn empty_lanes<const N: usize>() -> ChainLanes {
+    let mut lanes = ChainLanes {
+        words: [[0; LANES_X16]; 16],
+        steps: [0; LANES_X16],
+    };
+    lanes.words[15] = [((64 + X + N) * 8) as u32; LANES_X16];
+    lanes
+}
+
+/// Writes a chain's first block (as [`Kernel::load`] makes it from `adrs` and `x`, `N`
+/// bytes, with the hash address set to `start`) into `lane` of the chain kernel's words
+/// (but for the padding words, which [`empty_lanes`] set), and its `steps`. The address is put in words from its fields, not through
+/// `Address::compressed` (which measured 7 % slower on a batch: this runs once per chain);
+/// `chain_lane_words` checks the two agree. Inlined into the callers, so that a chain's
+/// fields go straight into the words (a `ChainJob` built and read back through memory
+/// stalled on store forwarding).
+#[inline(always)]
+fn load_lane<const N: usize>(
+    lanes: &mut ChainLanes,
+    lane: usize,
+    a: &Address,
+    start: u8,
+    steps: u8,
+    x: &[u8],
+) {
     let w = &mut lanes.words;
     // ADRSc: layer (1), tree (8), type (1), key pair, chain, hash (4 each), then x, 0x80,
     // zeros and the bit length.
@@ -245,17 +314,13 @@ fn load_lane<const N: usize>(lanes: &mut ChainLanes, lane: usize, job: &ChainJob
     w[2][lane] = ((a.tree as u32) << 24) | (u32::from(a.kind) << 16) | (a.keypair >> 16);
     w[3][lane] = (a.keypair << 16) | (a.word6 >> 16);
     w[4][lane] = a.word6 << 16; // and the hash address's high half: 0
-    w[CHAIN_WORD][lane] = u32::from_be_bytes([0, job.start, x[0], x[1]]);
+    w[CHAIN_WORD][lane] = u32::from_be_bytes([0, start, x[0], x[1]]);
     for k in 1..N / 4 {
         w[CHAIN_WORD + k][lane] =
             u32::from_be_bytes([x[4 * k - 2], x[4 * k - 1], x[4 * k], x[4 * k + 1]]);
     }
     w[CHAIN_WORD + N / 4][lane] = u32::from_be_bytes([x[N - 2], x[N - 1], 0x80, 0]);
-    for word in w.iter_mut().take(15).skip(CHAIN_WORD + N / 4 + 1) {
-        word[lane] = 0;
-    }
-    w[15][lane] = ((64 + X + N) * 8) as u32;
-    lanes.steps[lane] = u32::from(job.end.saturating_sub(job.start));
+    lanes.steps[lane] = u32::from(steps);
 }
 
 /// The chained value (block bytes `X..X + N`) of `lane`.
@@ -282,6 +347,21 @@ impl Kernel for Sha256Kernel {
         b
     }
 
+    /// In place, and `x` copied at a size known at compile time (no `memcpy` call).
+    #[inline]
+    fn load_into(&self, b: &mut [u8; 64], adrs: &Address, x: &[u8]) {
+        b.fill(0);
+        b[..X].copy_from_slice(&adrs.compressed());
+        match x.len() {
+            16 => copy_fixed::<16>(&mut b[X..], x),
+            24 => copy_fixed::<24>(&mut b[X..], x),
+            32 => copy_fixed::<32>(&mut b[X..], x),
+            _ => b[X..X + x.len()].copy_from_slice(x),
+        }
+        b[X + x.len()] = 0x80;
+        b[56..].copy_from_slice(&(((64 + X + x.len()) * 8) as u64).to_be_bytes());
+    }
+
     #[inline(always)]
     fn set_word7(&self, lane: &mut [u8; 64], v: u32) {
         lane[COMPRESSED_WORD7..COMPRESSED_WORD7 + 4].copy_from_slice(&v.to_be_bytes());
@@ -302,9 +382,7 @@ impl Kernel for Sha256Kernel {
         if busy == 1 {
             // One busy lane: a single compression beats a four-lane call.
             let i = active.iter().position(|a| *a).unwrap_or(0);
-            let mut st = self.mid;
-            compress256(&mut st, &[GenericArray::clone_from_slice(&lanes[i])]);
-            write256(&st, &mut lanes[i][X..X + n]);
+            self.run_one(&mut lanes[i]);
             return;
         }
         if busy > LANES && busy <= SHANI_UP_TO {
@@ -354,6 +432,13 @@ impl Kernel for Sha256Kernel {
         }
     }
 
+    #[inline]
+    fn run_one(&self, lane: &mut [u8; 64]) {
+        let mut st = self.mid;
+        compress256(&mut st, &[GenericArray::clone_from_slice(lane)]);
+        write256(&st, &mut lane[X..X + self.n]);
+    }
+
     #[inline(always)]
     fn output(&self, lane: &[u8; 64], out: &mut [u8]) {
         out.copy_from_slice(&lane[X..X + self.n]);
@@ -393,9 +478,7 @@ impl Kernel for Sha512Kernel {
         let n = self.n;
         if active.iter().filter(|a| **a).count() == 1 {
             let i = active.iter().position(|a| *a).unwrap_or(0);
-            let mut st = self.mid;
-            compress512(&mut st, &[GenericArray::clone_from_slice(&lanes[i][..])]);
-            write512(&st, &mut lanes[i][X..X + n]);
+            self.run_one(&mut lanes[i]);
             return;
         }
         let lanes = first_lanes(lanes);
@@ -408,8 +491,23 @@ impl Kernel for Sha512Kernel {
         }
     }
 
+    fn run_one(&self, lane: &mut [u8; 128]) {
+        let mut st = self.mid;
+        compress512(&mut st, &[GenericArray::clone_from_slice(&lane[..])]);
+        write512(&st, &mut lane[X..X + self.n]);
+    }
+
     fn output(&self, lane: &[u8; 128], out: &mut [u8]) {
         out.copy_from_slice(&lane[X..X + self.n]);
+    }
+}
+
+/// The first `L` bytes of `src` over the first `L` of `dst` (both at least `L` long), as a
+/// copy of known size.
+#[inline(always)]
+fn copy_fixed<const L: usize>(dst: &mut [u8], src: &[u8]) {
+    if let (Some(d), Some(s)) = (dst.first_chunk_mut::<L>(), src.first_chunk::<L>()) {
+        *d = *s;
     }
 }
 
@@ -646,10 +744,7 @@ mod tests {
     /// to the start), read big-endian, for every `N`; the value reads back from them.
     fn load_words_is_load<const N: usize>() {
         let k = Sha2Hasher::new(&[9u8; N]).f;
-        let mut lanes = ChainLanes {
-            words: [[0; LANES_X16]; 16],
-            steps: [0; LANES_X16],
-        };
+        let mut lanes = empty_lanes::<N>();
         for lane in [0usize, 7, 15] {
             let x: [u8; 32] = core::array::from_fn(|i| (i * 37 + lane) as u8 | 0x81);
             let job = ChainJob {
@@ -665,7 +760,14 @@ mod tests {
                 start: 3 + lane as u8 % 7,
                 end: 15,
             };
-            load_lane::<N>(&mut lanes, lane, &job);
+            load_lane::<N>(
+                &mut lanes,
+                lane,
+                &job.adrs,
+                job.start,
+                15 - job.start,
+                &x[..N],
+            );
             let mut block = k.load(&job.adrs, &job.x[..N]);
             k.set_word7(&mut block, u32::from(job.start));
             let words: Vec<u32> = lanes.words.iter().map(|w| w[lane]).collect();

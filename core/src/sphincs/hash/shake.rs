@@ -100,9 +100,7 @@ impl Kernel for ShakeKernel {
         let busy = active.iter().filter(|a| **a).count();
         if busy == 1 {
             let i = active.iter().position(|a| *a).unwrap_or(0);
-            let mut st = self.state(&lanes[i]);
-            keccak::f1600(&mut st);
-            lanes[i][4..4 + w].copy_from_slice(&st[..w]);
+            self.run_one(&mut lanes[i]);
             return;
         }
         if busy <= KECCAK_LANES {
@@ -128,6 +126,13 @@ impl Kernel for ShakeKernel {
                 lane[4..4 + w].copy_from_slice(&o[..w]);
             }
         }
+    }
+
+    #[inline]
+    fn run_one(&self, lane: &mut [u64; SHARED_VAR_LANES]) {
+        let mut st = self.state(lane);
+        keccak::f1600(&mut st);
+        lane[4..4 + self.w].copy_from_slice(&st[..self.w]);
     }
 
     #[inline(always)]
