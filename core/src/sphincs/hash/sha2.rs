@@ -292,11 +292,11 @@ fn empty_lanes<const N: usize>() -> ChainLanes {
 
 /// Writes a chain's first block (as [`Kernel::load`] makes it from `adrs` and `x`, `N`
 /// bytes, with the hash address set to `start`) into `lane` of the chain kernel's words
-/// (but for the padding words, which [`empty_lanes`] set), and its `steps`. The address is put in words from its fields, not through
-/// `Address::compressed` (which measured 7 % slower on a batch: this runs once per chain);
-/// `chain_lane_words` checks the two agree. Inlined into the callers, so that a chain's
-/// fields go straight into the words (a `ChainJob` built and read back through memory
-/// stalled on store forwarding).
+/// (but for the padding words, which [`empty_lanes`] set), and its `steps`. The address is
+/// put in words from its fields, not through `Address::compressed` (which measured 7 %
+/// slower on a batch: this runs once per chain); `chain_lane_words` checks the two agree.
+/// Inlined into the callers, so that a chain's fields go straight into the words (a
+/// `ChainJob` built and read back through memory stalled on store forwarding).
 #[inline(always)]
 fn load_lane<const N: usize>(
     lanes: &mut ChainLanes,
@@ -340,10 +340,7 @@ impl Kernel for Sha256Kernel {
     #[inline]
     fn load(&self, adrs: &Address, x: &[u8]) -> [u8; 64] {
         let mut b = [0u8; 64];
-        b[..X].copy_from_slice(&adrs.compressed());
-        b[X..X + x.len()].copy_from_slice(x);
-        b[X + x.len()] = 0x80;
-        b[56..].copy_from_slice(&(((64 + X + x.len()) * 8) as u64).to_be_bytes());
+        self.load_into(&mut b, adrs, x);
         b
     }
 
