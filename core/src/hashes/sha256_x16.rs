@@ -345,8 +345,12 @@ mod x86 {
             };
             // Plain AND/OR/ANDN below, not `vpternlogd`: written as
             // `_mm512_ternarylogic_epi32::<0xF2>(st << 16, high, w)`, the last word came out
-            // wrong in this kernel (rustc 1.95, debug and release) although the intrinsic
-            // alone computes it right; `chain_steps_match_the_model` caught it.
+            // as 0xffff0000 in the busy lanes (rustc 1.95, optimised builds), although the
+            // intrinsic alone computes it right; `chain_steps_match_the_model` caught it.
+            // LLVM merged the masked merge into the ternlog (`vpternlogd w {k}, st << 16,
+            // high`), and reordering its operands to do so took the wrong immediate (0xae
+            // for 0xdc): llvm/llvm-project#157929, the 231/312 immediate transforms swapped,
+            // fixed by llvm/llvm-project#209782 (July 2026), after rustc 1.95's LLVM.
             // (w + 1 << 16) & 0xffff0000 | st[0] >> 16.
             let old = load(&lanes.words[c]);
             merge(
