@@ -1,6 +1,7 @@
 //! What the long differential tests share: the random mutations they apply to a signed
-//! message before asking two verifiers for their verdicts.
+//! message before asking two verifiers for their verdicts, and the loop over the cases.
 
+use dgsp_core::ParamSet;
 use rand_chacha::rand_core::RngCore;
 
 /// Number of mutation kinds [`mutate`] picks from (kind 0 leaves the pair untouched).
@@ -48,25 +49,35 @@ pub fn mutate(rng: &mut impl RngCore, m: &mut Vec<u8>, s: &mut Vec<u8>) -> u32 {
     kind
 }
 
+/// One key of a long differential: what it signed, and the two verifiers' verdicts.
+pub trait Fixture {
+    /// The key's parameter set (named in failure messages).
+    fn set(&self) -> ParamSet;
+    /// The (message, signature) pairs it signed.
+    fn signed(&self) -> &[(Vec<u8>, Vec<u8>)];
+    /// The native verifier's verdict on `(m, s)` and the oracle's.
+    fn verdicts(&self, m: &[u8], s: &[u8]) -> (bool, bool);
+}
+
 /// Runs `cases` random cases and counts the native verdicts (accepted, rejected): each case
-/// picks a fixture of `fixtures`, one of the signed pairs `signed` gives for it, and one
-/// mutation ([`mutate`]); `verdict(fixture, message, signature, case, kind)` returns the
-/// native verdict after asserting that the oracle agrees.
-pub fn run_cases<F>(
-    rng: &mut impl RngCore,
-    cases: u64,
-    fixtures: &[F],
-    signed: impl Fn(&F) -> &[(Vec<u8>, Vec<u8>)],
-    verdict: impl Fn(&F, &[u8], &[u8], u64, u32) -> bool,
-) -> (u64, u64) {
+/// picks one of `fixtures`, one of its signed pairs and one mutation ([`mutate`]), and
+/// asserts that the two verifiers agree and that an untouched pair (kind 0) is accepted.
+pub fn run_cases<F: Fixture>(rng: &mut impl RngCore, cases: u64, fixtures: &[F]) -> (u64, u64) {
     let (mut accepted, mut rejected) = (0u64, 0u64);
     for case in 0..cases {
         let f = &fixtures[rng.next_u32() as usize % fixtures.len()];
-        let pairs = signed(f);
+        let pairs = f.signed();
         let (m, s) = &pairs[rng.next_u32() as usize % pairs.len()];
         let (mut m, mut s) = (m.clone(), s.clone());
         let kind = mutate(rng, &mut m, &mut s);
-        if verdict(f, &m, &s, case, kind) {
+        let (ours, theirs) = f.verdicts(&m, &s);
+        assert_eq!(ours, theirs, "case {case} ({}, kind {kind})", f.set());
+        assert!(
+            kind != 0 || ours,
+            "case {case} ({}): an untouched signature rejected",
+            f.set()
+        );
+        if ours {
             accepted += 1;
         } else {
             rejected += 1;

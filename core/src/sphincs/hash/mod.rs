@@ -150,17 +150,23 @@ pub(crate) struct WotsChains<'a> {
 
 impl WotsChains<'_> {
     /// Chain `i`'s steps.
-    pub(crate) fn steps(&self, i: usize) -> usize {
-        usize::from(15u8.saturating_sub(self.starts[i]))
+    pub(crate) fn steps(&self, i: usize) -> u8 {
+        15u8.saturating_sub(self.starts[i])
+    }
+
+    /// Chain `i`'s address (its hash index still to be set).
+    pub(crate) fn adrs(&self, i: usize) -> Address {
+        Address {
+            kind: WOTS_HASH,
+            word6: (i % self.len) as u32,
+            ..self.adrs[i / self.len]
+        }
     }
 
     /// Chain `i` as a job, its value still to be put in `x`.
     pub(crate) fn job(&self, i: usize) -> ChainJob {
-        let mut adrs = self.adrs[i / self.len];
-        adrs.kind = WOTS_HASH;
-        adrs.word6 = (i % self.len) as u32;
         ChainJob {
-            adrs,
+            adrs: self.adrs(i),
             x: [0; 32],
             start: self.starts[i],
             end: 15,

@@ -20,7 +20,7 @@ use crate::hashes::sha256_x16::{
 };
 use crate::hashes::sha512_lanes::compress512_x4;
 use crate::hashes::{wide_kernels, IV256};
-use crate::sphincs::address::{Address, COMPRESSED_WORD7, WOTS_HASH};
+use crate::sphincs::address::{Address, COMPRESSED_WORD7};
 
 const IV512: [u64; 8] = [
     0x6a09e667f3bcc908,
@@ -118,7 +118,7 @@ impl Sha256Kernel {
     fn wots_chains_n<const N: usize>(&self, chains: &WotsChains<'_>, values: &mut [u8]) {
         // As in `chains_n`.
         let order = if self.wide() {
-            longest_first_by(chains.starts.len(), |i| chains.steps(i))
+            longest_first_by(chains.starts.len(), |i| usize::from(chains.steps(i)))
         } else {
             Vec::new()
         };
@@ -263,14 +263,8 @@ impl<const N: usize> Chains<N> for ValueChains<'_, '_> {
     #[inline]
     fn load(&self, i: usize, lanes: &mut ChainLanes, lane: usize) {
         let c = self.chains;
-        let adrs = Address {
-            kind: WOTS_HASH,
-            word6: (i % c.len) as u32,
-            ..c.adrs[i / c.len]
-        };
-        let start = c.starts[i];
         let x = &self.values[i * N..(i + 1) * N];
-        load_lane::<N>(lanes, lane, &adrs, start, 15u8.saturating_sub(start), x);
+        load_lane::<N>(lanes, lane, &c.adrs(i), c.starts[i], c.steps(i), x);
     }
 
     fn done(&mut self, i: usize, value: &[u8]) {
@@ -344,16 +338,17 @@ impl Kernel for Sha256Kernel {
         b
     }
 
-    /// In place, and `x` copied at a size known at compile time (no `memcpy` call).
+    /// In place, and `x` copied at a size the match makes known at compile time (no `memcpy`
+    /// call).
     #[inline]
     fn load_into(&self, b: &mut [u8; 64], adrs: &Address, x: &[u8]) {
         b.fill(0);
         b[..X].copy_from_slice(&adrs.compressed());
         match x.len() {
-            16 => copy_fixed::<16>(&mut b[X..], x),
-            24 => copy_fixed::<24>(&mut b[X..], x),
-            32 => copy_fixed::<32>(&mut b[X..], x),
-            _ => b[X..X + x.len()].copy_from_slice(x),
+            16 => b[X..X + 16].copy_from_slice(x),
+            24 => b[X..X + 24].copy_from_slice(x),
+            32 => b[X..X + 32].copy_from_slice(x),
+            len => b[X..X + len].copy_from_slice(x),
         }
         b[X + x.len()] = 0x80;
         b[56..].copy_from_slice(&(((64 + X + x.len()) * 8) as u64).to_be_bytes());
@@ -496,15 +491,6 @@ impl Kernel for Sha512Kernel {
 
     fn output(&self, lane: &[u8; 128], out: &mut [u8]) {
         out.copy_from_slice(&lane[X..X + self.n]);
-    }
-}
-
-/// The first `L` bytes of `src` over the first `L` of `dst` (both at least `L` long), as a
-/// copy of known size.
-#[inline(always)]
-fn copy_fixed<const L: usize>(dst: &mut [u8], src: &[u8]) {
-    if let (Some(d), Some(s)) = (dst.first_chunk_mut::<L>(), src.first_chunk::<L>()) {
-        *d = *s;
     }
 }
 
