@@ -1,6 +1,7 @@
 //! The contract of [`TileStore`], one function run against both backends: a local temporary
 //! directory and a real S3 server (`test_server`).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -259,6 +260,32 @@ async fn contract(store: Arc<dyn TileStore>, racers: usize) {
     assert_eq!(s.list("tile/9/").await.unwrap(), Vec::<String>::new());
     assert_eq!(s.list("nothing").await.unwrap(), Vec::<String>::new());
 
+    // Bounded reads: the object within its cap, a larger one refused (TooLarge), a missing
+    // one None; streamed reads give the same bytes as `get`, in more than one chunk when
+    // the object is large.
+    let big: Bytes = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    s.put("tile/entries/001", big.clone()).await.unwrap();
+    assert_eq!(
+        s.get_bounded("tile/entries/001", big.len()).await.unwrap(),
+        Some(big.clone()),
+        "{what}"
+    );
+    match s.get_bounded("tile/entries/001", big.len() - 1).await {
+        Err(Error::TooLarge { key, max }) => {
+            assert_eq!((key.as_str(), max), ("tile/entries/001", big.len() - 1))
+        }
+        other => panic!("{what}: {other:?}"),
+    }
+    assert_eq!(s.get_bounded("tile/entries/009", 10).await.unwrap(), None);
+    let mut r = s.read("tile/entries/001").await.unwrap().expect("stored");
+    assert_eq!(r.size(), Some(big.len() as u64), "{what}");
+    let mut streamed = Vec::new();
+    while let Some(c) = r.chunk().await.unwrap() {
+        streamed.extend_from_slice(&c);
+    }
+    assert_eq!(streamed, big, "{what}");
+    s.delete("tile/entries/001").await.unwrap();
+
     // Bad keys are refused by every operation, before any I/O.
     for bad in [
         "",
@@ -277,6 +304,7 @@ async fn contract(store: Arc<dyn TileStore>, racers: usize) {
             )
         };
         refused(s.get(bad).await.map(|_| ()));
+        refused(s.get_bounded(bad, 10).await.map(|_| ()));
         refused(s.put_new(bad, b("x")).await.map(|_| ()));
         refused(
             s.put_if(bad, b("x"), Precondition::Absent)
@@ -468,4 +496,80 @@ async fn s3_wrong_credentials_are_a_typed_error() {
         Err(e @ Error::S3 { .. }) => assert!(!format!("{e} {e:?}").contains("WRONG-SECRET")),
         other => panic!("{other:?}"),
     }
+}
+
+/// A plain HTTP server on loopback that answers every request with an object of `size`
+/// bytes (its `Content-Length`), sending it until the client goes away. Returns its URL,
+/// the count of body bytes it managed to send, and whether it has stopped sending.
+fn endless_object(size: u64) -> (String, Arc<AtomicU64>, Arc<AtomicBool>) {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sent = Arc::new(AtomicU64::new(0));
+    let stopped = Arc::new(AtomicBool::new(false));
+    let (counter, done) = (sent.clone(), stopped.clone());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                line.clear();
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nETag: \"abc\"\r\nLast-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n\r\n"
+            );
+            if conn.write_all(head.as_bytes()).is_ok() {
+                let block = vec![7u8; 64 << 10];
+                let mut left = size;
+                while left > 0 {
+                    let n = left.min(block.len() as u64) as usize;
+                    if conn.write_all(&block[..n]).is_err() {
+                        break;
+                    }
+                    counter.fetch_add(n as u64, Ordering::SeqCst);
+                    left -= n as u64;
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+        }
+    });
+    (url, sent, stopped)
+}
+
+/// A bounded read of an object over its cap fails without the object being read: the
+/// server offers 1 GiB, and once the client has gone away (the server's writes fail) far
+/// less of it has left the server than the object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_bounded_reads_stop_at_the_cap() {
+    const OFFERED: u64 = 1 << 30;
+    const CAP: usize = 1 << 20;
+    let (url, sent, stopped) = endless_object(OFFERED);
+    let mut cfg = crate::S3Config::new("bucket");
+    cfg.endpoint = Some(url);
+    cfg.credentials = Some(crate::S3Credentials {
+        access_key_id: "a".into(),
+        secret_access_key: "s".into(),
+        session_token: None,
+    });
+    cfg.max_retries = 0;
+    let store = S3::open(cfg).unwrap();
+    match store.get_bounded("snapshot/001", CAP).await {
+        Err(Error::TooLarge { key, max }) => assert_eq!((key.as_str(), max), ("snapshot/001", CAP)),
+        other => panic!("{other:?}"),
+    }
+    drop(store);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !stopped.load(Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server is still sending: the client did not let go of the answer"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let out = sent.load(Ordering::SeqCst);
+    assert!(
+        out < 64 << 20,
+        "{out} bytes of the 1 GiB object were sent before the read gave up"
+    );
 }

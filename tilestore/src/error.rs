@@ -72,6 +72,11 @@ pub enum Error {
     #[error("tile store: list {prefix:?} has more than {limit} keys")]
     ListTooLarge { prefix: String, limit: usize },
 
+    /// A bounded read ([`crate::TileStore::get_bounded`]) met an object larger than its cap;
+    /// nothing beyond the cap was read.
+    #[error("tile store key {key:?}: larger than the {max} bytes it may hold")]
+    TooLarge { key: String, max: usize },
+
     /// A blocking task of the local store panicked or was cancelled.
     #[error("local tile store: worker task failed: {0}")]
     Task(String),

@@ -23,7 +23,10 @@ pub mod test_server;
 
 use std::fmt;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+
+use futures_util::{Stream, TryStreamExt};
 
 pub use bytes::Bytes;
 pub use error::{BoxError, Error, Result};
@@ -74,6 +77,74 @@ pub struct Object {
     pub version: Version,
 }
 
+/// An object's bytes as they arrive ([`TileStore::read`]): read chunk by chunk, so that a
+/// reader can stop at any point (at a cap, or once a header tells it what follows) without
+/// the rest being read or held.
+pub struct Reader {
+    size: Option<u64>,
+    chunks: Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>,
+}
+
+impl fmt::Debug for Reader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reader")
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reader {
+    /// A reader of `chunks`, of `size` bytes as the backend reports it.
+    pub fn new(
+        size: Option<u64>,
+        chunks: impl Stream<Item = Result<Bytes>> + Send + 'static,
+    ) -> Self {
+        Reader {
+            size,
+            chunks: Box::pin(chunks),
+        }
+    }
+
+    /// A reader of bytes already held.
+    pub fn from_bytes(bytes: Bytes) -> Self {
+        let size = Some(bytes.len() as u64);
+        Reader::new(size, futures_util::stream::iter([Ok(bytes)]))
+    }
+
+    /// The object's size as the backend reported it before any byte was read (S3: its
+    /// `Content-Length`; a directory: the file's length). A claim, not a bound: readers
+    /// still count what arrives.
+    pub fn size(&self) -> Option<u64> {
+        self.size
+    }
+
+    /// The next chunk, `None` at the end.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>> {
+        self.chunks.try_next().await
+    }
+
+    /// The rest of the object, at most `max` bytes: [`Error::TooLarge`] (for `key`) as soon
+    /// as it is known to be larger (its reported size, or the bytes that arrived), without
+    /// reading further. Nothing is allocated on the reported size's claim.
+    pub async fn read_to_end(mut self, key: &str, max: usize) -> Result<Bytes> {
+        let too_large = || Error::TooLarge {
+            key: key.to_owned(),
+            max,
+        };
+        if self.size.is_some_and(|n| n > max as u64) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            if body.len().saturating_add(chunk.len()) > max {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Bytes::from(body))
+    }
+}
+
 /// What [`TileStore::put_new`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Created {
@@ -107,8 +178,25 @@ pub enum Precondition {
 /// reader sees the old bytes or the new ones, never a part.
 #[async_trait::async_trait]
 pub trait TileStore: Send + Sync + fmt::Debug {
-    /// The object at `key`, or `None` when there is none.
+    /// The object at `key`, or `None` when there is none. Reads it whole: for objects
+    /// whose size someone else chose, use [`get_bounded`](Self::get_bounded).
     async fn get(&self, key: &str) -> Result<Option<Object>>;
+
+    /// The object at `key` as its bytes arrive, or `None` when there is none. The default
+    /// reads it whole first ([`get`](Self::get)); both backends stream.
+    async fn read(&self, key: &str) -> Result<Option<Reader>> {
+        Ok(self.get(key).await?.map(|o| Reader::from_bytes(o.bytes)))
+    }
+
+    /// The bytes of the object at `key`, at most `max`: a larger one is
+    /// [`Error::TooLarge`], refused on its reported size or as soon as more than `max` bytes
+    /// arrived, without reading the rest ([`Reader::read_to_end`]).
+    async fn get_bounded(&self, key: &str, max: usize) -> Result<Option<Bytes>> {
+        match self.read(key).await? {
+            None => Ok(None),
+            Some(r) => r.read_to_end(key, max).await.map(Some),
+        }
+    }
 
     /// Creates `key` only if it is absent. When it exists: [`Created::AlreadySame`] if it
     /// holds exactly `bytes` (a retry of the same immutable write), else
@@ -230,6 +318,45 @@ pub fn validate_prefix(prefix: &str) -> Result<()> {
     segs.iter()
         .enumerate()
         .try_for_each(|(i, seg)| check_segment(prefix, seg, i == last))
+}
+
+#[cfg(test)]
+mod reader_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A stream that never ends and reports no size is read only up to the cap: the chunk
+    /// that passes it is the last one asked for.
+    #[tokio::test]
+    async fn an_unsized_stream_is_read_up_to_the_cap() {
+        let pulled = Arc::new(AtomicUsize::new(0));
+        let counter = pulled.clone();
+        let endless = futures_util::stream::repeat_with(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(Bytes::from_static(&[1; 1000]))
+        });
+        let r = Reader::new(None, endless);
+        match r.read_to_end("k", 10_500).await {
+            Err(Error::TooLarge { key, max }) => assert_eq!((key.as_str(), max), ("k", 10_500)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(pulled.load(Ordering::SeqCst), 11);
+        // Within the cap, every byte.
+        let chunks = futures_util::stream::iter((0..5).map(|_| Ok(Bytes::from_static(b"ab"))));
+        let got = Reader::new(Some(1 << 40), chunks)
+            .read_to_end("k", 10)
+            .await;
+        assert!(
+            matches!(got, Err(Error::TooLarge { .. })),
+            "a reported size over the cap"
+        );
+        let chunks = futures_util::stream::iter((0..5).map(|_| Ok(Bytes::from_static(b"ab"))));
+        let got = Reader::new(None, chunks)
+            .read_to_end("k", 10)
+            .await
+            .unwrap();
+        assert_eq!(got, Bytes::from_static(b"ababababab"));
+    }
 }
 
 #[cfg(test)]

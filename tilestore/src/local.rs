@@ -24,11 +24,14 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use crate::{
-    validate_key, validate_prefix, Created, Error, Object, Precondition, Result, TileStore,
+    validate_key, validate_prefix, Created, Error, Object, Precondition, Reader, Result, TileStore,
     Version, LIST_LIMIT,
 };
 
 const LOCK_FILE: &str = ".tilestore.lock";
+
+/// Bytes read from a file at a time by [`TileStore::read`].
+const READ_CHUNK: usize = 1 << 20;
 
 /// A tile store in a local directory (see the module documentation for the guarantees).
 #[derive(Debug, Clone)]
@@ -156,8 +159,24 @@ impl LocalDir {
 
     /// Reads the object at `dir/name`, not following a link.
     fn read_at(dir: &Path, name: &str) -> Result<Option<Object>> {
+        let Some((mut f, len, path)) = Self::open_at(dir, name)? else {
+            return Ok(None);
+        };
+        let mut buf = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut buf)
+            .map_err(|e| Error::io("read", &path, e))?;
+        let version = version_of(&buf);
+        Ok(Some(Object {
+            bytes: Bytes::from(buf),
+            version,
+        }))
+    }
+
+    /// Opens the regular file at `dir/name` for reading, not following a link: the file,
+    /// its length and its path.
+    fn open_at(dir: &Path, name: &str) -> Result<Option<(File, u64, PathBuf)>> {
         let path = dir.join(name);
-        let mut f = match OpenOptions::new()
+        let f = match OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
@@ -174,14 +193,7 @@ impl LocalDir {
                 expected: "regular file",
             });
         }
-        let mut buf = Vec::with_capacity(meta.len() as usize);
-        f.read_to_end(&mut buf)
-            .map_err(|e| Error::io("read", &path, e))?;
-        let version = version_of(&buf);
-        Ok(Some(Object {
-            bytes: Bytes::from(buf),
-            version,
-        }))
+        Ok(Some((f, meta.len(), path)))
     }
 
     /// Writes `bytes` to a new, fsynced temporary file in `dir`; returns its path.
@@ -419,6 +431,37 @@ impl TileStore for LocalDir {
         validate_key(key)?;
         let key = key.to_owned();
         self.blocking(move |s| s.get_blocking(&key)).await
+    }
+
+    /// Reads the file in chunks of [`READ_CHUNK`] bytes, each on a blocking thread, as they
+    /// are asked for; its length is the reported size.
+    async fn read(&self, key: &str) -> Result<Option<Reader>> {
+        validate_key(key)?;
+        let name = key.to_owned();
+        let opened = self
+            .blocking(move |s| match s.parent_dir(&name, false)? {
+                None => Ok(None),
+                Some(dir) => Self::open_at(&dir, Self::file_name(&name)),
+            })
+            .await?;
+        let Some((file, len, path)) = opened else {
+            return Ok(None);
+        };
+        let chunks = futures_util::stream::try_unfold(file, move |mut f| {
+            let path = path.clone();
+            async move {
+                let (f, buf) = tokio::task::spawn_blocking(move || {
+                    let mut buf = vec![0; READ_CHUNK];
+                    let n = f.read(&mut buf).map_err(|e| Error::io("read", &path, e))?;
+                    buf.truncate(n);
+                    Ok::<_, Error>((f, buf))
+                })
+                .await
+                .map_err(|e| Error::Task(e.to_string()))??;
+                Ok((!buf.is_empty()).then(|| (Bytes::from(buf), f)))
+            }
+        });
+        Ok(Some(Reader::new(Some(len), chunks)))
     }
 
     async fn put_new(&self, key: &str, bytes: Bytes) -> Result<Created> {

@@ -26,7 +26,7 @@ use object_store::{
 };
 
 use crate::{
-    validate_key, validate_prefix, Created, Error, Object, Precondition, Result, TileStore,
+    validate_key, validate_prefix, Created, Error, Object, Precondition, Reader, Result, TileStore,
     Version, LIST_LIMIT,
 };
 
@@ -289,6 +289,23 @@ impl TileStore for S3 {
         let version = etag("get", key, res.meta.e_tag.clone())?;
         let bytes = res.bytes().await.map_err(|e| s3_err("get", key, e))?;
         Ok(Some(Object { bytes, version }))
+    }
+
+    /// Streams the body as it arrives: a reader that stops (a cap, a header that says what
+    /// follows) drops the answer and nothing more is read. The `Content-Length` is the
+    /// reader's reported size.
+    async fn read(&self, key: &str) -> Result<Option<Reader>> {
+        validate_key(key)?;
+        let path = self.path(key)?;
+        let res = match self.inner.get(&path).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(s3_err("get", key, e)),
+        };
+        let size = res.meta.size;
+        let key = key.to_owned();
+        let chunks = res.into_stream().map_err(move |e| s3_err("get", &key, e));
+        Ok(Some(Reader::new(Some(size), chunks)))
     }
 
     async fn put_new(&self, key: &str, bytes: Bytes) -> Result<Created> {
