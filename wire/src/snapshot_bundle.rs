@@ -22,6 +22,13 @@
 //! [`SnapshotBundle::verify`] checks everything a reader must before trusting it: the
 //! signature under the group key, that the checkpoint names this record, the count, the
 //! order, and that the zetas give the record's signed root.
+//!
+//! A bundle can be 1 GiB, so a reader checks its head first: [`Header::decode`] reads the
+//! signed snapshot and the count from the first bytes (at most [`MAX_HEADER_BYTES`]), and
+//! [`Header::check`] verifies the signature, that the checkpoint names the record and that the
+//! count is the record's, before anything else of the bundle is read; its length
+//! ([`Header::bundle_len`]) then bounds the read. [`SnapshotBundle::decode`] checks the
+//! count against the record before it decodes a zeta.
 
 use dgsp_core::checkpoint::SnapshotRef;
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
@@ -49,6 +56,103 @@ pub fn parse_path(p: &str) -> Result<u64, BadPath> {
     Ok(tile.index)
 }
 
+/// The most bytes before a bundle's zetas: magic, length, the largest signed snapshot (the
+/// record and a signature of at most [`dgsp_core::revocation::MAX_SIGNATURE_LEN`] bytes with
+/// its length), count.
+pub const MAX_HEADER_BYTES: usize = 8
+    + 4
+    + dgsp_core::revocation::RECORD_LEN
+    + 4
+    + dgsp_core::revocation::MAX_SIGNATURE_LEN as usize
+    + 8;
+
+/// What a bundle says before its zetas (not yet verified).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The signed snapshot.
+    pub snapshot: SignedSnapshot,
+    /// The number of zetas the bundle declares.
+    pub count: u64,
+    /// Bytes of the header: where the zetas begin.
+    pub len: usize,
+}
+
+impl Header {
+    /// The header at the start of `prefix` (the first bytes of a bundle, as many as were
+    /// read): `Ok(None)` when `prefix` ends before it does, an error as soon as what it holds
+    /// cannot start a bundle.
+    pub fn decode(prefix: &[u8]) -> Result<Option<Header>, SnapshotBundleError> {
+        let bad = |s: String| SnapshotBundleError::Malformed(s);
+        let magic = &prefix[..prefix.len().min(MAGIC.len())];
+        if !MAGIC.starts_with(magic) {
+            return Err(bad("it does not start with DGSPSNB1".into()));
+        }
+        let Some(len) = prefix.get(8..12) else {
+            return Ok(None);
+        };
+        let len = u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize;
+        if len > MAX_HEADER_BYTES - 20 {
+            return Err(bad(format!(
+                "it claims a signed snapshot of {len} bytes, more than a signed snapshot can be"
+            )));
+        }
+        let Some(signed) = prefix.get(12..12 + len) else {
+            return Ok(None);
+        };
+        let Some(count) = prefix.get(12 + len..20 + len) else {
+            return Ok(None);
+        };
+        let snapshot = SignedSnapshot::from_bytes(signed)
+            .map_err(|e| bad(format!("the signed snapshot: {e}")))?;
+        Ok(Some(Header {
+            snapshot,
+            count: u64::from_be_bytes(count.try_into().expect("8 bytes")),
+            len: 20 + len,
+        }))
+    }
+
+    /// Checks what the header says before the zetas are read: the snapshot verifies under
+    /// `group`, `named` (the checkpoint's `snapshot` line) names its record, and the count
+    /// it declares is the record's signed count.
+    pub fn check(
+        &self,
+        group: &ManagerPublicKey,
+        named: &SnapshotRef,
+    ) -> Result<(), SnapshotBundleError> {
+        self.snapshot
+            .verify(group)
+            .map_err(|e| SnapshotBundleError::Signature(e.to_string()))?;
+        if !named.names(&self.snapshot.record) {
+            return Err(SnapshotBundleError::NotNamed {
+                named: named.number,
+                found: self.snapshot.record.number,
+            });
+        }
+        self.check_count()
+    }
+
+    /// The declared count is the signed record's.
+    fn check_count(&self) -> Result<(), SnapshotBundleError> {
+        let record = &self.snapshot.record;
+        if self.count != record.count {
+            return Err(SnapshotBundleError::CountMismatch {
+                number: record.number,
+                declared: self.count,
+                signed: record.count,
+            });
+        }
+        Ok(())
+    }
+
+    /// The length of the whole bundle this header begins: the header and 16 bytes a zeta
+    /// (`None` past `u64`).
+    pub fn bundle_len(&self) -> Option<u64> {
+        self.count
+            .checked_mul(16)
+            .and_then(|z| z.checked_add(self.len as u64))
+    }
+}
+
 /// A decoded snapshot bundle (not yet verified).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SnapshotBundle {
@@ -74,6 +178,16 @@ pub enum SnapshotBundleError {
         named: u64,
         /// the number in the bundle
         found: u64,
+    },
+    /// The bundle declares another number of zetas than its signed record counts.
+    #[error("it declares {declared} zetas, snapshot {number}'s signed record counts {signed}")]
+    CountMismatch {
+        /// snapshot number
+        number: u64,
+        /// the count the bundle declares
+        declared: u64,
+        /// the record's signed count
+        signed: u64,
     },
     /// The zetas are not strictly ascending.
     #[error("the zetas are not strictly ascending (at position {0})")]
@@ -105,33 +219,19 @@ impl SnapshotBundle {
         out
     }
 
-    /// Decodes a bundle. Lengths are checked against the bytes held before anything is
-    /// allocated on their claim.
+    /// Decodes a bundle. Lengths are checked against the bytes held, and the declared count
+    /// against the signed record's ([`SnapshotBundleError::CountMismatch`]), before anything
+    /// is allocated on their claim.
     pub fn decode(bytes: &[u8]) -> Result<Self, SnapshotBundleError> {
         let bad = |s: String| SnapshotBundleError::Malformed(s);
-        let rest = bytes
-            .strip_prefix(MAGIC.as_slice())
-            .ok_or_else(|| bad("it does not start with DGSPSNB1".into()))?;
-        let (len, rest) = rest
-            .split_first_chunk::<4>()
-            .ok_or_else(|| bad("it ends inside the snapshot length".into()))?;
-        let len = u32::from_be_bytes(*len) as usize;
-        if rest.len() < len {
+        let header = Header::decode(bytes)?
+            .ok_or_else(|| bad(format!("it ends inside its header ({} bytes)", bytes.len())))?;
+        header.check_count()?;
+        let rest = &bytes[header.len..];
+        if header.count.checked_mul(16) != Some(rest.len() as u64) {
             return Err(bad(format!(
-                "it claims a signed snapshot of {len} bytes, {} remain",
-                rest.len()
-            )));
-        }
-        let (signed, rest) = rest.split_at(len);
-        let snapshot = SignedSnapshot::from_bytes(signed)
-            .map_err(|e| bad(format!("the signed snapshot: {e}")))?;
-        let (count, rest) = rest
-            .split_first_chunk::<8>()
-            .ok_or_else(|| bad("it ends inside the zeta count".into()))?;
-        let count = u64::from_be_bytes(*count);
-        if count.checked_mul(16) != Some(rest.len() as u64) {
-            return Err(bad(format!(
-                "it claims {count} zetas, and holds {} bytes of zetas",
+                "it claims {} zetas, and holds {} bytes of zetas",
+                header.count,
                 rest.len()
             )));
         }
@@ -139,7 +239,10 @@ impl SnapshotBundle {
             .chunks_exact(16)
             .map(|c| Zeta(c.try_into().expect("16 bytes")))
             .collect();
-        Ok(SnapshotBundle { snapshot, zetas })
+        Ok(SnapshotBundle {
+            snapshot: header.snapshot,
+            zetas,
+        })
     }
 
     /// Checks the bundle and returns its set: the snapshot verifies under `group`,
@@ -225,5 +328,65 @@ mod tests {
         let at = b.len() - 32 - 8;
         huge[at..at + 8].copy_from_slice(&u64::MAX.to_be_bytes());
         assert!(SnapshotBundle::decode(&huge).is_err());
+    }
+
+    /// A bundle declaring another count than its signed record is refused before a zeta is
+    /// decoded: from its header alone (the first bytes), and by `decode` whatever follows.
+    #[test]
+    fn a_count_other_than_the_records_is_refused_from_the_header() {
+        let set = RevocationSet::from_zetas([Zeta([3; 16]), Zeta([1; 16])]);
+        let record = dgsp_core::revocation::SnapshotRecord::genesis([1; 32], 5, 2, set.root(), 7);
+        let s = SignedSnapshot {
+            record,
+            signature: vec![9; 10],
+        };
+        let good = SnapshotBundle::encode(&s, &set);
+        let header_len = good.len() - 32;
+        // The header is found in any prefix that holds it, and not before.
+        for cut in [0, 3, 8, 11, 12, header_len - 1] {
+            assert_eq!(Header::decode(&good[..cut]), Ok(None), "cut at {cut}");
+        }
+        let h = Header::decode(&good[..header_len]).unwrap().unwrap();
+        assert_eq!(
+            (h.count, h.len, h.bundle_len()),
+            (2, header_len, Some(good.len() as u64))
+        );
+        assert_eq!(h.check_count(), Ok(()));
+        assert!(
+            Header::decode(b"DGSPXXXX").is_err(),
+            "another magic, refused at once"
+        );
+        assert!(Header::decode(b"NOT").is_err());
+        // A signed snapshot length no snapshot can have is refused before it is read.
+        let mut long = good[..12].to_vec();
+        long[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(Header::decode(&long).is_err());
+
+        // Declared 2^26 zetas (1 GiB of them), the record signs 2: the header says so.
+        let mut lying = good[..header_len].to_vec();
+        lying[header_len - 8..].copy_from_slice(&(1u64 << 26).to_be_bytes());
+        let h = Header::decode(&lying).unwrap().unwrap();
+        assert_eq!(
+            h.check_count(),
+            Err(SnapshotBundleError::CountMismatch {
+                number: 1,
+                declared: 1 << 26,
+                signed: 2
+            })
+        );
+        // And a whole bundle consistent with its declared count but not with its record
+        // (three zetas, the record counts two) is refused by decode, not decoded.
+        let mut three = good[..header_len].to_vec();
+        three[header_len - 8..].copy_from_slice(&3u64.to_be_bytes());
+        three.extend_from_slice(&good[header_len..]);
+        three.extend_from_slice(&[5; 16]);
+        assert!(matches!(
+            SnapshotBundle::decode(&three),
+            Err(SnapshotBundleError::CountMismatch {
+                declared: 3,
+                signed: 2,
+                ..
+            })
+        ));
     }
 }
