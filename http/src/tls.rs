@@ -11,10 +11,10 @@
 //!   error the files in force stay in force, and the error is returned (and logged by the
 //!   SIGHUP handler of [`Listen::with_tls`]). Connections already open keep the
 //!   certificate they were made with.
-//! - Each connection's handshake runs in its own task, with [`HANDSHAKE_TIMEOUT`], so a
-//!   slow or silent client holds up nobody; at most [`MAX_HANDSHAKES`] run at once (then
-//!   accepting waits). A failed handshake (a client that does not trust the certificate,
-//!   a port scanner) is logged at debug level and the connection dropped.
+//! - Each connection's handshake runs in the connection's own task, within the listener's
+//!   handshake timeout and handshake slots ([`crate::serve::Limits`]), so a slow or silent
+//!   client holds up nobody. A failed handshake (a client that does not trust the
+//!   certificate, a port scanner) is logged at debug level and the connection dropped.
 //! - TLS 1.2 and 1.3, ALPN `http/1.1`.
 
 use std::fmt;
@@ -22,7 +22,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -30,16 +29,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
-use tokio_rustls::server::TlsStream;
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-/// How long a client has to complete its TLS handshake.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The most handshakes in progress at once.
-pub const MAX_HANDSHAKES: usize = 256;
+use crate::serve::Limits;
 
 /// Where the certificate chain and the private key are (`--tls-cert`, `--tls-key`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,6 +137,11 @@ impl Tls {
         &self.files
     }
 
+    /// What accepts a connection's handshake with the certificate in force.
+    pub(crate) fn acceptor(&self) -> &TlsAcceptor {
+        &self.acceptor
+    }
+
     /// Reads the files again; new connections get the new certificate. On an error the
     /// certificate in force stays.
     pub fn reload(&self) -> Result<(), TlsError> {
@@ -203,16 +201,22 @@ fn malformed(path: &Path, reason: String) -> TlsError {
     }
 }
 
-/// What a service serves on: a TCP listener, plain or with TLS. A plain
+/// What a service serves on: a TCP listener, plain or with TLS, and what it allows its
+/// clients ([`Limits`], the defaults unless [`with_limits`](Listen::with_limits)). A plain
 /// [`TcpListener`] converts into one, so that callers without TLS change nothing.
 pub struct Listen {
     tcp: TcpListener,
     tls: Option<(Arc<Tls>, Option<tokio::signal::unix::Signal>)>,
+    limits: Limits,
 }
 
 impl From<TcpListener> for Listen {
     fn from(tcp: TcpListener) -> Self {
-        Listen { tcp, tls: None }
+        Listen {
+            tcp,
+            tls: None,
+            limits: Limits::default(),
+        }
     }
 }
 
@@ -227,6 +231,7 @@ impl Listen {
         Ok(Listen {
             tcp,
             tls: Some((tls, Some(hangup))),
+            limits: Limits::default(),
         })
     }
 
@@ -235,6 +240,7 @@ impl Listen {
         Listen {
             tcp,
             tls: Some((tls, None)),
+            limits: Limits::default(),
         }
     }
 
@@ -244,6 +250,18 @@ impl Listen {
             Some(tls) => Listen::with_tls(tcp, tls),
             None => Ok(Listen::from(tcp)),
         }
+    }
+
+    /// The same listener within `limits` (`--max-connections`, `--header-read-timeout-ms`,
+    /// `--tls-handshake-timeout-ms`).
+    pub fn with_limits(mut self, limits: Limits) -> Listen {
+        self.limits = limits;
+        self
+    }
+
+    /// What it allows its clients.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// The address it listens on.
@@ -260,139 +278,34 @@ impl Listen {
         }
     }
 
-    /// Serves `app` until `shutdown` completes, then finishes in-flight requests (axum's
-    /// graceful shutdown). Every connection gets `TCP_NODELAY` ([`crate::listener`]).
+    /// Serves `app` until `shutdown` completes, then finishes in-flight requests and
+    /// returns once every connection has closed ([`crate::serve`]: accepting never waits,
+    /// the connection cap, the handshake and header-read timeouts). Every connection gets
+    /// `TCP_NODELAY` ([`crate::listener`]).
     pub async fn serve(
         self,
         app: axum::Router,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        match self.tls {
-            None => {
-                axum::serve(crate::listener::no_delay(self.tcp), app)
-                    .with_graceful_shutdown(shutdown)
-                    .await
-            }
-            Some((tls, hangup)) => {
-                let reloader = hangup.map(|mut hangup| {
-                    let tls = tls.clone();
-                    tokio::spawn(async move {
-                        while hangup.recv().await.is_some() {
-                            tracing::info!("SIGHUP: reloading the TLS certificate and key");
-                            tls.reload_logged();
-                        }
-                    })
-                });
-                let served = axum::serve(TlsListener::new(self.tcp, tls), app)
-                    .with_graceful_shutdown(shutdown)
-                    .await;
-                if let Some(r) = reloader {
-                    r.abort();
-                }
-                served
-            }
-        }
-    }
-}
-
-/// A listener whose connections have completed their TLS handshake: a task accepts TCP
-/// connections and runs each handshake in a task of its own; finished ones queue here.
-struct TlsListener {
-    local: std::io::Result<SocketAddr>,
-    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    acceptor: tokio::task::JoinHandle<()>,
-}
-
-impl TlsListener {
-    fn new(tcp: TcpListener, tls: Arc<Tls>) -> TlsListener {
-        let local = tcp.local_addr();
-        let (tx, ready) = mpsc::channel(64);
-        let acceptor = tokio::spawn(accept_loop(tcp, tls, tx));
-        TlsListener {
-            local,
-            ready,
-            acceptor,
-        }
-    }
-}
-
-impl Drop for TlsListener {
-    fn drop(&mut self) {
-        self.acceptor.abort();
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(conn) => conn,
-            // The accepting task ended (it never does while this listener lives): accept
-            // nothing more, and let the server's shutdown end serving.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        match &self.local {
-            Ok(a) => Ok(*a),
-            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
-        }
-    }
-}
-
-async fn accept_loop(
-    tcp: TcpListener,
-    tls: Arc<Tls>,
-    ready: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
-) {
-    let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
-    loop {
-        let Ok(permit) = handshakes.clone().acquire_owned().await else {
-            return;
+        let Listen { tcp, tls, limits } = self;
+        let Some((tls, hangup)) = tls else {
+            return crate::serve::serve(tcp, None, limits, app, shutdown).await;
         };
-        let (stream, peer) = tokio::select! {
-            accepted = tcp.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    accept_error(e).await;
-                    continue;
+        let reloader = hangup.map(|mut hangup| {
+            let tls = tls.clone();
+            tokio::spawn(async move {
+                while hangup.recv().await.is_some() {
+                    tracing::info!("SIGHUP: reloading the TLS certificate and key");
+                    tls.reload_logged();
                 }
-            },
-            () = ready.closed() => return,
-        };
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
-        }
-        let (acceptor, ready) = (tls.acceptor.clone(), ready.clone());
-        tokio::spawn(async move {
-            let _permit = permit;
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(conn)) => {
-                    let _ = ready.send((conn, peer)).await;
-                }
-                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-            }
+            })
         });
+        let served = crate::serve::serve(tcp, Some(tls), limits, app, shutdown).await;
+        if let Some(r) = reloader {
+            r.abort();
+        }
+        served
     }
-}
-
-/// What axum's own TCP listener does on an accept error: a connection that went away
-/// before it was accepted is skipped; anything else (out of file descriptors) is logged
-/// and retried after a pause, so that the loop does not spin.
-async fn accept_error(e: std::io::Error) {
-    use std::io::ErrorKind::*;
-    if matches!(
-        e.kind(),
-        ConnectionRefused | ConnectionAborted | ConnectionReset
-    ) {
-        return;
-    }
-    tracing::error!(error = %e, "accepting a connection failed");
-    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// Certificates made for tests (feature `test-certs`, rcgen): a CA, server certificates it

@@ -1,0 +1,251 @@
+//! Serving a router on a listener, plain or TLS, so that a silent or slow client holds up
+//! nobody: the one accept loop of both services ([`crate::tls::Listen::serve`]).
+//!
+//! - **Accepting never waits.** The loop accepts a connection, sets `TCP_NODELAY`
+//!   ([`crate::listener`]) and hands it to a task of its own; whatever that connection does
+//!   next (its TLS handshake, its request) happens there.
+//! - **At most [`Limits::max_connections`] open connections** per listener: one accepted
+//!   past it is closed at once (logged at debug level, with a warning at most once a minute
+//!   saying how many were closed), and the ones already open keep being served.
+//! - **TLS handshakes** take a slot of [`Limits::max_handshakes`] only once the client has
+//!   sent something (an idle socket takes none), and only for the handshake; a connection
+//!   that finds every slot taken is closed, not queued. A client has
+//!   [`Limits::handshake_timeout`] from the accept to the end of its handshake.
+//! - **A header-read timeout on every connection** ([`Limits::header_read_timeout`]): a
+//!   request's head (request line and headers) must arrive within it, or the connection is
+//!   closed. The timer runs whenever the connection waits for a request, so it is also how
+//!   long an idle keep-alive connection is kept.
+//! - **Shutdown** is axum's graceful one: once the shutdown future completes, nothing more
+//!   is accepted, every connection finishes the request it is serving and closes, and
+//!   [`serve`] returns once all have closed (a connection still in its handshake is
+//!   dropped).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+
+use crate::tls::Tls;
+
+/// Default of [`Limits::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
+/// Default of [`Limits::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default of [`Limits::handshake_timeout`].
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default of [`Limits::max_handshakes`].
+pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
+
+/// What one listener allows its clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The most connections open at once (`--max-connections`); at least 1.
+    pub max_connections: usize,
+    /// How long a request's head may take to arrive, and how long an idle keep-alive
+    /// connection is kept (`--header-read-timeout-ms`).
+    pub header_read_timeout: Duration,
+    /// How long a TLS client has from the accept to the end of its handshake
+    /// (`--tls-handshake-timeout-ms`).
+    pub handshake_timeout: Duration,
+    /// The most TLS handshakes in progress at once; at least 1.
+    pub max_handshakes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+        }
+    }
+}
+
+/// Serves `app` on `tcp` (HTTPS with `tls`) within `limits` until `shutdown` completes,
+/// then shuts down gracefully (the module's documentation).
+pub(crate) async fn serve(
+    tcp: TcpListener,
+    tls: Option<Arc<Tls>>,
+    limits: Limits,
+    app: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let handshakes = Arc::new(Semaphore::new(limits.max_handshakes.max(1)));
+    // `true` once shutting down; every connection task holds a receiver of `closed`, so
+    // `closed_tx.closed()` completes when the last one has ended.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (closed_tx, closed_rx) = watch::channel(());
+    let mut full = Full::default();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = tcp.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    accept_error(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            full.refused(peer, limits.max_connections);
+            drop(stream);
+            continue;
+        };
+        crate::listener::no_delay(&stream);
+        let conn = Connection {
+            peer,
+            limits,
+            app: app.clone(),
+            stop: stop_rx.clone(),
+            _closed: closed_rx.clone(),
+            _permit: permit,
+        };
+        match &tls {
+            None => {
+                tokio::spawn(conn.serve(stream));
+            }
+            Some(tls) => {
+                tokio::spawn(conn.handshake(stream, tls.clone(), handshakes.clone()));
+            }
+        }
+    }
+    drop(tcp);
+    let _ = stop_tx.send(true);
+    drop(closed_rx);
+    closed_tx.closed().await;
+    Ok(())
+}
+
+/// One accepted connection, its slot among the listener's connections held until it ends.
+struct Connection {
+    peer: SocketAddr,
+    limits: Limits,
+    app: axum::Router,
+    stop: watch::Receiver<bool>,
+    _closed: watch::Receiver<()>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    /// The TLS handshake (once the client has sent something, in a slot of `handshakes`,
+    /// within the handshake timeout), then [`serve`](Self::serve).
+    async fn handshake(self, tcp: TcpStream, tls: Arc<Tls>, handshakes: Arc<Semaphore>) {
+        let peer = self.peer;
+        let handshake = async {
+            // An idle socket takes no handshake slot: it only waits for its timeout. (A
+            // peek, not `readable()`, which may report a socket that has nothing to read.)
+            if tcp.peek(&mut [0u8; 1]).await? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let Ok(_slot) = handshakes.try_acquire() else {
+                return Err(std::io::Error::other("every handshake slot is taken"));
+            };
+            tls.acceptor().accept(tcp).await
+        };
+        let mut stop = self.stop.clone();
+        let done = tokio::select! {
+            done = tokio::time::timeout(self.limits.handshake_timeout, handshake) => done,
+            _ = stop.wait_for(|&stop| stop) => return,
+        };
+        match done {
+            Ok(Ok(tls)) => self.serve(tls).await,
+            Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+            Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+        }
+    }
+
+    /// HTTP/1.1 on `io` with the header-read timeout, until the client closes, a timeout
+    /// closes it, or a shutdown lets its request finish.
+    async fn serve<I>(self, io: I)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let app = self.app;
+        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+            let mut app = app.clone();
+            async move {
+                // A router is always ready: no `poll_ready` needed.
+                tower_service::Service::call(&mut app, req).await
+            }
+        });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.limits.header_read_timeout);
+        let conn = builder.serve_connection(TokioIo::new(io), service);
+        let mut conn = std::pin::pin!(conn);
+        let mut stop = self.stop;
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                served = conn.as_mut() => {
+                    if let Err(e) = served {
+                        tracing::debug!(peer = %self.peer, error = %e, "connection ended");
+                    }
+                    return;
+                }
+                _ = stop.wait_for(|&stop| stop), if !stopping => {
+                    stopping = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}
+
+/// Connections closed at the cap since the last warning, and when that warning was.
+#[derive(Default)]
+struct Full {
+    refused: u64,
+    warned: Option<tokio::time::Instant>,
+}
+
+impl Full {
+    const WARN_EVERY: Duration = Duration::from_secs(60);
+
+    fn refused(&mut self, peer: SocketAddr, max: usize) {
+        self.refused += 1;
+        tracing::debug!(%peer, max_connections = max, "connection closed: the listener is at its connection limit");
+        let now = tokio::time::Instant::now();
+        if self
+            .warned
+            .is_none_or(|w| now.duration_since(w) >= Self::WARN_EVERY)
+        {
+            tracing::warn!(
+                max_connections = max,
+                closed = self.refused,
+                "at the connection limit (--max-connections): new connections are closed at once"
+            );
+            self.refused = 0;
+            self.warned = Some(now);
+        }
+    }
+}
+
+/// What axum's own TCP listener does on an accept error: a connection that went away
+/// before it was accepted is skipped; anything else (out of file descriptors) is logged
+/// and retried after a pause, so that the loop does not spin.
+async fn accept_error(e: std::io::Error) {
+    use std::io::ErrorKind::*;
+    if matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "accepting a connection failed");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
