@@ -8,9 +8,13 @@
 //!
 //! Witnesses are asked in parallel, each with its own timeout; each one's state (the size
 //! it last cosigned, its last error) lives here, in the publisher's task, never in a
-//! request's future. What they answer is checked with the verifiers' own rule
-//! ([`dgsp_wire::note::witnessed::verify_witnessed`]) before anything is published: a
-//! witness that returns a cosignature that does not verify is reported and not counted.
+//! request's future. Each witness's answer is judged on its own, by its policy key: only
+//! its one line under that key that verifies over the tree counts, and anything else it
+//! answers (another witness's name, junk, too many or too large lines) is its own failure,
+//! reported in `/readyz` and `/metrics`, never another's. The note published carries the
+//! cosignatures the quorum needs, then as many more as fit the signed-note limits, and is
+//! checked with the verifiers' own rule
+//! ([`dgsp_wire::note::witnessed::verify_witnessed`]) before it is published.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,9 +25,10 @@ use dgsp_core::log_key::LogKeyStatement;
 use dgsp_core::Manager;
 use dgsp_http::clock::Clock;
 use dgsp_wire::note::checkpoint_body::CheckpointBody;
-use dgsp_wire::note::cosignature::MlDsaCosigner;
+use dgsp_wire::note::cosignature::{cosignature_timestamp, MlDsaCosigner};
 use dgsp_wire::note::policy::Policy;
-use dgsp_wire::note::witnessed::{verify_witnessed, witnessed_note, WitnessedError};
+use dgsp_wire::note::signed_note::SignatureLine;
+use dgsp_wire::note::witnessed::{verify_witnessed, witnessed_note};
 use dgsp_witness::client::{Submitter, WitnessClient, WitnessStatus};
 
 use crate::store::Store;
@@ -162,7 +167,7 @@ impl Witnesses {
                 Some(url) => {
                     let client = WitnessClient::new(&w.name, url, http.clone(), timeout)
                         .map_err(|e| format!("witness {}: {e}", w.name))?;
-                    submitters.push(Submitter::new(client));
+                    submitters.push(Submitter::with_key(client, w.vkey.clone()));
                 }
                 None => unreachable.push(w.name.clone()),
             }
@@ -211,9 +216,17 @@ impl Witnesses {
     /// Signs `cp`'s tree with the log key, has every witness cosign it and returns the
     /// witnessed note once the cosignatures meet the quorum; otherwise why not, witness by
     /// witness.
+    ///
+    /// Each witness's answer is judged on its own (its submitter keeps only its one line
+    /// under its policy key that verifies over this tree): a bad answer is that witness's
+    /// failure, reported in its status, and never costs another's. The timestamps are
+    /// judged against the clock read after the round, so a witness that answered within
+    /// its timeout counts. The note carries the cheapest set of cosignatures that meets
+    /// the quorum, then as many of the others as fit the signed-note limits, in the
+    /// policy's order; it is checked with the verifiers' own rule before it is returned.
     pub async fn witness(&self, cp: &Checkpoint, store: &Arc<Store>) -> Result<String, String> {
-        let now_s = self.clock.now_ms() / 1000;
-        let log_line = self.log_key.sign(cp, now_s)?;
+        let signed_s = self.clock.now_ms() / 1000;
+        let log_line = self.log_key.sign(cp, signed_s)?;
         let note = format!(
             "{}\n{log_line}",
             CheckpointBody::plain(&cp.origin, cp.size, cp.root).to_body()
@@ -229,53 +242,80 @@ impl Witnesses {
                         .consistency_proof(old, size)
                         .map_err(|e| e.to_string())
                 };
-                let answer = s.cosign(size, note, proof).await;
-                (s.client().name().to_owned(), answer)
+                s.cosign(size, note, proof).await
             }
         }))
         .await;
+        let now_s = self.clock.now_ms() / 1000;
+        let mut refused = Vec::new();
+        // (name, its one verified line), in the policy's order.
+        let mut counted: Vec<(String, String)> = Vec::new();
+        for (s, answer) in submitters.iter_mut().zip(answers) {
+            let name = s.client().name().to_owned();
+            let line = match answer {
+                Ok(lines) => lines.into_iter().next(),
+                Err(e) => {
+                    refused.push(format!("{name}: {e}"));
+                    continue;
+                }
+            };
+            let ts = line
+                .as_deref()
+                .and_then(|l| SignatureLine::parse(l).ok())
+                .and_then(|l| cosignature_timestamp(&l));
+            match (line, ts) {
+                (Some(line), Some(ts)) if ts.saturating_sub(now_s) <= CLOCK_TOLERANCE_S => {
+                    counted.push((name, line));
+                }
+                (_, ts) => {
+                    let why = match ts {
+                        Some(ts) => format!(
+                            "its cosignature is dated {} s ahead of the registry's clock",
+                            ts - now_s
+                        ),
+                        None => "its answer carries no timestamped cosignature".to_owned(),
+                    };
+                    refused.push(format!("{name}: {why}"));
+                    s.refuse(why);
+                }
+            }
+        }
         *self.status.lock().unwrap_or_else(PoisonError::into_inner) =
             submitters.iter().map(|s| s.status().clone()).collect();
         drop(submitters);
-        let mut refused = Vec::new();
-        let mut lines: Vec<(String, Vec<String>)> = Vec::new();
-        for (name, answer) in answers {
-            match answer {
-                Ok(l) => lines.push((name, l)),
-                Err(e) => refused.push(format!("{name}: {e}")),
-            }
-        }
-        // The verifiers' own check; a witness whose cosignature does not verify is dropped
-        // (and reported), and the rest are checked again.
-        loop {
-            let all: Vec<String> = lines.iter().flat_map(|(_, l)| l.clone()).collect();
-            let witnessed = witnessed_note(&cp.origin, cp.size, &cp.root, &log_line, &all);
-            match verify_witnessed(&witnessed, &self.policy, now_s, None, CLOCK_TOLERANCE_S) {
-                Ok(_) => return Ok(witnessed),
-                Err(WitnessedError::BadCosignature { witness }) => {
-                    let before = lines.len();
-                    lines.retain(|(n, _)| *n != witness);
-                    refused.push(format!("{witness}: its cosignature does not verify"));
-                    if lines.len() == before {
-                        return Err(format!(
-                            "a cosignature by {witness} does not verify; {}",
-                            refused.join("; ")
-                        ));
-                    }
+        let report = |counted: &[(String, String)], refused: &[String]| {
+            format!(
+                "cosigned: {}; refused or unanswered: {}",
+                names(counted.iter().map(|(n, _)| n)),
+                if refused.is_empty() {
+                    "none".to_owned()
+                } else {
+                    refused.join("; ")
                 }
-                Err(e) => {
-                    let cosigned = names(lines.iter().map(|(n, _)| n));
-                    return Err(format!(
-                        "{e} (cosigned: {cosigned}; refused or unanswered: {})",
-                        if refused.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            refused.join("; ")
-                        }
-                    ));
+            )
+        };
+        let have: BTreeSet<String> = counted.iter().map(|(n, _)| n.clone()).collect();
+        let Some(mut chosen) = self.policy.cheapest_quorum(&have) else {
+            return Err(format!("quorum not met ({})", report(&counted, &refused)));
+        };
+        for (name, _) in &counted {
+            if !chosen.contains(name) {
+                let mut more = chosen.clone();
+                more.insert(name.clone());
+                if self.policy.note_fits(&more) {
+                    chosen = more;
                 }
             }
         }
+        let lines: Vec<String> = counted
+            .iter()
+            .filter(|(n, _)| chosen.contains(n))
+            .map(|(_, l)| l.clone())
+            .collect();
+        let witnessed = witnessed_note(&cp.origin, cp.size, &cp.root, &log_line, &lines);
+        verify_witnessed(&witnessed, &self.policy, now_s, None, CLOCK_TOLERANCE_S)
+            .map_err(|e| format!("{e} ({})", report(&counted, &refused)))?;
+        Ok(witnessed)
     }
 }
 

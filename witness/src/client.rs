@@ -3,7 +3,7 @@
 //!
 //! | answer | [`SubmitError`] |
 //! |---|---|
-//! | 200 with 1..=16 well-formed cosignature lines | `Ok(lines)` |
+//! | 200 with 1..=16 well-formed cosignature lines | `Ok(lines)` (a [`Submitter`] with the witness's key: `Ok` with its one line that verifies, see below) |
 //! | 200 otherwise, or a body over 64 KiB | `BadAnswer` |
 //! | 409 `<size>\n` | `Conflict { size }` (the [`Submitter`] retries once) |
 //! | 409 with another body | `BadAnswer` |
@@ -17,12 +17,21 @@
 //! | connection failure | `Transport` |
 //!
 //! Error bodies are read up to [`MAX_ERROR_BODY`] bytes and kept as lossy UTF-8.
+//!
+//! A [`Submitter`] made [`with_key`](Submitter::with_key) judges a 200 by the witness's own
+//! key: only the lines under that key's name and key id are kept, each must verify over
+//! the checkpoint submitted, and the newest of them is the answer; none, or one that does
+//! not verify, is that witness's `BadAnswer`. Lines under other names (another witness's,
+//! padding, anything) are dropped unread: one witness's answer can only ever count for that
+//! witness.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::CONTENT_LENGTH;
 use reqwest::{StatusCode, Url};
 use serde::Serialize;
+
+use dgsp_wire::note::{verify_signature_line, CheckpointBody, SignatureLine, SignedNote, Vkey};
 
 use crate::protocol::{
     parse_conflict, split_cosignatures, AddCheckpoint, MAX_CONFLICT_BODY, MAX_COSIGNATURE_BODY,
@@ -77,6 +86,9 @@ pub enum SubmitError {
     /// An answer that is not the protocol's.
     #[error("bad answer: {0}")]
     BadAnswer(String),
+    /// The checkpoint given to submit is not a signed checkpoint note (the caller's fault).
+    #[error("the checkpoint to submit is not a signed checkpoint note: {0}")]
+    Note(String),
     /// The consistency proof from the witness's size could not be had (from the caller's
     /// proof function, or longer than 63 hashes).
     #[error("no consistency proof from size {old}: {why}")]
@@ -274,21 +286,46 @@ pub struct WitnessStatus {
     pub consecutive_failures: u32,
 }
 
-/// One witness's submission state: the size it last cosigned, one retry after a 409.
+/// One witness's submission state: the size it last cosigned, one retry after a 409, and
+/// (with its key) the judgement of its answers.
 #[derive(Debug)]
 pub struct Submitter {
     client: WitnessClient,
+    key: Option<Vkey>,
     status: WitnessStatus,
 }
 
 impl Submitter {
-    /// A submitter that does not yet know what the witness holds (sends `old 0` first).
+    /// A submitter that does not yet know what the witness holds (sends `old 0` first) and
+    /// returns the lines of a 200 as the witness gave them (the caller verifies them).
     pub fn new(client: WitnessClient) -> Submitter {
         let status = WitnessStatus {
             name: client.name().to_owned(),
             ..WitnessStatus::default()
         };
-        Submitter { client, status }
+        Submitter {
+            client,
+            key: None,
+            status,
+        }
+    }
+
+    /// A submitter for the witness whose cosigning key is `vkey` (its policy's key): a 200
+    /// counts only with a line under `vkey`'s name and key id that verifies over the
+    /// checkpoint submitted, and returns that one line (the newest, if several); anything
+    /// else is [`SubmitError::BadAnswer`], this witness's failure.
+    pub fn with_key(client: WitnessClient, vkey: Vkey) -> Submitter {
+        Submitter {
+            key: Some(vkey),
+            ..Submitter::new(client)
+        }
+    }
+
+    /// Records that the caller did not count the witness's last cosignature (e.g. dated
+    /// too far ahead), as a failure of this witness's.
+    pub fn refuse(&mut self, why: String) {
+        self.status.last_error = Some(why);
+        self.status.consecutive_failures = self.status.consecutive_failures.saturating_add(1);
     }
 
     /// The client.
@@ -317,7 +354,10 @@ impl Submitter {
         note: &str,
         proof: impl Fn(u64) -> Result<Vec<[u8; 32]>, String>,
     ) -> Result<Vec<String>, SubmitError> {
-        let result = self.try_cosign(size, note, &proof).await;
+        let mut result = self.try_cosign(size, note, &proof).await;
+        if let (Ok(lines), Some(key)) = (&result, &self.key) {
+            result = judge(key, note, lines);
+        }
         match &result {
             Ok(_) => {
                 self.status.size = size;
@@ -383,6 +423,41 @@ impl Submitter {
         };
         self.client.add_checkpoint(&req).await
     }
+}
+
+/// A 200's lines judged by the witness's key (see [`Submitter::with_key`]).
+fn judge(key: &Vkey, note: &str, lines: &[String]) -> Result<Vec<String>, SubmitError> {
+    let cp = SignedNote::parse(note)
+        .map_err(|e| e.to_string())
+        .and_then(|n| CheckpointBody::parse(&n.body).map_err(|e| e.to_string()))
+        .map_err(SubmitError::Note)?;
+    let mut newest: Option<(u64, &String)> = None;
+    for text in lines {
+        let Ok(line) = SignatureLine::parse(text) else {
+            continue;
+        };
+        if line.name != key.name || line.key_id != key.key_id {
+            continue;
+        }
+        let ts = verify_signature_line(key, &cp, &line)
+            .map_err(|e| SubmitError::BadAnswer(format!("its cosignature does not verify: {e}")))?;
+        if newest.is_none_or(|(t, _)| ts > t) {
+            newest = Some((ts, text));
+        }
+    }
+    match newest {
+        Some((_, line)) => Ok(vec![line.clone()]),
+        None => Err(SubmitError::BadAnswer(format!(
+            "no cosignature line under its key {}+{} among the {} it answered",
+            key.name,
+            hex_id(&key.key_id),
+            lines.len()
+        ))),
+    }
+}
+
+fn hex_id(id: &[u8; 4]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

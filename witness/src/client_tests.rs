@@ -301,3 +301,114 @@ async fn submitter_proof_failure_and_witness_errors() {
     let json = serde_json::to_string(s.status()).unwrap();
     assert!(json.contains("\"consecutive_failures\":1"), "{json}");
 }
+
+/// A checkpoint note of `example.com/log` at size 5 (its log line is not checked here).
+const SIGNED_NOTE: &str = "example.com/log\n5\nBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ=\n\n— example.com/log AAAAAAAAAAAAAA==\n";
+
+/// The submitter with the key of `w`, against a witness answering `body` to everything.
+async fn judged(
+    w: &dgsp_wire::note::MlDsaCosigner,
+    body: String,
+) -> (Submitter, Result<Vec<String>, SubmitError>) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(body))
+        .mount(&server)
+        .await;
+    let mut s = Submitter::with_key(
+        client(&server, Duration::from_secs(5)),
+        w.verifier().clone(),
+    );
+    let r = s.cosign(5, SIGNED_NOTE, proof).await;
+    (s, r)
+}
+
+#[tokio::test]
+async fn a_submitter_with_the_key_keeps_only_its_witness_line_that_verifies() {
+    let w = dgsp_wire::note::MlDsaCosigner::from_seed("w.example", &[1; 32]).unwrap();
+    let other = dgsp_wire::note::MlDsaCosigner::from_seed("other.example", &[2; 32]).unwrap();
+    let root = [4u8; 32];
+    let mine = w
+        .cosign("example.com/log", 5, &root, 1_700_000_000)
+        .unwrap();
+    let newer = w
+        .cosign("example.com/log", 5, &root, 1_700_000_001)
+        .unwrap();
+    let theirs = other
+        .cosign("example.com/log", 5, &root, 1_700_000_000)
+        .unwrap();
+    let strip = |l: &str| l.trim_end_matches('\n').to_owned();
+
+    // Its own lines among others': the newest of its own, alone.
+    let (s, r) = judged(&w, format!("{theirs}{mine}{}\n{newer}", line("x"))).await;
+    assert_eq!(r, Ok(vec![strip(&newer)]));
+    assert_eq!(s.size(), 5);
+
+    // Another witness's valid line, or junk, is no answer of this witness's.
+    let (s, r) = judged(&w, theirs.clone()).await;
+    assert!(
+        matches!(&r, Err(SubmitError::BadAnswer(why)) if why.contains("no cosignature line under its key w.example+")),
+        "{r:?}"
+    );
+    assert_eq!(s.size(), 0, "a bad answer is not a cosignature");
+    assert_eq!(s.status().consecutive_failures, 1);
+    assert!(s
+        .status()
+        .last_error
+        .as_deref()
+        .unwrap()
+        .starts_with("bad answer: "));
+    let junk: String = (0..16)
+        .map(|i| format!("— junk{i} {}\n", STANDARD.encode(vec![i as u8; 2200])))
+        .collect();
+    assert!(junk.len() > 45_000);
+    let (_, r) = judged(&w, junk).await;
+    assert!(matches!(r, Err(SubmitError::BadAnswer(_))), "{r:?}");
+
+    // A line under its name and key id that does not verify (a zero signature, or a
+    // signature over another tree) fails the witness, even beside a good one.
+    let mut blob = w.verifier().key_id.to_vec();
+    blob.extend_from_slice(&[0u8; 8 + 2420]);
+    let zero = format!("— w.example {}\n", STANDARD.encode(&blob));
+    for body in [zero.clone(), format!("{mine}{zero}")] {
+        let (_, r) = judged(&w, body).await;
+        assert!(
+            matches!(&r, Err(SubmitError::BadAnswer(why)) if why.contains("does not verify")),
+            "{r:?}"
+        );
+    }
+    let other_tree = w
+        .cosign("example.com/log", 6, &root, 1_700_000_000)
+        .unwrap();
+    let (_, r) = judged(&w, other_tree).await;
+    assert!(matches!(r, Err(SubmitError::BadAnswer(_))), "{r:?}");
+
+    // Without the key, the lines come back as given (the caller judges them).
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(theirs.clone()))
+        .mount(&server)
+        .await;
+    let mut s = Submitter::new(client(&server, Duration::from_secs(5)));
+    assert_eq!(
+        s.cosign(5, SIGNED_NOTE, proof).await,
+        Ok(vec![strip(&theirs)])
+    );
+
+    // A note that is not a checkpoint is the caller's error, not the witness's.
+    let (mut s, _) = judged(&w, mine.clone()).await;
+    let r = s.cosign(5, "not a note", proof).await;
+    assert!(matches!(r, Err(SubmitError::Note(_))), "{r:?}");
+}
+
+#[tokio::test]
+async fn a_refused_cosignature_is_the_witness_failure() {
+    let w = dgsp_wire::note::MlDsaCosigner::from_seed("w.example", &[1; 32]).unwrap();
+    let mine = w.cosign("example.com/log", 5, &[4; 32], 1).unwrap();
+    let (mut s, r) = judged(&w, mine).await;
+    assert!(r.is_ok());
+    s.refuse("dated 60 s ahead".into());
+    let st = s.status();
+    assert_eq!(st.last_error.as_deref(), Some("dated 60 s ahead"));
+    assert_eq!(st.consecutive_failures, 1);
+}

@@ -13,8 +13,10 @@
 //! - `test_server` (feature `test-server`): the two real witnesses, omniwitness and
 //!   litewitness, started by `scripts/witnesses.sh` for tests.
 //!
-//! The client does not verify cosignatures: it returns the witness's lines, and the caller
-//! checks them against its policy (`dgsp_wire::note`).
+//! [`WitnessClient`] returns a witness's lines as given; a [`Submitter`] made with the
+//! witness's key keeps only its one line under that key that verifies, so that a witness's
+//! bad answer is that witness's failure alone. The caller still judges the note it builds
+//! against its policy (`dgsp_wire::note`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -13,6 +13,11 @@
 //!
 //! Each start is a separate pair of witnesses with fresh state, so tests never see each
 //! other's logs.
+//!
+//! [`LoopbackWitness`] is an in-process witness on a loopback port, for tests that need
+//! many witnesses or bad ones and no Go: an honest one ([`dgsp_witness::server::Witness`]
+//! with a memory store and an injectable clock), or one that answers every request with
+//! the same 200 body (a forged or oversized answer).
 
 use std::collections::HashSet;
 use std::io::Write as _;
@@ -272,5 +277,70 @@ mod tests {
         assert_eq!(w.policy_path, PathBuf::from("/tmp/x/policy"));
         std::mem::forget(w); // nothing runs: no stop
         assert!(parse_start_output("", PathBuf::new()).is_err());
+    }
+}
+
+/// What a [`LoopbackWitness`] answers.
+#[derive(Clone)]
+pub enum LoopbackAnswer {
+    /// The witness's own answers ([`crate::server::Witness`], memory store), its
+    /// cosignatures dated by this clock (Unix seconds; called once per cosignature).
+    Honest(crate::server::UnixClock),
+    /// 200 with this body to every request.
+    Fixed(String),
+}
+
+/// An in-process witness on `127.0.0.1`, served until dropped.
+#[derive(Debug)]
+pub struct LoopbackWitness {
+    /// Its submission prefix (`http://127.0.0.1:PORT`).
+    pub url: String,
+    /// Its verifier key (ML-DSA-44, type 0x06).
+    pub vkey: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LoopbackWitness {
+    /// A witness named `name` with the ML-DSA-44 key of `seed`, cosigning for `logs`
+    /// (when honest), answering as `answer` says.
+    pub async fn start(
+        name: &str,
+        seed: [u8; 32],
+        logs: crate::server::KnownLogs,
+        answer: LoopbackAnswer,
+    ) -> LoopbackWitness {
+        use axum::routing::post;
+        let key = dgsp_wire::note::MlDsaCosigner::from_seed(name, &seed)
+            .unwrap_or_else(|e| panic!("witness name {name:?}: {e}"));
+        let vkey = key.vkey();
+        let router = match answer {
+            LoopbackAnswer::Honest(clock) => {
+                let store = std::sync::Arc::new(crate::server::MemoryStore::new());
+                crate::server::router(std::sync::Arc::new(crate::server::Witness::new(
+                    key, logs, store, clock,
+                )))
+            }
+            LoopbackAnswer::Fixed(body) => axum::Router::new().route(
+                "/add-checkpoint",
+                post(move || {
+                    let body = body.clone();
+                    async move { body }
+                }),
+            ),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        LoopbackWitness { url, vkey, task }
+    }
+}
+
+impl Drop for LoopbackWitness {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }

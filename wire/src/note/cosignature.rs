@@ -13,7 +13,7 @@ use ed25519_dalek::Verifier as _;
 use ml_dsa::{EncodedSignature, EncodedVerifyingKey, MlDsa44, Signer as _};
 
 use super::checkpoint_body::CheckpointBody;
-use super::signed_note::{is_valid_key_name, SignatureLine};
+use super::signed_note::{is_valid_key_name, SignatureLine, SIGNATURE_LINE_START};
 use super::vkey::{KeyKind, Vkey, MLDSA44_PUBLIC_KEY_LEN};
 
 /// The 12-byte label that starts an ML-DSA-44 `cosigned_message`.
@@ -150,6 +150,34 @@ pub fn verify_signature_line(
     }
 }
 
+/// The length in bytes of a signature line by `vkey` that verifies, its newline included:
+/// `— <name> base64(key id || [timestamp ||] signature)\n`. Every verifying line by one key
+/// has this length (its name is the key's, its signature of the type's fixed length), so a
+/// note's size is known before its lines are chosen.
+pub fn signature_line_len(vkey: &Vkey) -> usize {
+    let sig_len = match vkey.kind {
+        KeyKind::Ed25519(_) => 64,
+        KeyKind::Ed25519Cosignature(_) => 8 + 64,
+        KeyKind::MlDsa44Cosignature(_) => 8 + MLDSA44_SIGNATURE_LEN,
+    };
+    let blob = 4 + sig_len;
+    SIGNATURE_LINE_START.len() + vkey.name.len() + 1 + blob.div_ceil(3) * 4 + 1
+}
+
+/// The timestamp a cosignature line carries (its first 8 signature bytes, big-endian),
+/// unverified; `None` if it is too short to carry one.
+pub fn cosignature_timestamp(line: &SignatureLine) -> Option<u64> {
+    let ts: [u8; 8] = line.sig.get(..8)?.try_into().ok()?;
+    Some(u64::from_be_bytes(ts))
+}
+
+/// Whether `vkey`'s signature covers a checkpoint's extension lines: Ed25519 note
+/// signatures (`0x01`) and cosignatures (`0x04`) sign the whole body; an ML-DSA-44
+/// cosignature (`0x06`) signs only origin, size and root.
+pub fn covers_extensions(vkey: &Vkey) -> bool {
+    !matches!(vkey.kind, KeyKind::MlDsa44Cosignature(_))
+}
+
 fn verify_ed25519(pk: &[u8; 32], msg: &[u8], sig: &[u8; 64]) -> Result<(), CosignatureError> {
     let vk =
         ed25519_dalek::VerifyingKey::from_bytes(pk).map_err(|_| CosignatureError::BadSignature)?;
@@ -256,6 +284,8 @@ impl MlDsaCosigner {
 mod tests {
     use super::*;
     use crate::note::signed_note::SignedNote;
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine as _;
 
     #[test]
     fn cosigned_message_known_answer() {
@@ -281,6 +311,31 @@ mod tests {
             cosigned_message("w", 1 << 63, "o", 0, 1, &[0; 32]),
             Err(CosignatureError::Timestamp)
         );
+    }
+
+    #[test]
+    fn signature_line_len_is_the_length_of_a_verifying_line() {
+        let w = MlDsaCosigner::from_seed("example.com/w", &[3; 32]).unwrap();
+        for (size, ts) in [(1, 1), (9, 1_700_000_000), (u64::MAX, MAX_TIMESTAMP)] {
+            let line = w.cosign("o", size, &[4; 32], ts).unwrap();
+            assert_eq!(line.len(), signature_line_len(w.verifier()));
+        }
+        let ed = Vkey::new("e", KeyKind::Ed25519Cosignature([1; 32])).unwrap();
+        let blob = B64.encode([0u8; 4 + 8 + 64]);
+        assert_eq!(
+            signature_line_len(&ed),
+            format!("\u{2014} e {blob}\n").len()
+        );
+        let note = Vkey::new("n", KeyKind::Ed25519([1; 32])).unwrap();
+        let blob = B64.encode([0u8; 4 + 64]);
+        assert_eq!(
+            signature_line_len(&note),
+            format!("\u{2014} n {blob}\n").len()
+        );
+        let line = w.signature_line("o", 1, &[4; 32], 77).unwrap();
+        assert_eq!(cosignature_timestamp(&line), Some(77));
+        assert!(!covers_extensions(w.verifier()));
+        assert!(covers_extensions(&ed) && covers_extensions(&note));
     }
 
     #[test]

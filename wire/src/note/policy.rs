@@ -10,9 +10,18 @@
 //! `#` starts a comment; blank lines are ignored; fields are separated by spaces or tabs.
 //! Log keys are types `0x01` or `0x06`, witness keys `0x04` or `0x06`. Duplicate keys and
 //! names are refused; at most [`MAX_ENTRIES`] logs, witnesses and groups each.
+//!
+//! A policy whose quorum cannot be carried by one witnessed note is refused
+//! ([`PolicyErrorKind::QuorumTooLarge`]): the note of the longest origin and log line with
+//! the cosignatures of the policy's cheapest quorum ([`Policy::cheapest_quorum`]) must fit
+//! the signed-note limits ([`MAX_NOTE_BYTES`], [`MAX_SIGNATURES`] lines, the log's among
+//! them). Twenty ML-DSA-44 cosignatures (3.3 KB each) do not fit in 64 KiB beside an ML-DSA-44 log line; 32 lines of
+//! any kind do not fit beside the log's.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::cosignature::signature_line_len;
+use super::signed_note::{MAX_NOTE_BYTES, MAX_SIGNATURES};
 use super::vkey::{KeyKind, Vkey, VkeyError};
 
 /// Most `log`, `witness` and `group` lines each.
@@ -107,6 +116,18 @@ pub enum PolicyErrorKind {
     /// No `log` line (reported with the line count).
     #[error("no log line")]
     NoLog,
+    /// The cheapest quorum's cosignatures do not fit in one witnessed note (reported at the
+    /// `quorum` line).
+    #[error(
+        "the quorum needs a witnessed note of {lines} signature lines and up to {bytes} bytes, \
+         over the signed-note limits ({MAX_SIGNATURES} lines, {MAX_NOTE_BYTES} bytes)"
+    )]
+    QuorumTooLarge {
+        /// Signature lines of the note (the log's and the cosignatures).
+        lines: usize,
+        /// Its largest size in bytes.
+        bytes: usize,
+    },
 }
 
 /// A policy refused, with the line (from 1) that was wrong.
@@ -250,7 +271,93 @@ impl Policy {
         if p.logs.is_empty() {
             return Err(err(lines, PolicyErrorKind::NoLog));
         }
+        let all: BTreeSet<String> = p.witnesses.iter().map(|w| w.name.clone()).collect();
+        // Every component can be met with all witnesses (thresholds are at most the
+        // members), so the cheapest quorum exists.
+        let cheapest = p.cheapest_quorum(&all).unwrap_or_default();
+        let (lines, bytes) = p.note_len(&cheapest);
+        if lines > MAX_SIGNATURES || bytes > MAX_NOTE_BYTES {
+            return Err(err(qn, PolicyErrorKind::QuorumTooLarge { lines, bytes }));
+        }
         Ok(p)
+    }
+
+    /// The signature lines and the most bytes of a witnessed note of any of the policy's
+    /// logs cosigned by the witnesses `cosigners` (policy names; other names count
+    /// nothing): the body (origin, a 20-digit size, the root), the blank line, the log's
+    /// line and one line per cosigner.
+    pub fn note_len(&self, cosigners: &BTreeSet<String>) -> (usize, usize) {
+        let log_part = self
+            .logs
+            .iter()
+            .map(|l| l.vkey.name.len() + 1 + 20 + 1 + 44 + 1 + 1 + signature_line_len(&l.vkey))
+            .max()
+            .unwrap_or(0);
+        let counted: Vec<&PolicyWitness> = self
+            .witnesses
+            .iter()
+            .filter(|w| cosigners.contains(&w.name))
+            .collect();
+        let bytes = log_part
+            + counted
+                .iter()
+                .map(|w| signature_line_len(&w.vkey))
+                .sum::<usize>();
+        (1 + counted.len(), bytes)
+    }
+
+    /// Whether a witnessed note cosigned by `cosigners` fits the signed-note limits
+    /// ([`Policy::note_len`]).
+    pub fn note_fits(&self, cosigners: &BTreeSet<String>) -> bool {
+        let (lines, bytes) = self.note_len(cosigners);
+        lines <= MAX_SIGNATURES && bytes <= MAX_NOTE_BYTES
+    }
+
+    /// A set of the witnesses in `available` that meets the quorum with few cosignature
+    /// bytes, `None` if they cannot meet it (the empty set for `quorum none`). Each group
+    /// takes, one at a time, the member whose set adds the fewest bytes to what it took
+    /// (ties: the earlier member); without members shared between groups this is the
+    /// cheapest quorum.
+    pub fn cheapest_quorum(&self, available: &BTreeSet<String>) -> Option<BTreeSet<String>> {
+        let Some(q) = self.quorum.as_deref() else {
+            return Some(BTreeSet::new());
+        };
+        let cost = |set: &BTreeSet<String>| -> usize {
+            self.witnesses
+                .iter()
+                .filter(|w| set.contains(&w.name))
+                .map(|w| signature_line_len(&w.vkey))
+                .sum()
+        };
+        let mut best: BTreeMap<&str, Option<BTreeSet<String>>> = BTreeMap::new();
+        for w in &self.witnesses {
+            let set = available
+                .contains(&w.name)
+                .then(|| BTreeSet::from([w.name.clone()]));
+            best.insert(&w.name, set);
+        }
+        for g in &self.groups {
+            let mut candidates: Vec<BTreeSet<String>> = g
+                .members
+                .iter()
+                .filter_map(|m| best.get(m.as_str()).cloned().flatten())
+                .collect();
+            let mut chosen = (candidates.len() >= g.threshold).then(BTreeSet::new);
+            if let Some(chosen) = chosen.as_mut() {
+                for _ in 0..g.threshold {
+                    let pick = candidates
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, c)| cost(&chosen.union(c).cloned().collect()))
+                        .map(|(i, _)| i);
+                    if let Some(i) = pick {
+                        chosen.extend(candidates.remove(i));
+                    }
+                }
+            }
+            best.insert(&g.name, chosen);
+        }
+        best.get(q).cloned().flatten()
     }
 
     /// The `log` lines.
@@ -545,6 +652,83 @@ mod tests {
             groups.push_str(&format!("group g{i} any w\n"));
         }
         assert_eq!(kind_of(&groups), PolicyErrorKind::TooMany);
+    }
+
+    /// `n` witnesses of `key(name, i)`, a group `g` of them with threshold `k`, quorum g.
+    fn many(n: usize, k: &str, key: impl Fn(&str, u8) -> String) -> String {
+        let mut text = format!("log {}\n", ml("dgsp/00112233445566778899aabbccddeeff", 0));
+        let mut names = String::new();
+        for i in 0..n {
+            let name = format!("w{i:02}");
+            text.push_str(&format!(
+                "witness {name} {}\n",
+                key(&format!("{name}.example"), i as u8 + 1)
+            ));
+            names.push_str(&format!(" {name}"));
+        }
+        format!("{text}group g {k}{names}\nquorum g\n")
+    }
+
+    fn ed(name: &str, b: u8) -> String {
+        let pk = ed25519_dalek::SigningKey::from_bytes(&[b; 32]).verifying_key();
+        Vkey::new(name, KeyKind::Ed25519Cosignature(pk.to_bytes()))
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn a_quorum_that_cannot_fit_in_one_note_is_refused() {
+        // 25 ML-DSA-44 witnesses, any one of them: fits (one cosignature), and the note of
+        // every witness would not.
+        let any = Policy::parse(&many(25, "any", ml)).unwrap();
+        let all: BTreeSet<String> = any.witnesses().iter().map(|w| w.name.clone()).collect();
+        assert!(!any.note_fits(&all));
+        assert_eq!(any.cheapest_quorum(&all).map(|s| s.len()), Some(1));
+        // 19 of them fit in 64 KiB, 20 do not.
+        assert!(Policy::parse(&many(25, "19", ml)).is_ok());
+        let e = Policy::parse(&many(25, "20", ml)).unwrap_err();
+        assert_eq!(e.line, 28, "{e}");
+        assert!(matches!(
+            e.kind,
+            PolicyErrorKind::QuorumTooLarge { lines: 21, bytes } if bytes > MAX_NOTE_BYTES
+        ));
+        assert!(e.to_string().contains("signed-note limits"), "{e}");
+        assert!(matches!(
+            kind_of(&many(20, "all", ml)),
+            PolicyErrorKind::QuorumTooLarge { .. }
+        ));
+        // 31 Ed25519 cosignatures fit beside the log's line; 32 are over the line limit.
+        assert!(Policy::parse(&many(31, "all", ed)).is_ok());
+        assert_eq!(
+            kind_of(&many(32, "all", ed)),
+            PolicyErrorKind::QuorumTooLarge {
+                lines: 33,
+                bytes: Policy::parse(&many(32, "any", ed))
+                    .unwrap()
+                    .note_len(&(0..32).map(|i| format!("w{i:02}")).collect())
+                    .1
+            }
+        );
+    }
+
+    #[test]
+    fn the_cheapest_quorum_takes_the_smaller_cosignatures() {
+        // Two groups: one of an ML-DSA-44 and an Ed25519 witness (any), and the Ed25519
+        // witness alone; the cheapest is the Ed25519 witness once.
+        let text = format!(
+            "log {}\nwitness m {}\nwitness e {}\ngroup a any m e\ngroup b all e\ngroup top all a b\nquorum top\n",
+            ml("dgsp/ab", 0),
+            ml("m.example", 1),
+            ed("e.example", 2),
+        );
+        let p = Policy::parse(&text).unwrap();
+        assert_eq!(p.cheapest_quorum(&set(&["m", "e"])), Some(set(&["e"])));
+        assert_eq!(p.cheapest_quorum(&set(&["m"])), None);
+        let none = Policy::parse(&text.replace("quorum top", "quorum none")).unwrap();
+        assert_eq!(none.cheapest_quorum(&set(&[])), Some(set(&[])));
+        let (lines, bytes) = p.note_len(&set(&["e", "x"]));
+        assert_eq!(lines, 2);
+        assert!(bytes < 4096, "{bytes}");
     }
 
     fn kind_of(text: &str) -> PolicyErrorKind {

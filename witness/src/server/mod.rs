@@ -23,7 +23,7 @@ pub use store::{MemoryStore, StoreError, TreeHead, WitnessStore};
 pub use witness::{
     origin_hash, system_clock, KnownLogs, KnownLogsError, UnixClock, Witness, WitnessAnswer,
     BAD_PROOF, BAD_TRUSTED_SIGNATURE, MAX_ORIGIN_LEN, NOT_EMPTY_ROOT, NO_TRUSTED_SIGNATURE,
-    OTHER_ROOT, PROOF_FROM_ZERO, TEXT_PLAIN,
+    OTHER_ROOT, PROOF_FROM_ZERO, TEXT_PLAIN, UNSIGNED_EXTENSIONS,
 };
 
 #[cfg(test)]

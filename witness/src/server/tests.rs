@@ -387,15 +387,28 @@ fn ed25519_logs_and_extension_lines() {
         403,
         &format!("{BAD_TRUSTED_SIGNATURE}\n"),
     );
-    // An ML-DSA-44 log signature does not sign extension lines (omniwitness accepts these;
-    // litewitness refuses them): accepted, and our ML-DSA-44 cosignature says nothing about
-    // them either.
+    // An ML-DSA-44 log signature does not sign extension lines, nor does this witness's
+    // ML-DSA-44 cosignature (omniwitness accepts these; litewitness refuses them): 403, and
+    // nothing is stored or served for monitoring.
     let r = root(&l);
     let line = s.log.key.cosign(&s.log.origin, 2, &r, T0).unwrap();
     let mut ext = CheckpointBody::plain(&s.log.origin, 2, r);
     ext.extensions.push("snapshot 1".into());
     let note = format!("{}\n{line}", ext.to_body());
-    assert_eq!(w.add_checkpoint(&body(0, vec![], &note)).status(), 200);
+    let held = w.held(&s.log.origin).unwrap();
+    assert_answer(
+        &w.add_checkpoint(&body(0, vec![], &note)),
+        403,
+        &format!("{UNSIGNED_EXTENSIONS}\n"),
+    );
+    assert_eq!(w.held(&s.log.origin).unwrap(), held);
+    assert_eq!(w.latest_checkpoint(&origin_hash(&s.log.origin)), None);
+    // Without the extension line, the same tree is cosigned.
+    let plain = format!(
+        "{}\n{line}",
+        CheckpointBody::plain(&s.log.origin, 2, r).to_body()
+    );
+    assert_eq!(w.add_checkpoint(&body(0, vec![], &plain)).status(), 200);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dgsp_wire::merkle::{empty_root, verify_consistency};
-use dgsp_wire::note::cosignature::MAX_TIMESTAMP;
+use dgsp_wire::note::cosignature::{covers_extensions, MAX_TIMESTAMP};
 use dgsp_wire::note::{
     verify_signature_line, CheckpointBody, MlDsaCosigner, NoteError, Policy, SignedNote, Vkey,
 };
@@ -204,6 +204,10 @@ pub const NO_TRUSTED_SIGNATURE: &str = "no signature by a key trusted for the or
 /// 403 body: a line by a trusted key (name and key ID) does not verify.
 pub const BAD_TRUSTED_SIGNATURE: &str =
     "a signature by a key trusted for the origin does not verify";
+/// 403 body: extension lines on a note whose trusted signatures (ML-DSA-44) do not cover
+/// them.
+pub const UNSIGNED_EXTENSIONS: &str =
+    "extension lines that no signature by a key trusted for the origin covers";
 /// 422 body: the consistency proof does not lead from the held tree to the checkpoint.
 pub const BAD_PROOF: &str =
     "the consistency proof does not verify from the tree this witness holds";
@@ -311,7 +315,8 @@ impl Witness {
     /// ([`Witness::add_checkpoint_async`] does).
     ///
     /// In order (the spec's): over 16 KiB → 413; malformed request or note → 400; unknown
-    /// origin → 404; no valid signature by a trusted key, or a failing one → 403; old >
+    /// origin → 404; no valid signature by a trusted key, or a failing one, or extension
+    /// lines that no trusted signature covers (every trusted line ML-DSA-44) → 403; old >
     /// size → 400; old ≠ the size held (0 if none) → 409; size 0 with another root than the
     /// empty tree's, a non-empty proof from 0, a proof that does not lead from the **held**
     /// tree (size and root from the store, never from the request) to the checkpoint, or
@@ -434,6 +439,7 @@ impl Witness {
             return Err(WitnessAnswer::UnknownOrigin);
         }
         let mut log_lines = Vec::new();
+        let mut covered = false;
         for line in &note.signatures {
             let Some(key) = keys
                 .iter()
@@ -443,10 +449,17 @@ impl Witness {
             };
             verify_signature_line(key, &cp, line)
                 .map_err(|_| WitnessAnswer::Forbidden(BAD_TRUSTED_SIGNATURE))?;
+            covered |= covers_extensions(key);
             log_lines.push(line.to_line());
         }
         if log_lines.is_empty() {
             return Err(WitnessAnswer::Forbidden(NO_TRUSTED_SIGNATURE));
+        }
+        // An ML-DSA-44 signature covers origin, size and root only, and so does this
+        // witness's cosignature: extension lines only an Ed25519 log signature vouched for
+        // would be served (the monitoring read) as if signed.
+        if !cp.extensions.is_empty() && !covered {
+            return Err(WitnessAnswer::Forbidden(UNSIGNED_EXTENSIONS));
         }
         if req.old > cp.size {
             return Err(WitnessAnswer::BadRequest(format!(
