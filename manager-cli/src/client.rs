@@ -13,8 +13,10 @@
 //!   ([`ClientError::Tls`]), never retried.
 //! - **Tokens never in clear off loopback**: a client with a bearer token refuses a plain
 //!   `http://` URL whose host is not loopback ([`ClientError::PlainHttp`], before any
-//!   connection) unless `--allow-plain-http` ([`dgsp_secrets::transport`]); and it never
-//!   follows a redirect.
+//!   connection) unless `--allow-plain-http` ([`dgsp_secrets::transport`]); it uses a
+//!   proxy from the environment (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, not for a
+//!   `NO_PROXY` host) only when that proxy passes the same rule, and refuses any other
+//!   ([`ClientError::Proxy`], before any connection); and it never follows a redirect.
 //! - **Bounded answers**: an answer is read only up to a cap ([`MAX_REGISTRY_ANSWER`], or
 //!   [`MAX_GATEWAY_ANSWER`] for a gateway): a larger one is refused
 //!   ([`ClientError::TooLarge`]) as soon as its `Content-Length` or its bytes pass the cap,
@@ -53,6 +55,11 @@ pub enum ClientError {
     /// loopback, without `--allow-plain-http`. Nothing was sent.
     #[error(transparent)]
     PlainHttp(#[from] dgsp_secrets::transport::PlainHttpRefused),
+    /// The token would cross the network in clear through the proxy the environment names
+    /// (plain `http://` or SOCKS to a host that is not loopback), without
+    /// `--allow-plain-http`. Nothing was sent.
+    #[error(transparent)]
+    Proxy(#[from] dgsp_secrets::transport::ProxyRefused),
     /// The `--ca-file` could not be read or holds no PEM certificate.
     #[error("{path}: not a PEM file of CA certificates: {reason}")]
     CaFile {
@@ -142,6 +149,7 @@ impl ClientError {
         match self {
             ClientError::BadUrl { .. } => "bad_url",
             ClientError::PlainHttp(_) => "plain_http_refused",
+            ClientError::Proxy(_) => "proxy_refused",
             ClientError::CaFile { .. } => "ca_file",
             ClientError::Tls { .. } => "tls",
             ClientError::Unreachable { .. } => "unreachable",
@@ -315,7 +323,8 @@ impl Client {
     /// A client for `base` (http or https) with an optional bearer token, a per-request
     /// timeout, a retry budget and `transport`'s CA certificates. A token is refused for
     /// plain `http://` to a host that is not loopback unless `transport` allows it
-    /// ([`ClientError::PlainHttp`]: nothing is sent).
+    /// ([`ClientError::PlainHttp`]: nothing is sent), and so is a proxy from the environment
+    /// that is neither `https://` nor on a loopback host ([`ClientError::Proxy`]).
     pub fn connect(
         base: &str,
         token: Option<Token>,
@@ -332,6 +341,9 @@ impl Client {
             return Err(bad("expected http://host[:port] or https://host[:port]"));
         }
         let token = token.filter(|t| !t.value.is_empty());
+        // Every request goes to `base`'s scheme and host (no redirect is followed), so the
+        // proxy decided for `base` is the proxy of every request.
+        let mut keep_env_proxy = true;
         if let Some(token) = &token {
             dgsp_secrets::transport::check_token_destination(
                 base,
@@ -340,6 +352,9 @@ impl Client {
                 token.name,
                 transport.allow_plain_http,
             )?;
+            keep_env_proxy =
+                dgsp_secrets::transport::token_proxy(base, token.name, transport.allow_plain_http)?
+                    .is_some();
         }
         let mut builder = reqwest::Client::builder()
             .timeout(timeout)
@@ -349,6 +364,9 @@ impl Client {
             .redirect(reqwest::redirect::Policy::none());
         if !transport.roots.is_empty() {
             builder = builder.tls_certs_only(transport.roots.iter().cloned());
+        }
+        if !keep_env_proxy {
+            builder = builder.no_proxy();
         }
         let http = builder.build().map_err(|e| bad(&e.to_string()))?;
         Ok(Client {
