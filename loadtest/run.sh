@@ -15,6 +15,14 @@
 # loadtest/results/<UTC stamp>/ the run's plots, throughput.svg and latency.svg.
 # Exits non-zero when a scenario fails a threshold.
 #
+#   ./loadtest/run.sh idle       # also the last part of `all`
+#
+# idle: thousands of idle and slow connections held against the registry and the gateway,
+# plain and TLS (a second registry, of a group of its own, and a second gateway, both
+# serving HTTPS with a throwaway CA made here by openssl), while an open loop measures a
+# normal client of each, beside the same client without them (dgsp-loadtest idle);
+# writes loadtest/results/<UTC stamp>/idle/: idle.json, idle.txt, service-flags.txt.
+#
 # Environment (defaults in brackets):
 #   LOADTEST_SIGNATURES [10000]  distinct signatures (10% revoked members', 10% invalid,
 #                                5% by members that `mixed` revokes during its run)
@@ -37,18 +45,33 @@
 #   LOADTEST_KEEP       [0]      1: keep the state directory (data, fixtures, logs)
 #   LOADTEST_PIN        [1]      with 4 or more cores: goose and the probe on the last quarter of
 #                                them, the registry, gateway and raw core on the rest
+#   LOADTEST_SERVICES_BIN [the build]  take dgsp-registry and dgsp-gateway from this directory
+#                                (another commit's build, to compare) instead of building them
+# idle (smoke values in brackets after the full ones):
+#   LOADTEST_IDLE_PER_KIND [500, 10]  slow clients of each kind per listener
+#   LOADTEST_IDLE_RATE  [100, 20]  the normal client's requests/s per listener
+#   LOADTEST_IDLE_SECS  [15, 2]    seconds without the slow clients, and again with them
+#   LOADTEST_IDLE_HOLD_SECS [45, 3]  how long the slow clients are held (less when the
+#                                servers have closed them all)
+#   LOADTEST_IDLE_TRICKLE_MS [1000]  between two bytes of a slowloris or slow TLS client
+#   LOADTEST_IDLE_MAX_CONNECTIONS []  --max-connections for the TLS registry and gateway
+#                                (only where their --help has it)
+#   LOADTEST_REGISTRY_TLS [127.0.0.1:7351]  LOADTEST_GATEWAY_TLS [127.0.0.1:7451]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 . scripts/lib.sh
 
 SCENARIO="${1:-verify}"
+IDLE=0
 case "$SCENARIO" in
   verify) SCENARIOS=(verify verify-binary) ;;
   batch | judge | reads | mixed) SCENARIOS=("$SCENARIO") ;;
-  # mixed last: it revokes members, which nothing after it may expect unrevoked.
-  all) SCENARIOS=(verify verify-binary batch judge reads mixed) ;;
-  *) echo "usage: $0 [verify|batch|judge|reads|mixed|all]" >&2; exit 2 ;;
+  idle) SCENARIOS=() IDLE=1 ;;
+  # mixed last of the loop: it revokes members, which nothing after it may expect
+  # unrevoked (idle verifies only verify.json, whose members mixed leaves alone).
+  all) SCENARIOS=(verify verify-binary batch judge reads mixed) IDLE=1 ;;
+  *) echo "usage: $0 [verify|batch|judge|reads|mixed|idle|all]" >&2; exit 2 ;;
 esac
 
 SMOKE="${LOADTEST_SMOKE:-0}"
@@ -56,11 +79,18 @@ if [ "$SMOKE" = 1 ]; then
   SIGS="${LOADTEST_SIGNATURES:-320}" MEMBERS="${LOADTEST_MEMBERS:-40}" OPENINGS="${LOADTEST_OPENINGS:-40}"
   SECS="${LOADTEST_SECS:-6}" PROBE_SECS="${LOADTEST_PROBE_SECS:-2}" RAW_SECS="${LOADTEST_RAW_SECS:-1}"
   BOUND_MS="${LOADTEST_BOUND_MS:-3000}" STALL_SECS=0.5 SMOKE_FLAG=(--smoke)
+  IDLE_PER_KIND="${LOADTEST_IDLE_PER_KIND:-10}" IDLE_RATE="${LOADTEST_IDLE_RATE:-20}"
+  IDLE_SECS="${LOADTEST_IDLE_SECS:-2}" IDLE_HOLD="${LOADTEST_IDLE_HOLD_SECS:-3}"
 else
   SIGS="${LOADTEST_SIGNATURES:-10000}" MEMBERS="${LOADTEST_MEMBERS:-500}" OPENINGS="${LOADTEST_OPENINGS:-1000}"
   SECS="${LOADTEST_SECS:-15}" PROBE_SECS="${LOADTEST_PROBE_SECS:-15}" RAW_SECS="${LOADTEST_RAW_SECS:-8}"
   BOUND_MS="${LOADTEST_BOUND_MS:-5000}" STALL_SECS=3 SMOKE_FLAG=()
+  IDLE_PER_KIND="${LOADTEST_IDLE_PER_KIND:-500}" IDLE_RATE="${LOADTEST_IDLE_RATE:-100}"
+  IDLE_SECS="${LOADTEST_IDLE_SECS:-15}" IDLE_HOLD="${LOADTEST_IDLE_HOLD_SECS:-45}"
 fi
+IDLE_TRICKLE="${LOADTEST_IDLE_TRICKLE_MS:-1000}"
+REG_TLS="${LOADTEST_REGISTRY_TLS:-127.0.0.1:7351}"
+GW_TLS="${LOADTEST_GATEWAY_TLS:-127.0.0.1:7451}"
 USERS="${LOADTEST_USERS:-16}"
 BATCH_USERS="${LOADTEST_BATCH_USERS:-3}"
 BATCH="${LOADTEST_BATCH:-32}"
@@ -77,21 +107,37 @@ ensure_system_packages
 use_shared_target_dir
 
 
-say "building dgsp-registry, dgsp-gateway and dgsp-loadtest ($PROFILE)"
-if [ "$PROFILE" = dev ]; then
-  build_dev_bins dgsp-registry dgsp-gateway dgsp-loadtest
+PACKAGES=(dgsp-registry dgsp-gateway dgsp-loadtest)
+[ -z "${LOADTEST_SERVICES_BIN:-}" ] || PACKAGES=(dgsp-loadtest)
+say "building ${PACKAGES[*]} ($PROFILE)"
+if [ "$PROFILE" = dev ] && [ "${DGSP_WORKSPACE_BUILD:-0}" = 1 ]; then
+  build_dev_bins "${PACKAGES[@]}"
+elif [ "$PROFILE" = dev ]; then
+  # Linted, as every dev build here, so the units are the tests' own.
+  cargo_linted build --locked "${PACKAGES[@]/#/-p}"
 else
-  cargo build --profile "$PROFILE" --locked -p dgsp-registry -p dgsp-gateway -p dgsp-loadtest
+  cargo build --profile "$PROFILE" --locked "${PACKAGES[@]/#/-p}"
 fi
 case "$PROFILE" in dev) BIN="$CARGO_TARGET_DIR/debug" ;; *) BIN="$CARGO_TARGET_DIR/$PROFILE" ;; esac
 LT="$BIN/dgsp-loadtest"
+SVC_BIN="${LOADTEST_SERVICES_BIN:-$BIN}"
+[ "$SVC_BIN" = "$BIN" ] || say "the services from $SVC_BIN"
+
+# Thousands of connections (idle) take as many descriptors in the load generator and in
+# the services: the soft limit raised to the hard one for everything started from here.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+say "open-files limit: $(ulimit -n) (hard $(ulimit -Hn))"
 
 # A fresh group, registry and gateway in a state directory of their own.
 mkdir -p "$CACHE/loadtest" "$RESULTS"
 STATE=$(mktemp -d "$CACHE/loadtest/run.XXXXXX")
 REG_PID=
 GW_PID=
+TLS_PIDS=()
 cleanup() {
+  local pid
+  for pid in "${TLS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${TLS_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   stop_stack
   if [ "${LOADTEST_KEEP:-0}" = 1 ]; then say "kept $STATE"; else rm -rf "$STATE"; fi
 }
@@ -120,7 +166,7 @@ if [ "${LOADTEST_PIN:-1}" = 1 ] && [ "${#ALLOWED[@]}" -ge 4 ]; then
 fi
 say "cores: ${#ALLOWED[@]}; $PINNING"
 
-start_stack "$BIN" "$STATE" "$PARAMS" "$REG_LISTEN" "$GW_LISTEN" || { LOADTEST_KEEP=1; exit 1; }
+start_stack "$SVC_BIN" "$STATE" "$PARAMS" "$REG_LISTEN" "$GW_LISTEN" || { LOADTEST_KEEP=1; exit 1; }
 
 say "generating fixtures: $MEMBERS members, $SIGS distinct signatures, $OPENINGS openings"
 FIX="$STATE/fixtures"
@@ -217,7 +263,66 @@ for sc in "${SCENARIOS[@]}"; do
   say "$sc: wrote $OUT"
   [ "$REPORT_EXIT" = 0 ] && [ "$LOAD_EXIT" = 0 ] || FAILED+=("$sc")
 done
-"$LT" plot --run "$RUN_DIR" || FAILED+=(plot)
+[ "${#SCENARIOS[@]}" = 0 ] || "$LT" plot --run "$RUN_DIR" || FAILED+=(plot)
+
+# idle: the TLS registry (a group of its own) and gateway (following the plain registry),
+# a throwaway CA and certificate for 127.0.0.1, then dgsp-loadtest idle.
+if [ "$IDLE" = 1 ]; then
+  OUT="$RUN_DIR/idle"
+  mkdir -p "$OUT"
+  command -v openssl >/dev/null || { say "installing openssl (the idle scenario's test CA)"; as_root apt-get install -y -qq openssl; }
+  CERTS="$STATE/certs"
+  mkdir -p "$CERTS"
+  (cd "$CERTS" && umask 077 &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+      -subj /CN=dgsp-loadtest-ca -keyout ca.key -out ca.pem 2>/dev/null &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+      -keyout server.key -out server.csr 2>/dev/null &&
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > server.ext &&
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.pem 2>/dev/null) || { echo "idle: could not make the test certificates" >&2; exit 1; }
+  # The services' connection flags, where this build has them (recorded, and the cap
+  # passed to the TLS pair when asked).
+  for svc in dgsp-registry dgsp-gateway; do
+    echo "$svc serve --help:"
+    "$SVC_BIN/$svc" serve --help | grep -A3 -E -- '--(max-connections|header-read-timeout|tls-handshake-timeout|max-handshakes)' || echo "  (no connection limits among its flags)"
+  done > "$OUT/service-flags.txt"
+  cat "$OUT/service-flags.txt"
+  cap_flags() { # SERVICE: --max-connections N when asked and the service has it
+    [ -n "${LOADTEST_IDLE_MAX_CONNECTIONS:-}" ] || return 0
+    if "$SVC_BIN/$1" serve --help | grep -q -- '--max-connections'; then
+      echo --max-connections "$LOADTEST_IDLE_MAX_CONNECTIONS"
+    else
+      say "idle: $1 has no --max-connections; LOADTEST_IDLE_MAX_CONNECTIONS ignored" >&2
+    fi
+  }
+  TLS_FLAGS=(--tls-cert "$CERTS/server.pem" --tls-key "$CERTS/server.key")
+  PIN=()
+  [ -z "${DGSP_STACK_CPUS:-}" ] || PIN=(taskset -c "$DGSP_STACK_CPUS")
+  "$SVC_BIN/dgsp-registry" init --params "$PARAMS" --data "$STATE/tls-group" >/dev/null
+  # shellcheck disable=SC2046
+  "${PIN[@]}" "$SVC_BIN/dgsp-registry" serve --data "$STATE/tls-group" --listen "$REG_TLS" \
+    "${TLS_FLAGS[@]}" $(cap_flags dgsp-registry) >"$STATE/registry-tls.log" 2>&1 &
+  TLS_PIDS+=($!)
+  CURL_CA_BUNDLE="$CERTS/ca.pem" wait_ready "https://$REG_TLS" "$!" "TLS registry" "$STATE/registry-tls.log" || { LOADTEST_KEEP=1; exit 1; }
+  # shellcheck disable=SC2046
+  "${PIN[@]}" "$SVC_BIN/dgsp-gateway" serve --registry "http://$REG_LISTEN" --group-key "$STATE/group.pub" \
+    --data "$STATE/gateway-tls" --listen "$GW_TLS" "${TLS_FLAGS[@]}" $(cap_flags dgsp-gateway) \
+    >"$STATE/gateway-tls.log" 2>&1 &
+  TLS_PIDS+=($!)
+  CURL_CA_BUNDLE="$CERTS/ca.pem" wait_ready "https://$GW_TLS" "$!" "TLS gateway" "$STATE/gateway-tls.log" || { LOADTEST_KEEP=1; exit 1; }
+  say "idle: TLS registry https://$REG_TLS, TLS gateway https://$GW_TLS; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for pid in "$REG_PID" "$GW_PID" "${TLS_PIDS[@]}"; do
+    echo "pid $pid ($(tr '\0' ' ' < "/proc/$pid/cmdline" | cut -c1-60)…): $(grep 'Max open files' "/proc/$pid/limits")"
+  done >> "$OUT/service-flags.txt"
+  "${PIN_GEN[@]}" "$LT" idle --fixtures "$FIX" --registry "http://$REG_LISTEN" --gateway "http://$GW_LISTEN" \
+    --registry-tls "https://$REG_TLS" --gateway-tls "https://$GW_TLS" --ca-file "$CERTS/ca.pem" \
+    --per-kind "$IDLE_PER_KIND" --rate "$IDLE_RATE" --secs "$IDLE_SECS" --hold-secs "$IDLE_HOLD" \
+    --trickle-ms "$IDLE_TRICKLE" --stall-secs "$STALL_SECS" --out "$OUT" \
+    --command "./loadtest/run.sh $SCENARIO (LOADTEST_IDLE_PER_KIND=$IDLE_PER_KIND LOADTEST_IDLE_RATE=$IDLE_RATE LOADTEST_IDLE_SECS=$IDLE_SECS LOADTEST_IDLE_HOLD_SECS=$IDLE_HOLD LOADTEST_IDLE_MAX_CONNECTIONS=${LOADTEST_IDLE_MAX_CONNECTIONS:-} LOADTEST_SMOKE=$SMOKE LOADTEST_PROFILE=$PROFILE)" \
+    || FAILED+=(idle)
+  say "idle: wrote $OUT"
+fi
 if [ "${#FAILED[@]}" -gt 0 ]; then
   echo "failed their thresholds: ${FAILED[*]} (the summaries above; $RUN_DIR)" >&2
   exit 1

@@ -11,8 +11,9 @@
 //! itself (wrk2's; until 2026-11-27 the probe ran oha 1.16 with `-q RATE
 //! --latency-correction`, the same model). The bodies are the fixtures' own, one per request
 //! in turn (the binary body is one signature sent each time; the reads are the fixture's
-//! URLs). The probe counts status codes, not bodies: the answers' content is checked by the
-//! goose run of the same scenario.
+//! URLs). The probe checks status codes, and of a JSON verify answer its `status` too (a
+//! wrong one counts as not ok); the rest of the answers' content is checked by the goose run
+//! of the same scenario.
 //!
 //! Before the probe, with nothing of the test running, the machine's own stalls are
 //! measured (`dgsp_gateway::stalls`, as the gateway's bench does) and reported beside the
@@ -110,7 +111,8 @@ pub struct ProbeSummary {
     pub seconds: f64,
     /// Requests answered.
     pub requests: u64,
-    /// Answers that were not 200, and requests without an answer.
+    /// Answers that were not 200, answers 200 without what the fixture expects (verify:
+    /// its `status`), and requests without an answer.
     pub not_ok: u64,
     /// Requests in flight or waiting for their slot when the run's time was up, cancelled
     /// (not counted as answers or as failures).
@@ -135,19 +137,39 @@ pub struct ProbeSummary {
 }
 
 /// What the open loop sends for one scenario.
-struct Target {
-    request: String,
-    method: reqwest::Method,
+pub struct Target {
+    /// The request, in words.
+    pub request: String,
+    /// GET or POST.
+    pub method: reqwest::Method,
     /// Request `i` goes to `urls[i % len]`.
-    urls: Vec<String>,
-    content_type: Option<&'static str>,
+    pub urls: Vec<String>,
+    /// The bodies' content type.
+    pub content_type: Option<&'static str>,
     /// Request `i` carries `bodies[i % len]` (none: no body).
-    bodies: Vec<Bytes>,
+    pub bodies: Vec<Bytes>,
+    /// Request `i`'s answer must contain `expect[i % len]` (none: not checked).
+    pub expect: Vec<Bytes>,
 }
 
-fn target(a: &Args) -> Result<Target> {
-    let gw = a.gateway.trim_end_matches('/');
-    let verify = || read_json::<Vec<VerifyItem>>(&a.fixtures.join("verify.json"));
+impl Target {
+    /// The open loop's plan for it: `rate` per second for `duration`, `connections` in
+    /// flight at most (the rest of [`Plan::new`]'s defaults).
+    pub fn plan(self, rate: f64, duration: Duration, connections: usize) -> Plan {
+        Plan {
+            bodies: self.bodies,
+            content_type: self.content_type,
+            expect: self.expect,
+            ..Plan::new(self.method, self.urls, rate, duration, connections)
+        }
+    }
+}
+
+/// What `scenario`'s probe sends to the gateway at `gateway`, from the fixtures in
+/// `fixtures` (`batch` items per batch request).
+pub fn target(scenario: Scenario, gateway: &str, fixtures: &Path, batch: usize) -> Result<Target> {
+    let gw = gateway.trim_end_matches('/');
+    let verify = || read_json::<Vec<VerifyItem>>(&fixtures.join("verify.json"));
     let json =
         |bodies: Vec<String>| -> Vec<Bytes> { bodies.into_iter().map(Bytes::from).collect() };
     let post = |request: &str, path: &str, content_type, bodies| Target {
@@ -156,20 +178,34 @@ fn target(a: &Args) -> Result<Target> {
         urls: vec![format!("{gw}{path}")],
         content_type: Some(content_type),
         bodies,
+        expect: Vec::new(),
     };
-    Ok(match a.scenario {
+    Ok(match scenario {
         // mixed: its doomed members are revoked by now; the probe is the verify stream.
-        Scenario::Verify | Scenario::Mixed => post(
-            "POST /v1/verify",
-            "/v1/verify",
-            "application/json",
-            json(
-                verify()?
+        Scenario::Verify | Scenario::Mixed => {
+            let items = verify()?;
+            Target {
+                // The answer is compact JSON that opens with these two fields.
+                expect: items
                     .iter()
-                    .map(|v| body::verify(&v.message, &v.signature))
+                    .map(|v| {
+                        let valid = v.expect == "ok";
+                        Bytes::from(format!(r#""valid":{valid},"status":"{}""#, v.expect))
+                    })
                     .collect(),
-            ),
-        ),
+                ..post(
+                    "POST /v1/verify",
+                    "/v1/verify",
+                    "application/json",
+                    json(
+                        items
+                            .iter()
+                            .map(|v| body::verify(&v.message, &v.signature))
+                            .collect(),
+                    ),
+                )
+            }
+        }
         Scenario::VerifyBinary => {
             let items = verify()?;
             let v = items
@@ -197,13 +233,13 @@ fn target(a: &Args) -> Result<Target> {
             "application/json",
             json(
                 verify()?
-                    .chunks_exact(a.batch.max(1))
+                    .chunks_exact(batch.max(1))
                     .map(body::batch)
                     .collect(),
             ),
         ),
         Scenario::Judge => {
-            let judge: Vec<JudgeItem> = read_json(&a.fixtures.join("judge.json"))?;
+            let judge: Vec<JudgeItem> = read_json(&fixtures.join("judge.json"))?;
             post(
                 "POST /v1/judge",
                 "/v1/judge",
@@ -212,7 +248,7 @@ fn target(a: &Args) -> Result<Target> {
             )
         }
         Scenario::Reads => {
-            let zetas: Vec<ZetaItem> = read_json(&a.fixtures.join("zetas.json"))?;
+            let zetas: Vec<ZetaItem> = read_json(&fixtures.join("zetas.json"))?;
             Target {
                 request: "GET /v1/revocations/{zeta}/proof".into(),
                 method: reqwest::Method::GET,
@@ -222,9 +258,27 @@ fn target(a: &Args) -> Result<Target> {
                     .collect(),
                 content_type: None,
                 bodies: Vec::new(),
+                expect: Vec::new(),
             }
         }
     })
+}
+
+/// Measures the machine's own stalls for `secs`, one spinning thread per core this process
+/// may use (`dgsp_gateway::stalls`).
+pub fn stall_line(secs: f64) -> StallLine {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let s = dgsp_gateway::stalls::measure(cores, Duration::from_secs_f64(secs));
+    let per = |n: u64| n as f64 / s.thread_secs.max(f64::MIN_POSITIVE);
+    StallLine {
+        seconds: secs,
+        cores,
+        line: s.to_string(),
+        lost: s.lost,
+        over_1ms_per_core_s: per(s.over_1ms),
+        over_3ms_per_core_s: per(s.over_3ms),
+        longest_ms: s.longest.as_secs_f64() * 1e3,
+    }
 }
 
 /// Runs `probe`.
@@ -239,7 +293,7 @@ pub async fn run(a: Args) -> Result<()> {
         source,
     })?;
     let load: LoadSummary = read_json(&a.load)?;
-    let t = target(&a)?;
+    let t = target(a.scenario, &a.gateway, &a.fixtures, a.batch)?;
     if t.urls.is_empty() || (t.method == reqwest::Method::POST && t.bodies.is_empty()) {
         return Err(Error::Usage(format!(
             "{}: no request to send for {}",
@@ -263,39 +317,11 @@ pub async fn run(a: Args) -> Result<()> {
     }
     let rate = (saturation * a.fraction).max(1.0);
 
-    let stalls = (a.stall_secs > 0.0).then(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let s = dgsp_gateway::stalls::measure(cores, Duration::from_secs_f64(a.stall_secs));
-        let per = |n: u64| n as f64 / s.thread_secs.max(f64::MIN_POSITIVE);
-        StallLine {
-            seconds: a.stall_secs,
-            cores,
-            line: s.to_string(),
-            lost: s.lost,
-            over_1ms_per_core_s: per(s.over_1ms),
-            over_3ms_per_core_s: per(s.over_3ms),
-            longest_ms: s.longest.as_secs_f64() * 1e3,
-        }
-    });
+    let stalls = (a.stall_secs > 0.0).then(|| stall_line(a.stall_secs));
 
-    let Target {
-        request,
-        method,
-        urls,
-        content_type,
-        bodies,
-    } = t;
-    let plan = Plan {
-        method,
-        urls,
-        bodies,
-        content_type,
-        rate,
-        duration: Duration::from_secs(a.secs),
-        connections: a.connections,
-        // A request that takes this long is an error, not a latency.
-        timeout: Duration::from_secs(30),
-    };
+    let request = t.request.clone();
+    // A request that takes 30 s (the plan's timeout) is an error, not a latency.
+    let plan = t.plan(rate, Duration::from_secs(a.secs), a.connections);
     let outcome = open_loop::run(&plan).await.map_err(|detail| Error::Tool {
         what: "the open loop".into(),
         detail,
@@ -337,7 +363,7 @@ fn summarise(
         achieved_per_s: answered as f64 / o.seconds.max(f64::MIN_POSITIVE),
         seconds: o.seconds,
         requests: answered,
-        not_ok: answered - ok + errors,
+        not_ok: answered - ok + o.wrong + errors,
         cut_at_end: o.cut_at_end,
         p50_ms: o.quantile_ms(0.5),
         p90_ms: o.quantile_ms(0.9),
@@ -396,10 +422,12 @@ mod tests {
             status_codes: [(200, 990), (503, 10)].into(),
             errors: [("connect".to_string(), 2)].into(),
             cut_at_end: 30,
+            wrong: 3,
+            ..Outcome::default()
         };
         let s = summarise("POST /v1/verify", &o, 1000.0, 0.5, 500.0, None);
         assert_eq!(s.requests, 1000);
-        assert_eq!(s.not_ok, 12);
+        assert_eq!(s.not_ok, 15);
         assert_eq!(s.cut_at_end, 30);
         assert!((s.achieved_per_s - 100.0).abs() < 1e-9);
         assert!((s.p50_ms - 50.0).abs() < 1e-9 && (s.p99_ms - 99.0).abs() < 1e-9);
