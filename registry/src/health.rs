@@ -1,4 +1,5 @@
-//! Fail-stop state shared by the writer, the publisher and the API.
+//! Fail-stop state shared by the writer, the publisher and the API, and the fence that
+//! says whether this registry may act as the group's writer now.
 //!
 //! When a commit fails, the outcome of the batch is unknown (RocksDB may or may not have
 //! made it durable), and when the publisher stops, nothing signs snapshots or checkpoints any
@@ -6,16 +7,50 @@
 //! writer refuses every later command, `/readyz` answers 503 with the reason, and the
 //! operator restarts it (a restart reads the log as it really is on disk). No write is ever
 //! retried silently.
+//!
+//! With a journal the registry is the writer only while it holds the write lease
+//! ([`Fence`], implemented by `crate::journal::Lease`): while the lease is not provably held
+//! it signs no checkpoint and serves none as fresh, and `/readyz` fails, even before the
+//! halt that the lease's loss leads to.
 
-use std::sync::{Mutex, PoisonError};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// Whether the registry has halted, and why.
-#[derive(Debug, Default)]
+/// Whether this process may act as the group's writer now.
+pub trait Fence: Send + Sync {
+    /// `Ok` while it may, by what this process knows without asking anyone (its clock).
+    fn check(&self) -> Result<(), String>;
+
+    /// `Ok` once proven by asking the store that no other process has taken over.
+    fn prove(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+}
+
+/// Whether the registry has halted, and why; and its fence, if it has one.
+#[derive(Default)]
 pub struct Health {
     halted: Mutex<Option<String>>,
+    fence: Option<Arc<dyn Fence>>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health")
+            .field("halted", &self.halted())
+            .field("fenced", &self.fence.is_some())
+            .finish()
+    }
 }
 
 impl Health {
+    /// A registry that is the writer only while `fence` holds.
+    pub fn fenced(fence: Arc<dyn Fence>) -> Health {
+        Health {
+            halted: Mutex::new(None),
+            fence: Some(fence),
+        }
+    }
+
     /// Halts the registry (the first reason is kept; later ones are only logged).
     pub fn halt(&self, reason: impl Into<String>) {
         let reason = reason.into();
@@ -34,5 +69,18 @@ impl Health {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// `Ok` while the fence holds by this process's own knowledge (always, without one).
+    pub fn fence(&self) -> Result<(), String> {
+        self.fence.as_ref().map_or(Ok(()), |f| f.check())
+    }
+
+    /// `Ok` once the fence is proven by the store (at once, without one).
+    pub async fn prove_fence(&self) -> Result<(), String> {
+        match &self.fence {
+            Some(f) => f.prove().await,
+            None => Ok(()),
+        }
     }
 }

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
             lease_ttl_ms,
             witnesses,
             tls,
+            listener,
         } => token(admin_token, admin_token_file).and_then(|admin| {
             let tiles = match (tiles_dir, tiles_s3_bucket) {
                 (Some(dir), _) => Some(dgsp_tilestore::StoreConfig::Local(dir)),
@@ -68,7 +69,7 @@ fn main() -> ExitCode {
             };
             serve(
                 &data,
-                (listen, tls.files()),
+                (listen, tls.files(), listener.limits()),
                 &key,
                 admin,
                 auditor,
@@ -227,7 +228,11 @@ struct Durability {
 #[allow(clippy::too_many_arguments)]
 fn serve(
     data: &std::path::Path,
-    (listen, tls): (std::net::SocketAddr, Option<dgsp_http::tls::TlsFiles>),
+    (listen, tls, limits): (
+        std::net::SocketAddr,
+        Option<dgsp_http::tls::TlsFiles>,
+        dgsp_http::serve::Limits,
+    ),
     key: &dgsp_registry::cli::KeyArgs,
     admin: String,
     auditor_token: Option<String>,
@@ -240,10 +245,22 @@ fn serve(
 ) -> Fallible {
     use cli::JournalMode;
     use dgsp_tilestore::StoreConfig;
-    // First: a certificate or key that does not load stops the start before anything else.
-    let tls = tls
-        .map(|files| dgsp_http::tls::Tls::load(files).map_err(|e| format!("TLS: {e}")))
-        .transpose()?;
+    // First: SIGHUP, whose default action would end the process. A standby (which may
+    // stand by for months) is not the one to die of a certificate rotation: the TLS files
+    // are read again when it takes over, and SIGHUP reloads them from then on (`Listen`).
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let mut hangups = rt
+        .block_on(async { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) })
+        .map_err(|e| format!("the SIGHUP handler: {e}"))?;
+    let standing_by = rt.spawn(async move {
+        while hangups.recv().await.is_some() {
+            tracing::info!("SIGHUP before serving: the TLS files are read when serving starts");
+        }
+    });
+    // A certificate or key that does not load stops the start before anything else.
+    if let Some(files) = &tls {
+        dgsp_http::tls::Tls::load(files.clone()).map_err(|e| format!("TLS: {e}"))?;
+    }
     let journaled = match (durability.mode, &tiles) {
         (JournalMode::Off, _) | (JournalMode::Auto, None | Some(StoreConfig::Local(_))) => false,
         (JournalMode::On | JournalMode::Auto, Some(_)) => true,
@@ -264,7 +281,6 @@ fn serve(
     let store = Arc::new(store);
     // The key first: a standby's data directory is empty until the journal is read.
     let sk = read_key(data, key)?;
-    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let journal = match (&tiles, journaled) {
         (Some(tiles), true) => Some(take_over(
             &rt,
@@ -274,6 +290,16 @@ fn serve(
             durability.lease_ttl,
         )?),
         _ => None,
+    };
+    // Read now, not at start: a standby may have waited through certificate rotations.
+    let tls = match tls.map(dgsp_http::tls::Tls::load).transpose() {
+        Ok(tls) => tls,
+        Err(e) => {
+            if let Some(j) = &journal {
+                rt.block_on(j.lease().release());
+            }
+            return Err(format!("TLS: {e}"));
+        }
     };
     let manager = match check_group(data, sk, &store) {
         Ok(m) => Arc::new(m),
@@ -317,11 +343,14 @@ fn serve(
     }
     let head = store.head().map_err(|e| e.to_string())?;
     rt.block_on(async move {
+        // `Listen` handles SIGHUP from here on.
+        standing_by.abort();
         let tcp = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| format!("{listen}: {e}"))?;
         let listener = dgsp_http::tls::Listen::new(tcp, tls)
-            .map_err(|e| format!("the SIGHUP handler: {e}"))?;
+            .map_err(|e| format!("the SIGHUP handler: {e}"))?
+            .with_limits(limits);
         let scheme = listener.scheme();
         let params = manager.params();
         let config = server::Config {
@@ -386,7 +415,11 @@ fn take_over(
             }
         })
         .await;
-        let done = match journal::catch_up(tiles.as_ref(), &key, store, Some(&lease)).await {
+        let caught_up = match journal::catch_up(tiles.as_ref(), &key, store, Some(&lease)).await {
+            Ok(done) => journal::check_head(&key, store, &lease, done.journal_head).map(|()| done),
+            Err(e) => Err(e),
+        };
+        let done = match caught_up {
             Ok(done) => done,
             Err(e) => {
                 // Not serving after all: let a standby have the lease at once.

@@ -6,7 +6,10 @@
 //! (`dgsp_wire::snapshot_bundle`, `snapshot/<N>`, create-if-absent too: its bytes are a
 //! function of the signed snapshot), then the `checkpoint` object, then the witnessed note
 //! of the same tree (signed by the log key, cosigned when the registry has witnesses) as
-//! [`WITNESSED_CHECKPOINT`] (overwritten, as `checkpoint` is; our extension of the layout).
+//! [`WITNESSED_CHECKPOINT`] (our extension of the layout). Both are replaced only by a note
+//! of a tree at least as large, by compare-and-swap on the object read ([`put_forward`]),
+//! and only while this registry is the writer (its fence holds): a registry that lost the
+//! lease never moves a bucket's checkpoint back.
 //! Partial tiles are written only at checkpointed sizes; a reader that finds a checkpoint
 //! finds every tile and the snapshot bundle it needs. The group key's statement naming the
 //! log key is written as [`LOG_KEY`] (the path `GET /v1/log/key` has under `/v1/log/`)
@@ -33,10 +36,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dgsp_core::revocation::{RevocationSet, SignedSnapshot};
-use dgsp_tilestore::{Bytes, TileStore};
+use dgsp_tilestore::{Bytes, Error as StoreError, Precondition, TileStore};
 use dgsp_wire::snapshot_bundle::{self, SnapshotBundle};
 use dgsp_wire::tiles::tiles_for;
 
+use crate::health::Health;
 use crate::publisher::{read, SharedPublished};
 use crate::store::Store;
 
@@ -102,7 +106,12 @@ impl Progress {
 }
 
 /// Runs until aborted. Where it got to is read from the store once, then kept here.
-pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn TileStore>) {
+pub async fn run(
+    store: Arc<Store>,
+    published: SharedPublished,
+    tiles: Arc<dyn TileStore>,
+    health: Arc<Health>,
+) {
     let mut backoff = Duration::from_secs(1);
     let failed = |e: String, backoff: &mut Duration| {
         tracing::warn!(store = %tiles.describe(), error = %e, retry_in = ?*backoff, "publishing tiles failed");
@@ -118,7 +127,7 @@ pub async fn run(store: Arc<Store>, published: SharedPublished, tiles: Arc<dyn T
         }
     };
     loop {
-        match step(&store, &published, tiles.as_ref(), &mut progress).await {
+        match step(&store, &published, tiles.as_ref(), &mut progress, &health).await {
             Ok(true) => backoff = Duration::from_secs(1),
             Ok(false) => tokio::time::sleep(POLL).await,
             Err(e) => tokio::time::sleep(failed(e, &mut backoff)).await,
@@ -157,6 +166,54 @@ pub async fn already_published(store: &Store, tiles: &dyn TileStore) -> (u64, St
     }
 }
 
+/// The tree size of a checkpoint note (its body's second line), if it is one.
+fn note_size(bytes: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let body = &text[..text.find("\n\n")? + 1];
+    dgsp_wire::note::CheckpointBody::parse(body)
+        .ok()
+        .map(|b| b.size)
+}
+
+/// Writes the note `text` of a tree of `size` entries as `key`, unless the object there
+/// already holds a larger tree's note: compare-and-swap on the version read, so a
+/// concurrent writer of a larger tree is never overwritten. `Ok(false)` when the object
+/// holds a larger tree (left as it is), `Ok(true)` when it holds `text` now.
+pub async fn put_forward(
+    tiles: &dyn TileStore,
+    key: &str,
+    text: &str,
+    size: u64,
+) -> Result<bool, String> {
+    let fail = |e: StoreError| format!("{key}: {e}");
+    let pre = match tiles.get(key).await.map_err(fail)? {
+        None => Precondition::Absent,
+        Some(o) if o.bytes == text.as_bytes() => return Ok(true),
+        Some(o) => match note_size(&o.bytes) {
+            Some(theirs) if theirs > size => {
+                tracing::warn!(
+                    key,
+                    theirs,
+                    ours = size,
+                    "the store holds a larger tree's note: left as it is"
+                );
+                return Ok(false);
+            }
+            _ => Precondition::Matches(o.version),
+        },
+    };
+    match tiles
+        .put_if(key, Bytes::from(text.to_owned().into_bytes()), pre)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(StoreError::PreconditionFailed { .. }) => {
+            Err(format!("{key}: changed while it was written; trying again"))
+        }
+        Err(e) => Err(fail(e)),
+    }
+}
+
 /// Publishes up to the newest checkpoint after `progress.done` (the size and note last
 /// published, updated once this one is recorded); `Ok(false)` when there was nothing to do.
 ///
@@ -170,6 +227,7 @@ pub async fn step(
     published: &SharedPublished,
     tiles: &dyn TileStore,
     progress: &mut Progress,
+    health: &Health,
 ) -> Result<bool, String> {
     let statement = read(published).log_key_statement.clone();
     if let Some(statement) = statement.filter(|s| progress.log_key.as_ref() != Some(s)) {
@@ -232,15 +290,14 @@ pub async fn step(
             ),
         }
     }
-    tiles
-        .put("checkpoint", Bytes::from(note.clone().into_bytes()))
-        .await
-        .map_err(|e| format!("checkpoint: {e}"))?;
-    if let Some(witnessed) = witnessed {
-        tiles
-            .put(WITNESSED_CHECKPOINT, Bytes::from(witnessed.into_bytes()))
-            .await
-            .map_err(|e| format!("{WITNESSED_CHECKPOINT}: {e}"))?;
+    // Only the writer moves the bucket's checkpoint, and only forward.
+    health
+        .fence()
+        .map_err(|why| format!("checkpoint not published: {why}"))?;
+    if put_forward(tiles, "checkpoint", &note, size).await? {
+        if let Some(witnessed) = witnessed {
+            put_forward(tiles, WITNESSED_CHECKPOINT, &witnessed, size).await?;
+        }
     }
     store
         .put_tiles_published(size, &note)

@@ -231,6 +231,9 @@ const CLOCK_REREAD: Duration = Duration::from_millis(250);
 /// shorter).
 pub const WITNESS_RETRY: Duration = Duration::from_secs(2);
 
+/// How soon a checkpoint is tried again after the write lease could not be proven.
+const LEASE_RETRY: Duration = Duration::from_millis(500);
+
 /// How the publisher runs.
 #[derive(Clone, Debug)]
 pub struct PublisherConfig {
@@ -446,6 +449,13 @@ impl Publisher {
             }
         }
         if !(self.owes_checkpoint() || cadence_due) {
+            return Ok(());
+        }
+        // Nothing is signed as fresh by a registry that cannot prove it is the writer now
+        // (another may have taken the lease): asked of the store, not of this clock.
+        if let Err(why) = self.writer.health().prove_fence().await {
+            tracing::warn!(%why, "no checkpoint signed: the write lease is not proven");
+            self.due = Instant::now() + self.interval.min(LEASE_RETRY);
             return Ok(());
         }
         let signed = self.sign_checkpoint().await?;
@@ -674,6 +684,12 @@ impl Publisher {
             Some(w) => SignedCheckpoint::witnessed(signed.checkpoint, signed.note, Some(w)),
             None => signed,
         };
+        // The witnesses may have taken seconds: still the writer?
+        if let Err(why) = self.writer.health().fence() {
+            tracing::warn!(size, %why, "checkpoint not published: the write lease is not held");
+            self.due = Instant::now() + self.interval.min(LEASE_RETRY);
+            return Ok(());
+        }
         // Served first, logged second: the note a follower fetches is never older than a
         // checkpoint entry it has already read from the log.
         self.store.put_latest_note(&signed.json)?;

@@ -78,7 +78,10 @@ pub async fn start_journaled(
 ) -> Result<Running, store::Error> {
     let listener = listener.into();
     store.projections_current()?;
-    let health = Arc::new(Health::default());
+    let health = Arc::new(match &journal {
+        Some(j) => Health::fenced(j.lease().clone()),
+        None => Health::default(),
+    });
     let lease = journal.as_ref().map(|j| {
         let (lease, halts) = (j.lease().clone(), health.clone());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -133,6 +136,7 @@ pub async fn start_journaled(
             store.clone(),
             published.clone(),
             tiles,
+            health.clone(),
         ))),
         (Some(_), Some(why)) => {
             tracing::error!(%why, "the log's tiles are not published");

@@ -423,25 +423,19 @@ impl State {
             answers.push((req.reply, result));
         }
         if !entries.is_empty() || !idem_records.is_empty() {
-            // The journal first: what is acknowledged must be in the bucket. A batch of
-            // idempotency answers alone (a repeated revocation) changes no entry and is
-            // kept locally only.
-            let journaled = match (&self.journal, entries.first()) {
-                (Some(j), Some(first)) => j
-                    .append_blocking(&entries, &idem_records)
-                    .map(|()| Some(first.seq)),
-                _ => Ok(None),
-            };
-            let committed = match journaled {
-                Ok(Some(segment)) => self
-                    .store
-                    .commit_journaled(&entries, &idem_records, segment)
-                    .map_err(|e| e.to_string()),
-                Ok(None) => self
+            // The journal first: what is acknowledged must be in the bucket, written while
+            // this registry provably held the lease. A batch of idempotency answers alone
+            // (a repeated revocation) changes no entry and is kept locally only.
+            let committed = match (&self.journal, entries.first()) {
+                (Some(j), Some(first)) => j.append_then(&entries, &idem_records, || {
+                    self.store
+                        .commit_journaled(&entries, &idem_records, first.seq)
+                        .map_err(|e| e.to_string())
+                }),
+                _ => self
                     .store
                     .commit(&entries, &idem_records)
                     .map_err(|e| e.to_string()),
-                Err(e) => Err(format!("the journal: {e}")),
             };
             if let Err(e) = committed {
                 // Fail-stop: whether the batch is durable is unknown, so nothing more is

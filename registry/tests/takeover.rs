@@ -541,3 +541,60 @@ fn unsafe_free_kill(pid: i32, sig: &str) {
         .success();
     assert!(ok, "kill -{sig} {pid}");
 }
+
+/// A standby sent SIGHUP while it stands by (a certificate rotation reaching every
+/// registry) keeps standing by, and takes over when the writer dies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_survives_sighup_and_still_takes_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = bucket(dir.path());
+    let first_data = dir.path().join("r0");
+    support::init(&first_data, PASSPHRASE);
+    let key = dir.path().join("manager.key");
+    std::fs::copy(first_data.join("manager.key"), &key).unwrap();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let spawn = |n: u64, data: PathBuf| {
+        let port = support::free_port();
+        let log = dir.path().join(format!("r{n}.log"));
+        Registry {
+            child: start(&b, &data, &key, port, &log),
+            port,
+            log,
+        }
+    };
+    let mut writer = spawn(0, first_data);
+    serving(&client, &writer).await;
+    let mut standby = spawn(1, dir.path().join("r1"));
+    // Standing by: it has read the journal and watches the lease.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&standby.log)
+        .unwrap_or_default()
+        .contains("standing by")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the standby never stood by\n{}",
+            log_tail(&standby.log)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for _ in 0..3 {
+        unsafe_free_kill(standby.child.id() as i32, "HUP");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        standby.child.try_wait().unwrap().is_none(),
+        "SIGHUP ended a standby\n{}",
+        log_tail(&standby.log)
+    );
+    assert!(
+        !listening(standby.port),
+        "the standby listens while the writer lives"
+    );
+    unsafe_free_kill(writer.child.id() as i32, "KILL");
+    let _ = writer.child.wait();
+    serving(&client, &standby).await;
+}

@@ -142,6 +142,20 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
+/// 503 `lease-unproven` while this registry cannot prove it holds the write lease: it
+/// serves no checkpoint as fresh then (another registry may be the writer).
+pub(crate) fn unproven(s: &AppState) -> Option<Problem> {
+    s.health.fence().err().map(|why| {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "lease-unproven",
+            "Not the writer",
+            format!("this registry cannot prove it holds the group's write lease, so it serves no checkpoint as fresh: {why}"),
+        )
+        .retry_after(1)
+    })
+}
+
 async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
     if let Some(reason) = s.health.halted() {
         return Problem::new(
@@ -151,6 +165,9 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
             format!("the registry halted and refuses writes until it is restarted: {reason}"),
         )
         .into_response();
+    }
+    if let Some(p) = unproven(&s) {
+        return p.into_response();
     }
     // One read of the published state: the repair, the newest note's time and what the
     // answer reports, all of one moment.

@@ -118,6 +118,9 @@ pub type CheckpointInfo = crate::store::StoredNote;
 #[utoipa::path(get, path = "/v1/checkpoint", tag = "public",
     responses((status = 200, body = CheckpointInfo), (status = 503, body = Problem)))]
 pub async fn checkpoint(State(s): State<Shared>) -> Response {
+    if let Some(p) = super::unproven(&s) {
+        return p.into_response();
+    }
     // Serialized once when signed: followers fetch it at every poll.
     match &crate::publisher::read(&s.published).checkpoint {
         Some(c) => ([(header::CONTENT_TYPE, "application/json")], c.json.clone()).into_response(),

@@ -39,6 +39,9 @@ pub use dgsp_wire::tiles::{CHECKPOINT_CACHE_CONTROL, CHECKPOINT_MAX_AGE_SECS, TI
     responses((status = 200, description = "the newest signed checkpoint note (C2SP tlog-checkpoint)", content_type = "text/plain"),
         (status = 503, body = Problem)))]
 pub async fn checkpoint(State(s): State<Shared>) -> Response {
+    if let Some(p) = super::unproven(&s) {
+        return p.into_response();
+    }
     match &crate::publisher::read(&s.published).checkpoint {
         Some(c) => (
             [
@@ -68,6 +71,9 @@ pub async fn checkpoint(State(s): State<Shared>) -> Response {
         (status = 404, description = "`no-log-key`: this registry was started without a log key (an embedding that configured none; `dgsp-registry serve` always has one)", body = Problem),
         (status = 503, body = Problem)))]
 pub async fn checkpoint_witnessed(State(s): State<Shared>) -> Response {
+    if let Some(p) = super::unproven(&s) {
+        return p.into_response();
+    }
     if s.witnesses.is_none() && s.log_key.is_none() {
         return Problem::new(
             StatusCode::NOT_FOUND,

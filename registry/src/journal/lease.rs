@@ -12,7 +12,19 @@
 //!
 //! The lease is not the only fence: journal segments are created only if absent and named
 //! by the seq of their first entry, so a writer that lost the lease without noticing can
-//! never replace what its successor wrote (`super::Journal::append`).
+//! never replace what its successor wrote (`super::Journal::append`). And a writer proves
+//! the lease again after every segment it writes ([`Lease::confirm`]): the object still names
+//! it, so any takeover comes after the segment landed, and the successor's catch-up reads
+//! it. That proof uses no clock, so it holds for a process that was paused with its clock
+//! (docs/event-log.md, "Fencing").
+//!
+//! Every request to the store is bounded by [`Lease::request_bound`] (a fifth of `ttl`), and
+//! a renewal is also cut off when the lease's trust runs out: a renewal that hangs loses to
+//! the deadline instead of holding the registry in a state it cannot prove.
+//!
+//! The record carries the journal's head as of the last renewal ([`JournalHead`]),
+//! authenticated under the journal key: a standby that takes over refuses a journal that
+//! ends before it (segments deleted from the bucket).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -38,6 +50,22 @@ pub enum LeaseError {
     /// The lease was given up at shutdown.
     #[error("the write lease was released (the registry is stopping)")]
     Released,
+    /// The lease could not be proven held just now (the store did not answer in time).
+    #[error("the write lease could not be proven held: {0}")]
+    Unproven(String),
+}
+
+/// The journal's head as a holder last recorded it in the lease: the seq and hash of the
+/// last entry of the last segment it confirmed, and a tag under the journal key
+/// (`super::JournalKey::head_tag`), so that nobody without the manager key can forge one.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct JournalHead {
+    /// seq of the last entry the journal holds
+    pub seq: u64,
+    /// its hash, hex
+    pub hash: String,
+    /// the tag, hex
+    pub tag: String,
 }
 
 /// The lease object.
@@ -55,6 +83,9 @@ pub struct Record {
     pub beat: u64,
     /// given up at a clean shutdown: a standby takes it at once
     pub released: bool,
+    /// the journal's head at the last renewal (absent before the first segment)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<JournalHead>,
 }
 
 impl Record {
@@ -77,6 +108,8 @@ pub struct Lease {
     tiles: Arc<dyn TileStore>,
     ttl: Duration,
     held: Mutex<Held>,
+    /// the record this process replaced when it took the lease (`None`: it created it)
+    replaced: Option<Record>,
 }
 
 impl std::fmt::Debug for Lease {
@@ -87,6 +120,24 @@ impl std::fmt::Debug for Lease {
 
 fn trusted_for(ttl: Duration) -> Duration {
     ttl * 4 / 5
+}
+
+/// The longest one request to the store may take for a lease of `ttl`: a fifth of it, so
+/// that a write, the proof after it and a renewal all fit well inside the trusted time.
+pub fn request_bound(ttl: Duration) -> Duration {
+    (ttl / 5).max(Duration::from_millis(10))
+}
+
+/// `fut`, or a timeout error once `bound` has passed.
+async fn bounded<T>(
+    bound: Duration,
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(bound, fut).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("{what}: no answer within {bound:?}")),
+    }
 }
 
 /// How long a standby watches an unchanged lease stating `ttl` before taking it.
@@ -101,7 +152,8 @@ fn encode(r: &Record) -> Bytes {
 impl Lease {
     /// Waits until this process holds the lease of `tiles`, stating `ttl`. While another
     /// holder's lease is live, calls `between` after every look (a standby catches up
-    /// there) and logs who holds it. Errors of the store are logged and retried.
+    /// there) and logs who holds it. Errors of the store are logged and retried; every
+    /// request is bounded by [`request_bound`].
     pub async fn acquire<F, Fut>(
         tiles: Arc<dyn TileStore>,
         ttl: Duration,
@@ -120,18 +172,20 @@ impl Lease {
             ttl_ms: ttl.as_millis() as u64,
             beat: 0,
             released: false,
+            head: None,
         };
+        let bound = request_bound(ttl);
         let poll = (ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(2));
         // The version last seen and since when (this process's monotonic clock).
         let mut seen: Option<(Version, Instant)> = None;
         let mut said = None;
         loop {
-            let take = match tiles.get(LEASE_KEY).await {
+            let take = match bounded(bound, "reading the lease", tiles.get(LEASE_KEY)).await {
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the write lease failed; retrying");
                     None
                 }
-                Ok(None) => Some(Precondition::Absent),
+                Ok(None) => Some((Precondition::Absent, None)),
                 Ok(Some(obj)) => {
                     let other: Option<Record> = serde_json::from_slice(&obj.bytes).ok();
                     let stated = other
@@ -140,7 +194,9 @@ impl Lease {
                         .unwrap_or(ttl);
                     let now = Instant::now();
                     match (&seen, &other) {
-                        (_, Some(r)) if r.released => Some(Precondition::Matches(obj.version)),
+                        (_, Some(r)) if r.released => {
+                            Some((Precondition::Matches(obj.version), other.clone()))
+                        }
                         (Some((v, since)), _)
                             if *v == obj.version
                                 && now.duration_since(*since) >= takeover_after(stated) =>
@@ -149,7 +205,7 @@ impl Lease {
                                 holder = other.as_ref().map(Record::describe).unwrap_or_default(),
                                 "the write lease was not renewed in time: taking it over"
                             );
-                            Some(Precondition::Matches(obj.version))
+                            Some((Precondition::Matches(obj.version), other.clone()))
                         }
                         (Some((v, _)), _) if *v == obj.version => None,
                         _ => {
@@ -167,11 +223,17 @@ impl Lease {
                     }
                 }
             };
-            if let Some(pre) = take {
+            if let Some((pre, replaced)) = take {
                 let sent = Instant::now();
                 let bytes = encode(&mine);
-                match put_confirmed(tiles.as_ref(), bytes, pre).await {
-                    Ok(Some(version)) => {
+                match bounded(
+                    bound,
+                    "taking the lease",
+                    put_confirmed(tiles.as_ref(), bytes, pre, &mine),
+                )
+                .await
+                {
+                    Ok(Put::Wrote(version)) => {
                         tracing::info!(holder = %mine.holder, ?ttl, "holding the write lease");
                         return Arc::new(Lease {
                             tiles,
@@ -182,9 +244,11 @@ impl Lease {
                                 valid_until: sent + trusted_for(ttl),
                                 gone: None,
                             }),
+                            replaced,
                         });
                     }
-                    Ok(None) => seen = None, // another registry won the race
+                    // Another registry won the race (ours is a fresh holder id: never `Ours`).
+                    Ok(Put::Ours(..) | Put::Other) => seen = None,
                     Err(e) => tracing::warn!(error = %e, "taking the write lease failed; retrying"),
                 }
             }
@@ -194,7 +258,7 @@ impl Lease {
     }
 
     /// `Ok` while this process may write: it holds the lease and last renewed it recently
-    /// enough.
+    /// enough, by its own monotonic clock.
     pub fn check(&self) -> Result<(), LeaseError> {
         let h = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(gone) = &h.gone {
@@ -209,50 +273,117 @@ impl Lease {
         Ok(())
     }
 
+    /// Proves, with no clock, that no other registry has taken the lease: reads the object
+    /// and finds this holder's record in it. Whatever this process wrote to the store
+    /// before the call began is then seen by any later holder's catch-up (a takeover is a
+    /// write of the lease, after this read). `Lost` when another holds it (remembered);
+    /// `Unproven` when the store did not answer within [`request_bound`].
+    pub async fn confirm(&self) -> Result<(), LeaseError> {
+        self.check()?;
+        let holder = self.holder();
+        let bound = request_bound(self.ttl);
+        match bounded(bound, "reading the lease", self.tiles.get(LEASE_KEY)).await {
+            Ok(Some(o)) => match serde_json::from_slice::<Record>(&o.bytes) {
+                Ok(r) if r.holder == holder && !r.released => Ok(()),
+                Ok(r) => Err(self.lose(r.describe())),
+                Err(_) => Err(self.lose("unreadable lease".into())),
+            },
+            Ok(None) => Err(self.lose("lease deleted".into())),
+            Err(e) => Err(LeaseError::Unproven(e)),
+        }
+    }
+
+    fn holder(&self) -> String {
+        let h = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        h.record.holder.clone()
+    }
+
+    /// Marks the lease lost to `who` and returns the error.
+    fn lose(&self, who: String) -> LeaseError {
+        let lost = LeaseError::Lost(who);
+        let mut h = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if h.gone.is_none() {
+            h.gone = Some(lost.clone());
+        }
+        lost
+    }
+
     /// The time to live this lease states.
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
+    /// The longest one request to the store may take under this lease.
+    pub fn request_bound(&self) -> Duration {
+        request_bound(self.ttl)
+    }
+
+    /// The record this process replaced when it took the lease: a previous holder's, with
+    /// the journal head it recorded (`None` when the lease did not exist).
+    pub fn replaced(&self) -> Option<&Record> {
+        self.replaced.as_ref()
+    }
+
+    /// Records `head` as the journal's head; the next renewal writes it.
+    pub fn set_head(&self, head: JournalHead) {
+        let mut h = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if h.record.head.as_ref().is_none_or(|old| old.seq <= head.seq) {
+            h.record.head = Some(head);
+        }
+    }
+
     /// Renews the lease once. `Err(Lost)` when another registry holds it now; a store
-    /// that does not answer is an `Ok` that extends nothing (see [`check`](Self::check)).
+    /// that does not answer (within [`request_bound`], and before the trusted time runs
+    /// out) is an `Ok` that extends nothing (see [`check`](Self::check)).
     pub async fn renew(&self) -> Result<(), LeaseError> {
-        let (version, record) = {
+        let (version, record, until) = {
             let mut h = self.held.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(gone) = &h.gone {
                 return Err(gone.clone());
             }
             h.record.beat += 1;
-            (h.version.clone(), h.record.clone())
+            (h.version.clone(), h.record.clone(), h.valid_until)
         };
         let sent = Instant::now();
-        match put_confirmed(
+        // Raced against the deadline: past it nothing the answer says can help.
+        let bound = request_bound(self.ttl).min(until.saturating_duration_since(sent));
+        let put = put_confirmed(
             self.tiles.as_ref(),
             encode(&record),
             Precondition::Matches(version),
-        )
-        .await
-        {
-            Ok(Some(v)) => {
+            &record,
+        );
+        match bounded(bound, "renewing the lease", put).await {
+            Ok(Put::Wrote(v)) => {
                 let mut h = self.held.lock().unwrap_or_else(PoisonError::into_inner);
                 h.version = v;
                 h.valid_until = h.valid_until.max(sent + trusted_for(self.ttl));
                 Ok(())
             }
-            Ok(None) => {
-                let who = match self.tiles.get(LEASE_KEY).await {
+            Ok(Put::Ours(v, stored)) => {
+                // An earlier renewal of ours, cut off by its bound, landed after all: hold
+                // its version, but extend nothing (when it landed is unknown).
+                let mut h = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+                h.version = v;
+                h.record.beat = h.record.beat.max(stored.beat);
+                tracing::warn!("an earlier renewal of the write lease landed late; renewing again");
+                Ok(())
+            }
+            Ok(Put::Other) => {
+                let who = match bounded(
+                    request_bound(self.ttl),
+                    "reading the lease",
+                    self.tiles.get(LEASE_KEY),
+                )
+                .await
+                {
                     Ok(Some(o)) => serde_json::from_slice::<Record>(&o.bytes)
                         .map(|r| r.describe())
                         .unwrap_or_else(|_| "unreadable lease".into()),
                     Ok(None) => "lease deleted".into(),
                     Err(e) => format!("unknown: {e}"),
                 };
-                let lost = LeaseError::Lost(who);
-                self.held
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .gone = Some(lost.clone());
-                Err(lost)
+                Err(self.lose(who))
             }
             Err(e) => {
                 tracing::warn!(error = %e, "renewing the write lease failed; retrying");
@@ -307,15 +438,18 @@ impl Lease {
         };
         record.released = true;
         record.beat += 1;
-        match put_confirmed(
+        let put = put_confirmed(
             self.tiles.as_ref(),
             encode(&record),
             Precondition::Matches(version),
-        )
-        .await
-        {
-            Ok(Some(_)) => tracing::info!("released the write lease"),
-            Ok(None) => tracing::warn!("the write lease was no longer ours at release"),
+            &record,
+        );
+        match bounded(request_bound(self.ttl), "releasing the lease", put).await {
+            Ok(Put::Wrote(_)) => tracing::info!("released the write lease"),
+            Ok(Put::Ours(..)) => {
+                tracing::warn!("an earlier renewal landed late: the write lease is left to expire")
+            }
+            Ok(Put::Other) => tracing::warn!("the write lease was no longer ours at release"),
             Err(e) => {
                 tracing::warn!(error = %e, "releasing the write lease failed; a standby takes it once it expires")
             }
@@ -323,19 +457,46 @@ impl Lease {
     }
 }
 
-/// A compare-and-swap of the lease: `Some(version)` when it holds `bytes` now (written by
-/// this call, or by an earlier try of it whose answer was lost: S3 then reports a failed
-/// precondition for a write that happened), `None` when another writer won.
+impl crate::health::Fence for Lease {
+    fn check(&self) -> Result<(), String> {
+        Lease::check(self).map_err(|e| e.to_string())
+    }
+
+    fn prove(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(async move { self.confirm().await.map_err(|e| e.to_string()) })
+    }
+}
+
+/// What a compare-and-swap of the lease did.
+enum Put {
+    /// The object holds exactly these bytes now (written by this call, or by an earlier
+    /// try of it whose answer was lost: S3 then reports a failed precondition for a write
+    /// that happened).
+    Wrote(Version),
+    /// The object holds another record of the same holder: an earlier write of this
+    /// process (cut off by its bound) landed after all.
+    Ours(Version, Record),
+    /// Another holder's record, or no object.
+    Other,
+}
+
 async fn put_confirmed(
     tiles: &dyn TileStore,
     bytes: Bytes,
     pre: Precondition,
-) -> Result<Option<Version>, StoreError> {
+    mine: &Record,
+) -> Result<Put, StoreError> {
     match tiles.put_if(LEASE_KEY, bytes.clone(), pre).await {
-        Ok(v) => Ok(Some(v)),
+        Ok(v) => Ok(Put::Wrote(v)),
         Err(StoreError::PreconditionFailed { .. }) => match tiles.get(LEASE_KEY).await? {
-            Some(o) if o.bytes == bytes => Ok(Some(o.version)),
-            _ => Ok(None),
+            Some(o) if o.bytes == bytes => Ok(Put::Wrote(o.version)),
+            Some(o) => match serde_json::from_slice::<Record>(&o.bytes) {
+                Ok(r) if r.holder == mine.holder && !r.released => Ok(Put::Ours(o.version, r)),
+                _ => Ok(Put::Other),
+            },
+            None => Ok(Put::Other),
         },
         Err(e) => Err(e),
     }

@@ -14,6 +14,10 @@
 //! Batching is the writer's group commit: while one segment is being written, the next
 //! requests queue, and the next segment carries all of them (up to
 //! the writer's `MAX_GROUP` commands). See docs/event-log.md, "The journal".
+//!
+//! A segment is acknowledged only once the writer has proven, after it landed, that it
+//! still holds the lease ([`Journal::append_then`]): otherwise the outcome is unknown and
+//! the writer halts. See docs/event-log.md, "Fencing".
 
 pub mod lease;
 pub mod segment;
@@ -25,7 +29,7 @@ use dgsp_tilestore::{Error as StoreError, TileStore};
 use dgsp_wire::log::{ChainError, Entry, Hash, GENESIS_PREV};
 
 use crate::store::{self, Store};
-pub use lease::{Lease, LeaseError};
+pub use lease::{JournalHead, Lease, LeaseError};
 pub use segment::{JournalKey, Segment, SegmentError};
 
 /// Where the segments live in the store.
@@ -52,6 +56,33 @@ pub enum JournalError {
     Superseded {
         /// the segment's key
         key: String,
+    },
+    /// The segment was written, but the lease could not be proven held afterwards: a
+    /// successor may not have seen it, so the batch is not acknowledged.
+    #[error(
+        "journal segment {key} was written, but the write lease could not be proven held afterwards ({why}): the outcome is unknown, nothing is acknowledged"
+    )]
+    OutcomeUnknown {
+        /// the segment's key
+        key: String,
+        /// why the lease was not proven
+        why: LeaseError,
+    },
+    /// A journal head the lease records, that the journal in the bucket does not reach.
+    #[error(
+        "the lease records the journal's head at entry {recorded}, but the journal in the bucket {found}: segments were deleted or the bucket was rolled back; refusing to take over a shorter log"
+    )]
+    Truncated {
+        /// the head the lease records
+        recorded: u64,
+        /// what the bucket holds instead
+        found: String,
+    },
+    /// A journal head in the lease whose tag does not verify under this group's key.
+    #[error("the journal head the lease records (entry {seq}) does not verify under this group's journal key: the lease object was altered")]
+    ForgedHead {
+        /// the seq it names
+        seq: u64,
     },
     /// The store did not take the segment in time; whether it holds it is unknown.
     #[error("the object store did not take journal segment {key} within {secs} s: {last}")]
@@ -130,8 +161,10 @@ impl Journal {
     }
 
     /// Writes one segment holding `entries` (consecutive, continuing the journal) and
-    /// `idem`, create-if-absent, retrying what the store fails with for up to half the
-    /// lease's time to live while the lease holds. `Ok` once the store holds it.
+    /// `idem`, create-if-absent, each try bounded by the lease's request bound and retried
+    /// for up to half the lease's time to live while the lease holds. `Ok` once the store
+    /// holds it and the lease is still trusted by this process's clock; the proof that no
+    /// other registry took the lease meanwhile is [`confirm`](Self::confirm).
     pub async fn append(
         &self,
         entries: &[Entry],
@@ -143,35 +176,83 @@ impl Journal {
         let key = segment_key(first);
         let bytes = self.key.seal(&key, entries, idem);
         let started = tokio::time::Instant::now();
+        let bound = self.lease.request_bound();
         let mut wait = Duration::from_millis(20);
         loop {
             self.lease.check()?;
-            match self.tiles.put_new(&key, bytes.clone()).await {
-                Ok(_) => return Ok(()),
-                Err(StoreError::Conflict { .. }) => return Err(JournalError::Superseded { key }),
-                Err(e) if started.elapsed() + wait < self.retry_for => {
-                    tracing::warn!(%key, error = %e, retry_in = ?wait, "writing a journal segment failed");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(1));
-                }
-                Err(e) => {
-                    return Err(JournalError::Unavailable {
-                        key,
-                        secs: started.elapsed().as_secs(),
-                        last: e.to_string(),
-                    })
-                }
+            let tried =
+                match tokio::time::timeout(bound, self.tiles.put_new(&key, bytes.clone())).await {
+                    Ok(Ok(_)) => break,
+                    Ok(Err(StoreError::Conflict { .. })) => {
+                        return Err(JournalError::Superseded { key })
+                    }
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => format!("no answer within {bound:?}"),
+                };
+            if started.elapsed() + wait >= self.retry_for {
+                return Err(JournalError::Unavailable {
+                    key,
+                    secs: started.elapsed().as_secs(),
+                    last: tried,
+                });
             }
+            tracing::warn!(%key, error = %tried, retry_in = ?wait, "writing a journal segment failed");
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(1));
+        }
+        // After the durable step: the lease may have lapsed while the write was in flight.
+        self.lease
+            .check()
+            .map_err(|why| JournalError::OutcomeUnknown { key, why })
+    }
+
+    /// The journal head (`seq`, `hash`) with its tag, as the lease records it.
+    pub fn head(&self, seq: u64, hash: &Hash) -> JournalHead {
+        JournalHead {
+            seq,
+            hash: hex::encode(hash),
+            tag: self.key.head_tag(seq, hash),
         }
     }
 
-    /// [`append`](Self::append) from the writer thread (not a runtime thread).
-    pub fn append_blocking(
+    /// From the writer thread (not a runtime thread): [`append`](Self::append), then
+    /// `local` (the commit to the local store) on this thread while [`confirm`](Self::confirm)
+    /// asks the store, so the proof costs no extra round trip after the local commit. The
+    /// result is `local`'s only if both succeed; a local commit of a segment that landed is
+    /// never wrong (the bucket holds it), even when the proof then fails.
+    pub fn append_then<T>(
         &self,
         entries: &[Entry],
         idem: &[(String, Vec<u8>)],
-    ) -> Result<(), JournalError> {
-        self.rt.block_on(self.append(entries, idem))
+        local: impl FnOnce() -> Result<T, String>,
+    ) -> Result<T, String> {
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+            return local();
+        };
+        let last = (last.seq, hash_of(last).map_err(|e| e.to_string())?);
+        self.rt
+            .block_on(self.append(entries, idem))
+            .map_err(|e| format!("the journal: {e}"))?;
+        let proof = {
+            let (lease, first) = (self.lease.clone(), first.seq);
+            self.rt.spawn(async move {
+                lease
+                    .confirm()
+                    .await
+                    .map_err(|why| JournalError::OutcomeUnknown {
+                        key: segment_key(first),
+                        why,
+                    })
+            })
+        };
+        let committed = local();
+        let proven = match self.rt.block_on(proof) {
+            Ok(r) => r.map_err(|e| format!("the journal: {e}")),
+            Err(e) => Err(format!("the journal: proving the lease: {e}")),
+        };
+        proven?;
+        self.lease.set_head(self.head(last.0, &last.1));
+        committed
     }
 }
 
@@ -262,13 +343,30 @@ pub async fn catch_up(
             };
             lease.check()?;
             let name = segment_key(first.seq);
-            match tiles.put_new(&name, key.seal(&name, &chunk, &[])).await {
-                Ok(_) => {}
-                Err(StoreError::Conflict { .. }) => {
+            let bound = lease.request_bound();
+            match tokio::time::timeout(bound, tiles.put_new(&name, key.seal(&name, &chunk, &[])))
+                .await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(StoreError::Conflict { .. })) => {
                     return Err(JournalError::Superseded { key: name })
                 }
-                Err(e) => return Err(e.into()),
+                Ok(Err(e)) => return Err(e.into()),
+                Err(_) => {
+                    return Err(JournalError::Unavailable {
+                        key: name,
+                        secs: bound.as_secs(),
+                        last: format!("no answer within {bound:?}"),
+                    })
+                }
             }
+            lease
+                .confirm()
+                .await
+                .map_err(|why| JournalError::OutcomeUnknown {
+                    key: name.clone(),
+                    why,
+                })?;
             store.put_journal_segment(first.seq)?;
             done.uploaded += chunk.len() as u64;
             next = last.seq;
@@ -276,6 +374,50 @@ pub async fn catch_up(
         done.journal_head = next;
     }
     Ok(done)
+}
+
+/// At a takeover, after [`catch_up`] with the lease: refuses a journal that ends before the
+/// head the previous holder recorded in the lease (`replaced`, [`Lease::replaced`]), or
+/// holds another entry there, and a recorded head whose tag does not verify. Then records
+/// the journal's head, as this process found it, in its own lease.
+pub fn check_head(
+    key: &JournalKey,
+    store: &Store,
+    lease: &Lease,
+    journal_head: u64,
+) -> Result<(), JournalError> {
+    if let Some(head) = lease.replaced().and_then(|r| r.head.as_ref()) {
+        let hash: Hash = hex::decode(&head.hash)
+            .ok()
+            .and_then(|h| h.try_into().ok())
+            .ok_or(JournalError::ForgedHead { seq: head.seq })?;
+        if !key.head_tag_matches(head.seq, &hash, &head.tag) {
+            return Err(JournalError::ForgedHead { seq: head.seq });
+        }
+        if journal_head < head.seq {
+            return Err(JournalError::Truncated {
+                recorded: head.seq,
+                found: format!("ends at entry {journal_head}"),
+            });
+        }
+        let mine = store.entry(head.seq)?.map(|e| e.hash);
+        if mine.as_deref() != Some(head.hash.as_str()) {
+            return Err(JournalError::Truncated {
+                recorded: head.seq,
+                found: format!("holds another entry {}", head.seq),
+            });
+        }
+    }
+    if journal_head > 0 {
+        if let Some(e) = store.entry(journal_head)? {
+            lease.set_head(JournalHead {
+                seq: journal_head,
+                tag: key.head_tag(journal_head, &hash_of(&e)?),
+                hash: e.hash,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn hash_of(e: &Entry) -> Result<Hash, JournalError> {

@@ -66,6 +66,27 @@ impl JournalKey {
         }
     }
 
+    /// The tag that authenticates a journal head (`seq`, `hash`) recorded in the lease:
+    /// `SHA3-256(key || "DGSP-v1:journal-head" || 0x00 || group || seq (8 bytes, big
+    /// endian) || hash)`, hex. SHA3 is a MAC when keyed by a prefix (no length extension).
+    pub fn head_tag(&self, seq: u64, hash: &[u8; 32]) -> String {
+        let mut h = Sha3_256::new();
+        h.update(self.key.as_slice());
+        h.update(b"DGSP-v1:journal-head\0");
+        h.update(self.group);
+        h.update(seq.to_be_bytes());
+        h.update(hash);
+        hex::encode(h.finalize())
+    }
+
+    /// Whether `tag` is [`head_tag`](Self::head_tag) of (`seq`, `hash`) (compared in
+    /// constant time).
+    pub fn head_tag_matches(&self, seq: u64, hash: &[u8; 32], tag: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        let want = self.head_tag(seq, hash);
+        want.len() == tag.len() && bool::from(want.as_bytes().ct_eq(tag.as_bytes()))
+    }
+
     fn aad(&self, name: &str) -> Vec<u8> {
         let mut aad = b"DGSP-v1:journal\0".to_vec();
         aad.extend_from_slice(&self.group);
