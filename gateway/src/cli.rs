@@ -196,9 +196,40 @@ pub struct ServeArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
+    /// Most connections open at once; one accepted past it is closed at once, and the
+    /// open ones keep being served (docs/deploy.md, "Connections"). Keep it under the
+    /// process's file descriptor limit (`LimitNOFILE=` in the systemd unit).
+    #[arg(long, env = "DGSP_GATEWAY_MAX_CONNECTIONS", value_name = "N",
+          default_value_t = dgsp_http::serve::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_connections: usize,
+    /// How long a request's head (request line and headers) may take to arrive before
+    /// the connection is closed; also how long an idle keep-alive connection is kept.
+    /// Milliseconds, 100 to 600000.
+    #[arg(long, env = "DGSP_GATEWAY_HEADER_READ_TIMEOUT_MS", value_name = "MS",
+          default_value_t = dgsp_http::serve::DEFAULT_HEADER_READ_TIMEOUT.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub header_read_timeout_ms: u64,
+    /// With --tls-cert: how long a client has, from its connection, to finish its TLS
+    /// handshake. Milliseconds, 100 to 600000.
+    #[arg(long, env = "DGSP_GATEWAY_TLS_HANDSHAKE_TIMEOUT_MS", value_name = "MS",
+          default_value_t = dgsp_http::serve::DEFAULT_HANDSHAKE_TIMEOUT.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub tls_handshake_timeout_ms: u64,
 }
 
 impl ServeArgs {
+    /// The listener's limits (`--max-connections`, `--header-read-timeout-ms`,
+    /// `--tls-handshake-timeout-ms`): `dgsp_http::serve`.
+    pub fn listener_limits(&self) -> dgsp_http::serve::Limits {
+        dgsp_http::serve::Limits {
+            max_connections: self.max_connections,
+            header_read_timeout: std::time::Duration::from_millis(self.header_read_timeout_ms),
+            handshake_timeout: std::time::Duration::from_millis(self.tls_handshake_timeout_ms),
+            ..Default::default()
+        }
+    }
+
     /// `--tls-cert` and `--tls-key`, when given (both or neither).
     pub fn tls_files(&self) -> Option<dgsp_http::tls::TlsFiles> {
         Some(dgsp_http::tls::TlsFiles {

@@ -47,6 +47,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         .map(|files| dgsp_http::tls::Tls::load(files).map_err(|e| format!("TLS: {e}")))
         .transpose()?;
     let listen = args.listen;
+    let limits = args.listener_limits();
     let layout = args.layout();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(layout.http_threads)
@@ -59,7 +60,8 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("{listen}: {e}"))?;
         let listener = dgsp_http::tls::Listen::new(tcp, tls)
-            .map_err(|e| format!("the SIGHUP handler: {e}"))?;
+            .map_err(|e| format!("the SIGHUP handler: {e}"))?
+            .with_limits(limits);
         let scheme = listener.scheme();
         let registry = config.follow.registry.clone();
         let running = server::start(config, listener)
