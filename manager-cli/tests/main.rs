@@ -27,6 +27,7 @@ mod audit_tiles;
 mod client;
 mod freeze;
 mod fuzz_seeds;
+mod proxy;
 mod secrets;
 mod stack;
 mod tls;

@@ -229,6 +229,11 @@ pub enum BackupError {
     /// was sent.
     #[error(transparent)]
     PlainHttp(#[from] dgsp_secrets::transport::PlainHttpRefused),
+    /// The admin token would cross the network in clear through the proxy the environment
+    /// names (neither `https://` nor on a loopback host), without `--allow-plain-http`.
+    /// Nothing was sent.
+    #[error(transparent)]
+    Proxy(#[from] dgsp_secrets::transport::ProxyRefused),
     /// The `--ca-file` holds no usable PEM certificate.
     #[error("{path}: not a PEM file of CA certificates: {reason}")]
     CaFile {
@@ -625,7 +630,9 @@ pub struct Reach {
 
 /// Asks the registry at `url` (its base URL) for an online backup named `name`, with the
 /// admin token: `POST /admin/v1/backup`. The token is sent only where [`Reach`] allows
-/// (checked before any connection), and never after a redirect.
+/// (checked before any connection), through a proxy from the environment only when that
+/// proxy passes the same rule ([`dgsp_secrets::transport::token_proxy`]), and never after
+/// a redirect.
 pub async fn request(
     url: &str,
     token: &str,
@@ -655,6 +662,7 @@ pub async fn request(
         "admin",
         reach.allow_plain_http,
     )?;
+    let env_proxy = dgsp_secrets::transport::token_proxy(url, "admin", reach.allow_plain_http)?;
     let body = dgsp_wire::registry_api::BackupRequest {
         name: name.map(str::to_owned),
     };
@@ -674,6 +682,9 @@ pub async fn request(
             return Err(ca_error("no certificate in it".into()));
         }
         builder = builder.tls_certs_only(roots);
+    }
+    if env_proxy.is_none() {
+        builder = builder.no_proxy();
     }
     let client = builder.build().map_err(|e| http(causes(&e)))?;
     let answer = client
