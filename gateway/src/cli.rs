@@ -48,7 +48,7 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct WitnessKeyArgs {
     /// Where to write the key (created with mode 0600; an existing file is never
-    /// overwritten).
+    /// overwritten). Its empty witness state is made beside it, in `<FILE>.state`.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// The witness's name: the key name in its vkey and cosignatures (e.g. this gateway's
@@ -150,7 +150,7 @@ pub struct ServeArgs {
     pub witness_policy: Option<PathBuf>,
     /// Be a witness of the group's log (c2sp.org/tlog-witness) with the key in this file
     /// (`dgsp-gateway witness-key` writes one): serve `POST /witness/add-checkpoint`
-    /// (submission prefix `<this gateway's URL>/witness`), the state kept in the replica.
+    /// (submission prefix `<this gateway's URL>/witness`), the state kept in --witness-state.
     /// The log's key comes from a `log` line of --witness-policy or --witness-logs, else
     /// from the registry's `GET /v1/log/key` verified under the group key.
     #[arg(long, env = "DGSP_GATEWAY_WITNESS_KEY", value_name = "FILE")]
@@ -165,6 +165,26 @@ pub struct ServeArgs {
         requires = "witness_key"
     )]
     pub witness_logs: Option<PathBuf>,
+    /// With --witness-key: the directory of the witness's state (the tree it last cosigned
+    /// per log), kept with the key and apart from --data (a lost replica is rebuilt; a
+    /// lost witness state would let it cosign any tree from old 0 again). Default: the
+    /// key file's path with `.state` appended (`dgsp-gateway witness-key` makes it there).
+    #[arg(
+        long,
+        env = "DGSP_GATEWAY_WITNESS_STATE",
+        value_name = "DIR",
+        requires = "witness_key"
+    )]
+    pub witness_state: Option<PathBuf>,
+    /// With --witness-key: make a new witness state if --witness-state holds none (from the
+    /// trees the replica holds, if any), instead of refusing to start. Only for a key that
+    /// has never cosigned, or whose cosignatures count nowhere yet.
+    #[arg(
+        long,
+        env = "DGSP_GATEWAY_WITNESS_INIT_STATE",
+        requires = "witness_key"
+    )]
+    pub witness_init_state: bool,
     /// Pause between feed polls once caught up, in milliseconds.
     #[arg(long, env = "DGSP_GATEWAY_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
@@ -300,7 +320,14 @@ impl ServeArgs {
         let witness = self
             .witness_key
             .as_deref()
-            .map(|key| crate::witnessing::WitnessConfig::load(key, self.witness_logs.as_deref()))
+            .map(|key| {
+                crate::witnessing::WitnessConfig::load(
+                    key,
+                    self.witness_logs.as_deref(),
+                    self.witness_state.as_deref(),
+                    self.witness_init_state,
+                )
+            })
             .transpose()?;
         let anchor = crate::anchor::parse(&self.group_key)?;
         let mut c = Config::new(

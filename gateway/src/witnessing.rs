@@ -11,16 +11,18 @@
 //!   secret file holding the witness's name and its 32-byte ML-DSA-44 seed.
 //! - [`WitnessConfig`]: what `serve` is given (the key, and further logs to witness from a
 //!   `--witness-logs` tlog-policy file).
-//! - [`WitnessService`]: the running witness ([`dgsp_witness::server::Witness`]), its state in
-//!   the replica (`replica::witness`), its answers counted for `/metrics`, its report for
-//!   `/readyz`. It cosigns once the group's log key is known ([`start`]): from a `log` line
-//!   for the group's log in `--witness-policy` or `--witness-logs`, else from the registry's
-//!   `GET /v1/log/key` statement verified under the pinned group key (until then it answers
-//!   503).
+//! - [`WitnessService`]: the running witness ([`dgsp_witness::server::Witness`]), its state
+//!   kept with its key, apart from the replica (`--witness-state`, a [`DirStore`]: the
+//!   replica can be lost and rebuilt, the trees a witness cosigned cannot), its answers
+//!   counted for `/metrics`, its report for `/readyz`. It cosigns once the group's log key
+//!   is known ([`start`]): from a `log` line for the group's log in `--witness-policy` or
+//!   `--witness-logs`, else from the registry's `GET /v1/log/key` statement verified under
+//!   the pinned group key and required to name an ML-DSA-44 key of the group's log (until
+//!   then it answers 503).
 
 use std::fmt;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -34,8 +36,10 @@ use axum::response::{IntoResponse, Response};
 use dgsp_core::checkpoint::origin_for;
 use dgsp_core::ManagerPublicKey;
 use dgsp_wire::note::cosignature::MlDsaCosigner;
-use dgsp_wire::note::{Policy, Vkey};
-use dgsp_witness::server::{KnownLogs, Witness, WitnessAnswer, WitnessStore, TEXT_PLAIN};
+use dgsp_wire::note::{KeyKind, Policy, Vkey};
+use dgsp_witness::server::{
+    DirStore, KnownLogs, TreeHead, Witness, WitnessAnswer, WitnessStore, TEXT_PLAIN,
+};
 use rand_core::{OsRng, RngCore};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -158,11 +162,25 @@ impl WitnessKey {
 
     /// Writes the key file at `path`: mode 0600 whatever the umask, atomically (a fresh
     /// temporary file beside it, synced, then linked into place), never over anything that
-    /// is there (a file, a directory, a link).
+    /// is there (a file, a directory, a link). A new key has cosigned nothing, so its empty
+    /// witness state is made beside it, at [`default_state_dir`] (unless one is there).
     pub fn write_new(&self, path: &Path) -> Result<(), String> {
         dgsp_secrets::write::write_new(path, self.encode().as_bytes(), "witness key files")
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let state = default_state_dir(path);
+        if !DirStore::exists(&state) {
+            DirStore::create(&state, &[]).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
+}
+
+/// Where the witness state of the key file `key` is unless `--witness-state` says
+/// otherwise: the directory `<key file>.state` beside it.
+pub fn default_state_dir(key: &Path) -> PathBuf {
+    let mut name = key.file_name().unwrap_or_default().to_os_string();
+    name.push(".state");
+    key.with_file_name(name)
 }
 
 /// What `serve` is configured with to be a witness.
@@ -173,12 +191,24 @@ pub struct WitnessConfig {
     /// Further logs to witness (`--witness-logs`: the `log` lines of a tlog-policy file);
     /// the group's own log is always witnessed.
     pub logs: KnownLogs,
+    /// The witness state's directory (`--witness-state`, default [`default_state_dir`]).
+    pub state: PathBuf,
+    /// Whether a missing state may be made anew (`--witness-init-state`).
+    pub init_state: bool,
 }
 
 impl WitnessConfig {
-    /// The key file at `key` and, if given, the tlog-policy file `logs` whose `log` lines
-    /// name further logs to witness; errors name the flag and the file.
-    pub fn load(key: &Path, logs: Option<&Path>) -> Result<WitnessConfig, String> {
+    /// The key file at `key`, the witness state's directory (`state`, else beside the key),
+    /// whether a missing state may be made (`init_state`) and, if given, the tlog-policy
+    /// file `logs` whose `log` lines name further logs to witness; errors name the flag and
+    /// the file.
+    pub fn load(
+        key: &Path,
+        logs: Option<&Path>,
+        state: Option<&Path>,
+        init_state: bool,
+    ) -> Result<WitnessConfig, String> {
+        let state = state.map_or_else(|| default_state_dir(key), Path::to_owned);
         let key = WitnessKey::load(key).map_err(|e| format!("--witness-key {e}"))?;
         let logs = match logs {
             None => KnownLogs::new(),
@@ -189,8 +219,56 @@ impl WitnessConfig {
                 KnownLogs::from_policy(&policy).map_err(|e| bad(e.to_string()))?
             }
         };
-        Ok(WitnessConfig { key, logs })
+        Ok(WitnessConfig {
+            key,
+            logs,
+            state,
+            init_state,
+        })
     }
+}
+
+/// Opens the witness state of `config` for the logs `origins`. A state that is not there
+/// is made only with `--witness-init-state`, from the trees the replica holds for those
+/// logs (what gateways before `--witness-state` kept there), else empty; without the flag
+/// the start is refused: a witness that lost its state would cosign any tree from `old 0`
+/// again, a second tree of a size it already cosigned among them.
+pub fn open_state(
+    config: &WitnessConfig,
+    origins: &[String],
+    replica: &crate::replica::Replica,
+) -> Result<DirStore, String> {
+    let dir = &config.state;
+    let bad = |e: dgsp_witness::server::StoreError| format!("--witness-state {}", e.0);
+    if DirStore::exists(dir) {
+        return DirStore::open(dir).map_err(bad);
+    }
+    if !config.init_state {
+        return Err(format!(
+            "--witness-state {}: no witness state there. A witness's state (the tree it last \
+             cosigned for each log) must be kept with its key: restore it, or, if this key has \
+             never cosigned or its cosignatures count nowhere yet, start once with \
+             --witness-init-state (from the replica's trees, if it holds any; else it cosigns \
+             any tree from old 0 again)",
+            dir.display()
+        ));
+    }
+    let mut initial: Vec<(String, TreeHead)> = Vec::new();
+    for origin in origins {
+        let held = replica
+            .witnessed_tree(origin)
+            .map_err(|e| format!("--witness-init-state: the replica's witness trees: {e}"))?;
+        if let Some(h) = held {
+            initial.push((origin.clone(), h));
+        }
+    }
+    let store = DirStore::create(dir, &initial).map_err(bad)?;
+    tracing::warn!(
+        dir = %dir.display(),
+        from_replica = initial.len(),
+        "--witness-init-state: a new witness state was made"
+    );
+    Ok(store)
 }
 
 /// The statuses answers are counted by in `/metrics`, with their names.
@@ -480,7 +558,8 @@ fn configured_log_keys(
     keys
 }
 
-/// Starts the witness of a gateway pinned to `group`: with the group's log key from a `log`
+/// Starts the witness of a gateway pinned to `group`, its state opened by [`open_state`]
+/// (the replica only lends its trees to a new state): with the group's log key from a `log`
 /// line of `policy` or of `config.logs` for the group's log, it cosigns at once; otherwise a
 /// task reads the registry's `GET /v1/log/key` (retrying until it has a statement that
 /// verifies under `group`, or `stop` turns true) and the witness answers 503 until then.
@@ -490,9 +569,12 @@ pub fn start(
     group: &ManagerPublicKey,
     policy: Option<&crate::witness::WitnessPolicy>,
     follow: &FollowConfig,
-    store: Arc<dyn WitnessStore>,
+    replica: Arc<crate::replica::Replica>,
     stop: watch::Receiver<bool>,
 ) -> Result<Arc<WitnessService>, String> {
+    let mut origins: Vec<String> = config.logs.origins().map(str::to_owned).collect();
+    origins.push(origin_for(group));
+    let store = Arc::new(open_state(config, &origins, &replica)?);
     let service = Arc::new(WitnessService::new(config, group, store)?);
     let mut logs = config.logs.clone();
     let keys = configured_log_keys(config, group, policy);
@@ -580,6 +662,14 @@ fn log_key_of(group: &ManagerPublicKey, origin: &str, statement: &str) -> Result
             vkey.name
         ));
     }
+    // A registry signs its checkpoints with an ML-DSA-44 key (`Manager::log_key_seed`);
+    // a statement naming another type is not one of its statements.
+    if !matches!(vkey.kind, KeyKind::MlDsa44Cosignature(_)) {
+        return Err(format!(
+            "the registry's log-key statement names a key of type 0x{:02x}, not an ML-DSA-44 (0x06) log key",
+            vkey.kind.type_byte()
+        ));
+    }
     Ok(vkey)
 }
 
@@ -596,6 +686,12 @@ mod tests {
         key.write_new(&path).unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        // A new key's empty state, beside it.
+        let state = dir.path().join("witness.key.state");
+        assert_eq!(default_state_dir(&path), state);
+        let store = DirStore::open(&state).unwrap();
+        assert_eq!(store.get("any"), Ok(None));
+        drop(store);
         let read = WitnessKey::load(&path).unwrap();
         assert_eq!(read.name(), "gw1.example");
         assert_eq!(read.vkey().unwrap(), key.vkey().unwrap());
@@ -623,13 +719,18 @@ mod tests {
         let other = MlDsaCosigner::from_seed("other.example/log", &[9; 32]).unwrap();
         let logs = dir.path().join("logs");
         fs::write(&logs, format!("log {}\nquorum none\n", other.vkey())).unwrap();
-        let c = WitnessConfig::load(&key, Some(&logs)).unwrap();
+        let c = WitnessConfig::load(&key, Some(&logs), None, false).unwrap();
         assert_eq!(c.logs.keys("other.example/log"), [other.verifier().clone()]);
         assert_eq!(c.key.name(), "gw1.example");
+        assert_eq!(c.state, dir.path().join("witness.key.state"));
+        assert!(!c.init_state);
+        let elsewhere = dir.path().join("elsewhere");
+        let c = WitnessConfig::load(&key, None, Some(&elsewhere), true).unwrap();
+        assert_eq!((c.state, c.init_state), (elsewhere, true));
         fs::write(&logs, format!("log {}\n", other.vkey())).unwrap();
-        let err = WitnessConfig::load(&key, Some(&logs)).unwrap_err();
+        let err = WitnessConfig::load(&key, Some(&logs), None, false).unwrap_err();
         assert!(err.starts_with("--witness-logs "), "{err}");
-        let err = WitnessConfig::load(&dir.path().join("missing"), None).unwrap_err();
+        let err = WitnessConfig::load(&dir.path().join("missing"), None, None, false).unwrap_err();
         assert!(err.starts_with("--witness-key "), "{err}");
     }
 

@@ -25,4 +25,5 @@ mod tiles;
 mod tiles_bootstrap;
 mod tls;
 mod witness_endpoint;
+mod witness_state;
 mod witnessed;

@@ -4,7 +4,7 @@
 //! (the key the registry's `GET /v1/log/key` names) are cosigned, and the cosignature
 //! verifies under the gateway's witness vkey; a grown tree is cosigned with its consistency
 //! proof; another root at the held size is 422; a stale old size is 409 with the held size,
-//! also after a restart (the state is in the replica); a gateway without a witness key
+//! also after a restart (the state is kept in its own directory); a gateway without a witness key
 //! answers 404. Then two gateways are a registry's witnesses under a 2-of-2 policy: its
 //! published checkpoints carry both gateways' cosignatures, and a gateway that demands that
 //! policy is fresh as of them: independent gateways witnessing each other's view.
@@ -98,6 +98,8 @@ fn config_in(reg: &Registry, dir: &std::path::Path, key: Option<&WitnessKey>) ->
     c.witness = key.map(|key| WitnessConfig {
         key: key.clone(),
         logs: Default::default(),
+        state: dir.join("witness-state"),
+        init_state: true,
     });
     c
 }

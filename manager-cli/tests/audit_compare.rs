@@ -471,6 +471,8 @@ async fn registry_and_witness_gateway(
     c.witness = Some(dgsp_gateway::witnessing::WitnessConfig {
         key: key.clone(),
         logs: Default::default(),
+        state: dir.join("witness-state"),
+        init_state: true,
     });
     let gw = support::gateway(c).await;
     support::wait_for("the gateway's witness to learn the log key", || async {

@@ -9,7 +9,8 @@
 //! - [`KnownLogs`]: origin → trusted log keys (`from_policy` takes a tlog-policy's `log`
 //!   lines).
 //! - [`WitnessStore`]: the durable per-origin [`TreeHead`], with an atomic, durable
-//!   compare-and-set; [`MemoryStore`] for tests. A gateway implements it on RocksDB.
+//!   compare-and-set: [`DirStore`], a directory of its own (a gateway keeps it with its
+//!   witness key); [`MemoryStore`] for tests.
 //! - [`router`]: `POST /add-checkpoint` for axum, 16 KiB body limit (413 beyond), and the
 //!   monitoring `GET /<hex SHA-256(origin)>/checkpoint` ([`latest_checkpoint`]): the newest
 //!   checkpoint cosigned since the start, with the log's signature and the cosignature.
@@ -19,7 +20,7 @@ mod store;
 mod witness;
 
 pub use http::{latest_checkpoint, router};
-pub use store::{MemoryStore, StoreError, TreeHead, WitnessStore};
+pub use store::{DirStore, MemoryStore, StoreError, TreeHead, WitnessStore, STATE_FORMAT};
 pub use witness::{
     origin_hash, system_clock, KnownLogs, KnownLogsError, UnixClock, Witness, WitnessAnswer,
     BAD_PROOF, BAD_TRUSTED_SIGNATURE, MAX_ORIGIN_LEN, NOT_EMPTY_ROOT, NO_TRUSTED_SIGNATURE,

@@ -1,7 +1,11 @@
-//! Where a witness keeps, per log origin, the tree it last cosigned ([`WitnessStore`]), and an
-//! in-memory store for tests ([`MemoryStore`]).
+//! Where a witness keeps, per log origin, the tree it last cosigned ([`WitnessStore`]): a
+//! directory of its own ([`DirStore`]), and an in-memory store for tests ([`MemoryStore`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 /// The tree a witness last cosigned for one origin: its size and RFC 6962 root.
@@ -97,9 +101,276 @@ impl WitnessStore for MemoryStore {
     }
 }
 
+/// The first line of a [`DirStore`]'s `heads` file.
+pub const STATE_FORMAT: &str = "dgsp-witness-state/v1";
+
+/// The file of a [`DirStore`] that holds the trees.
+const HEADS: &str = "heads";
+/// The file of a [`DirStore`] that one process holds locked while it uses the state.
+const LOCK: &str = "lock";
+/// The most origins a state file may hold (a witness cosigns for a few logs).
+const MAX_ORIGINS: usize = 1024;
+
+/// A [`WitnessStore`] in a directory of its own, meant to live with the witness's key and
+/// apart from any data that may be rebuilt or lost (a gateway's replica):
+///
+/// ```text
+/// <dir>/heads   dgsp-witness-state/v1\n then one `<origin> <size> <64 hex root>\n` per log
+/// <dir>/lock    locked (flock) by the one process using the state
+/// ```
+///
+/// A compare-and-set writes the whole file anew (a temporary file, synced, renamed into
+/// place, the directory synced) before it returns `true`; one process at a time holds the
+/// lock (a second [`open`](DirStore::open) is refused), and a mutex orders the writers
+/// within it. A missing or unreadable `heads` is an error, never an empty state: an empty
+/// state is only ever made by [`create`](DirStore::create).
+#[derive(Debug)]
+pub struct DirStore {
+    dir: PathBuf,
+    heads: Mutex<BTreeMap<String, TreeHead>>,
+    /// Held locked for the store's lifetime.
+    _lock: File,
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> StoreError {
+    StoreError(format!("{what} {}: {e}", path.display()))
+}
+
+impl DirStore {
+    /// Whether `dir` holds a state (its `heads` file exists).
+    pub fn exists(dir: &Path) -> bool {
+        dir.join(HEADS).exists()
+    }
+
+    /// Opens the state in `dir`; refused if it holds none, if its file is malformed, or if
+    /// another process holds it.
+    pub fn open(dir: &Path) -> Result<DirStore, StoreError> {
+        let path = dir.join(HEADS);
+        let text = fs::read_to_string(&path).map_err(|e| io_error("reading", &path, e))?;
+        let heads =
+            parse_heads(&text).map_err(|why| StoreError(format!("{}: {why}", path.display())))?;
+        let lock = lock(dir)?;
+        Ok(DirStore {
+            dir: dir.to_owned(),
+            heads: Mutex::new(heads),
+            _lock: lock,
+        })
+    }
+
+    /// Makes a new state in `dir` (created, mode 0700, if missing) holding `initial`, and
+    /// opens it; refused if `dir` already holds one.
+    pub fn create(dir: &Path, initial: &[(String, TreeHead)]) -> Result<DirStore, StoreError> {
+        if !dir.is_dir() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| io_error("creating", dir, e))?;
+        }
+        let lock = lock(dir)?;
+        if DirStore::exists(dir) {
+            return Err(StoreError(format!(
+                "{} already holds a witness state",
+                dir.display()
+            )));
+        }
+        let heads: BTreeMap<String, TreeHead> = initial.iter().cloned().collect();
+        let store = DirStore {
+            dir: dir.to_owned(),
+            heads: Mutex::new(BTreeMap::new()),
+            _lock: lock,
+        };
+        store.write(&heads)?;
+        *store.heads.lock().unwrap_or_else(PoisonError::into_inner) = heads;
+        Ok(store)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `heads` as the state, durably: a temporary file, synced, renamed over
+    /// `heads`, the directory synced.
+    fn write(&self, heads: &BTreeMap<String, TreeHead>) -> Result<(), StoreError> {
+        let mut text = format!("{STATE_FORMAT}\n");
+        for (origin, h) in heads {
+            let root: String = h.root.iter().map(|b| format!("{b:02x}")).collect();
+            text.push_str(&format!("{origin} {} {root}\n", h.size));
+        }
+        let tmp = self.dir.join(format!("{HEADS}.tmp"));
+        let path = self.dir.join(HEADS);
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| io_error("writing", &tmp, e))?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| io_error("writing", &tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| io_error("renaming into", &path, e))?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io_error("syncing", &self.dir, e))
+    }
+}
+
+/// Opens and locks `dir/lock` (refused while another process holds it).
+fn lock(dir: &Path) -> Result<File, StoreError> {
+    let path = dir.join(LOCK);
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| io_error("opening", &path, e))?;
+    f.try_lock().map_err(|e| {
+        StoreError(format!(
+            "{}: the witness state is in use by another process ({e})",
+            dir.display()
+        ))
+    })?;
+    Ok(f)
+}
+
+/// Parses a `heads` file strictly.
+fn parse_heads(text: &str) -> Result<BTreeMap<String, TreeHead>, String> {
+    let mut lines = text
+        .strip_suffix('\n')
+        .ok_or("no final newline")?
+        .split('\n');
+    if lines.next() != Some(STATE_FORMAT) {
+        return Err(format!(
+            "not a witness state (first line is not {STATE_FORMAT})"
+        ));
+    }
+    let mut heads = BTreeMap::new();
+    for (i, line) in lines.enumerate() {
+        let bad = || format!("line {} is not `<origin> <size> <64 hex root>`", i + 2);
+        let mut f = line.split(' ');
+        let (Some(origin), Some(size), Some(root), None) = (f.next(), f.next(), f.next(), f.next())
+        else {
+            return Err(bad());
+        };
+        let size: u64 = size
+            .parse()
+            .ok()
+            .filter(|n: &u64| n.to_string() == size)
+            .ok_or_else(bad)?;
+        let mut r = [0u8; 32];
+        if root.len() != 64 || origin.is_empty() {
+            return Err(bad());
+        }
+        for (j, byte) in r.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&root[2 * j..2 * j + 2], 16).map_err(|_| bad())?;
+        }
+        if heads.len() == MAX_ORIGINS
+            || heads
+                .insert(origin.to_owned(), TreeHead { size, root: r })
+                .is_some()
+        {
+            return Err(format!("line {}: a second or one origin too many", i + 2));
+        }
+    }
+    Ok(heads)
+}
+
+impl WitnessStore for DirStore {
+    fn get(&self, origin: &str) -> Result<Option<TreeHead>, StoreError> {
+        let heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(heads.get(origin).copied())
+    }
+
+    fn compare_and_set(
+        &self,
+        origin: &str,
+        expected: Option<TreeHead>,
+        new: TreeHead,
+    ) -> Result<bool, StoreError> {
+        let mut heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
+        if heads.get(origin).copied() != expected {
+            return Ok(false);
+        }
+        if expected == Some(new) {
+            return Ok(true);
+        }
+        let mut next = heads.clone();
+        next.insert(origin.to_owned(), new);
+        self.write(&next)?;
+        *heads = next;
+        Ok(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dir_store_is_durable_exclusive_and_never_empty_by_accident() {
+        let tmp = std::env::temp_dir().join(format!(
+            "dgsp-witness-dir-store-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let dir = tmp.join("state");
+        let a = TreeHead {
+            size: 3,
+            root: [0xab; 32],
+        };
+        let b = TreeHead {
+            size: 5,
+            root: [1; 32],
+        };
+        assert!(!DirStore::exists(&dir));
+        assert!(
+            DirStore::open(&dir).is_err(),
+            "no state is not an empty state"
+        );
+        let s = DirStore::create(&dir, &[("o".into(), a)]).unwrap();
+        assert!(DirStore::exists(&dir));
+        assert_eq!(s.get("o"), Ok(Some(a)));
+        // One process at a time; a second create is refused.
+        assert!(DirStore::open(&dir).unwrap_err().0.contains("in use"));
+        assert!(DirStore::create(&dir, &[]).is_err());
+        assert_eq!(s.compare_and_set("o", None, b), Ok(false));
+        assert_eq!(s.compare_and_set("o", Some(a), b), Ok(true));
+        assert_eq!(s.compare_and_set("p", None, a), Ok(true));
+        drop(s);
+        let s = DirStore::open(&dir).unwrap();
+        assert_eq!((s.get("o"), s.get("p")), (Ok(Some(b)), Ok(Some(a))));
+        assert_eq!(s.get("q"), Ok(None));
+        drop(s);
+        let text = fs::read_to_string(dir.join(HEADS)).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "{STATE_FORMAT}\no 5 {}\np 3 {}\n",
+                "01".repeat(32),
+                "ab".repeat(32)
+            )
+        );
+        // A damaged file is an error, never an empty state.
+        for bad in [
+            String::new(),
+            "other\n".to_owned(),
+            format!("{STATE_FORMAT}\no 05 {}\n", "01".repeat(32)),
+            format!("{STATE_FORMAT}\no 5 {}\n", "01".repeat(31)),
+            format!(
+                "{STATE_FORMAT}\no 5 {}\no 6 {}\n",
+                "01".repeat(32),
+                "01".repeat(32)
+            ),
+            format!("{STATE_FORMAT}\no 5 {}", "01".repeat(32)),
+        ] {
+            fs::write(dir.join(HEADS), &bad).unwrap();
+            assert!(DirStore::open(&dir).is_err(), "{bad:?}");
+        }
+        fs::remove_dir_all(&tmp).unwrap();
+    }
 
     #[test]
     fn compare_and_set_is_compare_and_set() {
