@@ -17,7 +17,7 @@
 //!   long an idle keep-alive connection is kept.
 //! - **Shutdown** is axum's graceful one: once the shutdown future completes, nothing more
 //!   is accepted, every connection finishes the request it is serving and closes, and
-//!   [`serve`] returns once all have closed (a connection still in its handshake is
+//!   serving ends once all have closed (a connection still in its handshake is
 //!   dropped).
 
 use std::future::Future;
