@@ -119,7 +119,8 @@ pub struct ServeArgs {
     #[arg(long, env = "DGSP_GATEWAY_MAX_MESSAGE_BYTES", default_value_t = DEFAULT_MAX_MESSAGE)]
     pub max_message_bytes: usize,
     /// Most memory held by feed entries fetched but not yet covered by a signed checkpoint,
-    /// by their parsed size, in bytes; beyond it the feed is refused (`pending_limit`).
+    /// by their parsed size, in bytes; beyond it the feed is refused (`pending_limit`). With
+    /// --tiles: the most one step's entries hold (a step ends at a checkpoint within it).
     #[arg(long, env = "DGSP_GATEWAY_MAX_PENDING_BYTES", default_value_t = MAX_PENDING_BYTES)]
     pub max_pending_bytes: usize,
     /// A state whose newest signed checkpoint (by the registry's signed time) is older than
@@ -362,6 +363,8 @@ impl ServeArgs {
             t.poll = c.follow.poll;
             t.timeout = c.follow.timeout;
             t.roots = c.follow.roots.clone();
+            // The tiles' steps hold their entries as the feed holds its pending ones.
+            t.max_bytes = c.follow.max_pending_bytes;
             t.store = store;
             t
         });

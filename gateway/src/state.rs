@@ -260,9 +260,9 @@ pub struct FaultReport {
     /// `pending_limit`, `chain`, `fork`, `rollback`, `wrong_group`, `malformed_entry`,
     /// `bad_checkpoint`, `replayed_checkpoint`, `future_checkpoint`, `withheld`,
     /// `bad_snapshot`, `snapshot_mismatch`, `storage`; reading tiles (`--tiles`) also
-    /// `bad_tile`, `tile_mismatch`, `root_mismatch`, `bad_snapshot_bundle`; with a witness
-    /// policy (`--witness-policy`) also `unwitnessed_checkpoint`, `witness_quorum`,
-    /// `bad_witnessed_checkpoint`, `log_key`.
+    /// `bad_tile`, `tile_mismatch`, `root_mismatch`, `bad_snapshot_bundle`, `unsettled`;
+    /// with a witness policy (`--witness-policy`) also `unwitnessed_checkpoint`,
+    /// `witness_quorum`, `bad_witnessed_checkpoint`, `log_key`.
     pub kind: String,
     /// What was wrong.
     pub detail: String,

@@ -23,6 +23,7 @@ mod resume;
 mod roots;
 mod tiles;
 mod tiles_bootstrap;
+mod tiles_bounds;
 mod tls;
 mod witness_endpoint;
 mod witness_state;

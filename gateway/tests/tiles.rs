@@ -25,7 +25,7 @@ use support::{gateway_config, gateway_in, wait_for, Gateway, Registry};
 
 /// Serves the files under `dir` at `/<path>` (404 otherwise), as a static server or a
 /// bucket does; the checkpoint with `max-age=1`, everything else immutable.
-async fn static_server(dir: PathBuf) -> String {
+pub(crate) async fn static_server(dir: PathBuf) -> String {
     use axum::http::{header, StatusCode, Uri};
     use axum::response::IntoResponse;
     let app = axum::Router::new().fallback(move |uri: Uri| {
@@ -55,7 +55,7 @@ async fn static_server(dir: PathBuf) -> String {
 }
 
 /// Joins `n` members `{prefix}-N` in bulk requests.
-async fn bulk_join(reg: &Registry, prefix: &str, n: usize) {
+pub(crate) async fn bulk_join(reg: &Registry, prefix: &str, n: usize) {
     let mut start = 0;
     while start < n {
         let end = (start + dgsp_wire::registry_api::MAX_BULK_JOIN).min(n);
@@ -68,7 +68,7 @@ async fn bulk_join(reg: &Registry, prefix: &str, n: usize) {
 
 /// Waits until the directory's checkpoint covers the registry's whole log and names a
 /// snapshot of at least `zetas` zetas; returns the note.
-async fn published(reg: &Registry, dir: &Path, zetas: u64) -> String {
+pub(crate) async fn published(reg: &Registry, dir: &Path, zetas: u64) -> String {
     wait_for("the mirror to publish the whole log", || async {
         let head = reg.store.head().unwrap().seq;
         let note = std::fs::read_to_string(dir.join("checkpoint")).ok()?;
@@ -103,7 +103,7 @@ async fn tiles_gateway_in(
 }
 
 /// The configuration of a gateway reading the tiles at `url` with its replica in `data`.
-fn tiles_config(
+pub(crate) fn tiles_config(
     reg_key: &dgsp_core::ManagerPublicKey,
     url: &str,
     max_staleness: Duration,
@@ -123,7 +123,7 @@ fn tiles_config(
     c
 }
 
-async fn readyz(g: &Gateway) -> (u16, Value) {
+pub(crate) async fn readyz(g: &Gateway) -> (u16, Value) {
     g.get("/readyz").await
 }
 
@@ -226,7 +226,7 @@ async fn a_gateway_starts_from_the_tiles_and_follows_them() {
 }
 
 /// Copies `from` to a new directory.
-fn copy_dir(from: &Path) -> tempfile::TempDir {
+pub(crate) fn copy_dir(from: &Path) -> tempfile::TempDir {
     let to = tempfile::tempdir().unwrap();
     let ok = std::process::Command::new("cp")
         .arg("-a")
@@ -249,7 +249,7 @@ fn flip(path: &Path, at: impl Fn(usize) -> usize) {
 /// temporary file renamed over it): a gateway following the directory never reads a file
 /// half-written. (`std::fs::write` and `std::fs::copy` truncate first: a gateway polling at
 /// that moment read an empty bundle, `bad_tile`, where the test meant another fault.)
-fn put(path: &Path, bytes: impl AsRef<[u8]>) {
+pub(crate) fn put(path: &Path, bytes: impl AsRef<[u8]>) {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_file_name(format!(".put-{}-{n}", std::process::id()));
@@ -391,7 +391,7 @@ async fn tampered_tiles_are_refused_with_named_faults() {
 /// Brings the served directory `to` up to the registry's published `from` for the checkpoint
 /// `note`: every tile and snapshot bundle first, then `tamper` on the copy, then the
 /// checkpoint, as the mirror writes them (a reader that sees the note finds its tiles).
-fn publish_to(from: &Path, to: &Path, note: &str, tamper: impl FnOnce(&Path)) {
+pub(crate) fn publish_to(from: &Path, to: &Path, note: &str, tamper: impl FnOnce(&Path)) {
     fn copy(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();
         for e in std::fs::read_dir(from).unwrap() {

@@ -173,6 +173,11 @@ pub enum Fault {
         /// the roots
         detail: String,
     },
+    /// Objects read together that disagree the way a cache or a write in progress makes
+    /// them disagree (the tiles' `checkpoint` and `checkpoint.witnessed` of different tree
+    /// sizes, read twice): nothing is refused for it, it is read again later.
+    #[error("the tiles are not settled: {0}")]
+    Unsettled(String),
     /// A snapshot bundle that does not verify: undecodable, not signed by the pinned key,
     /// not the snapshot the checkpoint names, or zetas that do not give its signed root.
     #[error("snapshot bundle {number} refused: {detail}")]
@@ -213,6 +218,7 @@ impl Fault {
             Fault::TileMismatch { .. } => "tile_mismatch",
             Fault::RootMismatch { .. } => "root_mismatch",
             Fault::BadSnapshotBundle { .. } => "bad_snapshot_bundle",
+            Fault::Unsettled(_) => "unsettled",
         }
     }
 
@@ -240,7 +246,7 @@ impl Fault {
     pub fn is_integrity(&self) -> bool {
         !matches!(
             self,
-            Fault::Unreachable(_) | Fault::HttpStatus(_) | Fault::Storage(_)
+            Fault::Unreachable(_) | Fault::HttpStatus(_) | Fault::Storage(_) | Fault::Unsettled(_)
         )
     }
 }

@@ -77,23 +77,15 @@ pub fn read_roots(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, S
     Ok(roots)
 }
 
-/// A body read whole, unless it exceeds `max` bytes (then `Ok(None)`; nothing more is read).
+/// A body read whole, unless it exceeds `max` bytes (then `Ok(None)`; nothing more is read:
+/// [`crate::tiles::client::Body::read_to_end`]).
 pub(crate) async fn read_bounded(
-    mut resp: reqwest::Response,
+    resp: reqwest::Response,
     max: usize,
 ) -> Result<Option<Vec<u8>>, Fault> {
-    let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
+    crate::tiles::client::Body::http(resp)
+        .read_to_end(max)
         .await
-        .map_err(|e| Fault::MalformedPage(format!("reading the body: {e}")))?
-    {
-        if body.len() + chunk.len() > max {
-            return Ok(None);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Some(body))
 }
 
 /// The feed page of at most `limit` entries after `after`.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use dgsp_tilestore::TileStore;
 
-use crate::follower::fetch::{client, read_bounded, PAGE_DEADLINE_TIMEOUTS};
+use crate::follower::fetch::{client, PAGE_DEADLINE_TIMEOUTS};
 use crate::follower::Fault;
 
 /// A reader of one tiles base: an HTTP(S) URL, or a tile store.
@@ -64,11 +64,29 @@ impl TileClient {
         &self.base
     }
 
-    /// `GET base/path`, at most `max` bytes (a larger object is [`Fault::BadTile`]); an
-    /// error status is [`Fault::HttpStatus`].
+    /// `GET base/path`, at most `max` bytes (a larger object is [`Fault::BadTile`], refused
+    /// without reading past `max`); an error status is [`Fault::HttpStatus`].
     pub async fn get(&self, path: &str, max: usize) -> Result<Fetched, Fault> {
+        self.within(path, async {
+            let (body, max_age) = self.open(path).await?;
+            let bytes = body.read_to_end(max).await?.ok_or_else(|| Fault::BadTile {
+                path: path.to_owned(),
+                detail: format!("larger than the {max} bytes it can hold"),
+            })?;
+            Ok(Fetched { bytes, max_age })
+        })
+        .await
+    }
+
+    /// Runs `read`, a read of `path` (or several), within the deadline of one object:
+    /// [`PAGE_DEADLINE_TIMEOUTS`] stall timeouts.
+    pub async fn within<T>(
+        &self,
+        path: &str,
+        read: impl std::future::Future<Output = Result<T, Fault>>,
+    ) -> Result<T, Fault> {
         let deadline = self.timeout.saturating_mul(PAGE_DEADLINE_TIMEOUTS);
-        tokio::time::timeout(deadline, self.get_within(path, max))
+        tokio::time::timeout(deadline, read)
             .await
             .unwrap_or_else(|_| {
                 Err(Fault::Unreachable(format!(
@@ -78,25 +96,18 @@ impl TileClient {
             })
     }
 
-    async fn get_within(&self, path: &str, max: usize) -> Result<Fetched, Fault> {
+    /// Starts reading `base/path`: its body, to be read as it arrives, and the `max-age` its
+    /// `Cache-Control` gives. Bound it with [`TileClient::within`].
+    pub async fn open(&self, path: &str) -> Result<(Body, Option<Duration>), Fault> {
         let url = format!("{}/{path}", self.base);
         if let Some(store) = &self.store {
-            let obj = store
-                .get(path)
+            let reader = store
+                .read(path)
                 .await
                 .map_err(|e| Fault::Unreachable(format!("{url}: {e}")))?
                 .ok_or(Fault::HttpStatus(404))?;
-            if obj.bytes.len() > max {
-                return Err(Fault::BadTile {
-                    path: path.to_owned(),
-                    detail: format!("larger than the {max} bytes it can hold"),
-                });
-            }
             // A store has no cache lifetime: the follower's own poll interval applies.
-            return Ok(Fetched {
-                bytes: obj.bytes.to_vec(),
-                max_age: None,
-            });
+            return Ok((Body::Store { reader, url }, None));
         }
         let resp = self
             .http
@@ -114,13 +125,73 @@ impl TileClient {
             .get(reqwest::header::CACHE_CONTROL)
             .and_then(|v| v.to_str().ok())
             .and_then(max_age);
-        let bytes = read_bounded(resp, max)
-            .await?
-            .ok_or_else(|| Fault::BadTile {
-                path: path.to_owned(),
-                detail: format!("larger than the {max} bytes it can hold"),
-            })?;
-        Ok(Fetched { bytes, max_age })
+        Ok((Body::http(resp), max_age))
+    }
+}
+
+/// The body of an object being read ([`TileClient::open`]), chunk by chunk: a reader that
+/// stops drops it, and nothing more is read.
+pub enum Body {
+    /// An HTTP answer.
+    Http {
+        /// the answer, its body being read
+        resp: reqwest::Response,
+        /// its `Content-Length`, read before any of the body (reqwest's counts down)
+        size: Option<u64>,
+    },
+    /// A tile store's object.
+    Store {
+        /// its bytes as they arrive
+        reader: dgsp_tilestore::Reader,
+        /// where it is, for faults
+        url: String,
+    },
+}
+
+impl Body {
+    /// The body of `resp`, none of it read yet.
+    pub fn http(resp: reqwest::Response) -> Self {
+        let size = resp.content_length();
+        Body::Http { resp, size }
+    }
+
+    /// The size the server or store reported before sending (a claim: what arrives is
+    /// still counted).
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            Body::Http { size, .. } => *size,
+            Body::Store { reader, .. } => reader.size(),
+        }
+    }
+
+    /// The next chunk, `None` at the end.
+    pub async fn chunk(&mut self) -> Result<Option<dgsp_tilestore::Bytes>, Fault> {
+        match self {
+            Body::Http { resp, .. } => resp
+                .chunk()
+                .await
+                .map_err(|e| Fault::MalformedPage(format!("reading the body: {e}"))),
+            Body::Store { reader, url } => reader
+                .chunk()
+                .await
+                .map_err(|e| Fault::Unreachable(format!("{url}: {e}"))),
+        }
+    }
+
+    /// The rest of the body, unless it is over `max` bytes: then `Ok(None)`, known from the
+    /// reported size or as soon as more than `max` bytes arrived, and nothing more is read.
+    pub async fn read_to_end(mut self, max: usize) -> Result<Option<Vec<u8>>, Fault> {
+        if self.size().is_some_and(|n| n > max as u64) {
+            return Ok(None);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            if body.len() + chunk.len() > max {
+                return Ok(None);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Some(body))
     }
 }
 

@@ -9,16 +9,24 @@
 //! 2. The right-edge hash tiles at its size must give its root (`root_mismatch`; a tile of
 //!    the wrong length is `bad_tile`) ([`tree::TileTree`]).
 //! 3. `snapshot/<N>`, the bundle of the snapshot the checkpoint names, must verify: the
-//!    manager's signature, the record the checkpoint names, and zetas that give its signed
-//!    root (`bad_snapshot_bundle`).
+//!    manager's signature, the record the checkpoint names and its count, read from the
+//!    bundle's header before any zeta is ([`bundle`]), then zetas that give its signed root
+//!    (`bad_snapshot_bundle`).
 //! 4. The entries after the snapshot's `log_seq` (and the one at it) come from the entry
 //!    bundles, each bundle's leaves checked against the verified hash tiles
-//!    (`tile_mismatch`, `bad_tile`), then chain-checked (`chain`). The tree's edge at
-//!    `log_seq`, read from verified tiles, plus those entries must give the checkpoint's
-//!    root (`fork`), the snapshot's own entry must be among them, and the checkpoint must
-//!    name the newest snapshot and hold every revocation among them (`bad_checkpoint`).
-//! 5. One synced batch writes the base tree, the snapshot's zetas, those entries and the
-//!    note ([`crate::replica::Replica::commit_bootstrap`]); the view is swapped in: ready.
+//!    (`tile_mismatch`, `bad_tile`), then chain-checked (`chain`), one step at a time: at
+//!    most [`TilesConfig::max_entries`] entries and [`TilesConfig::max_bytes`] of them parsed.
+//!    A step that does not reach the checkpoint ends at the last `checkpoint` entry among its
+//!    entries, which covers it (none: `pending_limit`). The tree's edge at `log_seq`, read
+//!    from verified tiles, plus the step's entries must give the covering checkpoint's root
+//!    (`fork`), the snapshot's own entry must be among them, and the covering checkpoint must
+//!    name the newest snapshot and hold every revocation among them that revokes a zeta
+//!    (`bad_checkpoint`: the canonical rule, [`dgsp_wire::coverage::Covers`]).
+//! 5. One synced batch writes the base tree, the snapshot's zetas, that step's entries and
+//!    the covering note ([`crate::replica::Replica::commit_bootstrap`]); the view is swapped
+//!    in. The steps after it are applied as following applies them, each its own batch, up
+//!    to the checkpoint: ready. Every state written is a checkpoint's, so a gateway stopped
+//!    between steps resumes from the last.
 //!
 //! **Following** ([`TileFollower::follow`]): the checkpoint is polled no more often than its
 //! `Cache-Control: max-age` (nor less often than `--poll-ms` allows, and at least every
@@ -26,19 +34,22 @@
 //! (`replayed_checkpoint`); one of the applied size must have the applied tree's root
 //! (`fork`) and, when newer, becomes the view's note; a larger one must extend the applied
 //! tree (its tiles' edge at the applied size is the applied tree's edge: `fork`), and the
-//! new entries, read and checked as in step 4, are applied with the rules of the feed
-//! follower ([`crate::follower::apply::apply_range`]) in one batch.
+//! new entries, read and checked in steps as in step 4, are applied with the rules of the
+//! feed follower ([`crate::follower::apply::apply_range`]), one batch a step.
 //!
 //! **With a witness policy** (`--witness-policy`), each new checkpoint is read with
 //! [`WITNESSED_CHECKPOINT`], the witnessed note of the same tree (both read again once when
-//! it names another size: the mirror writes it just after `checkpoint`), verified as the
-//! feed follower verifies the registry's (`unwitnessed_checkpoint`, `witness_quorum`,
-//! `bad_witnessed_checkpoint`) and carried in the verified checkpoint: answers are fresh only
-//! as of a witnessed checkpoint, and the note is stored beside the checkpoint in the replica.
+//! it names another size: the mirror writes it just after `checkpoint`; still another size,
+//! as a cache serving one older than the other gives, is `unsettled`, not an integrity fault,
+//! and read again later), verified as the feed follower verifies the registry's
+//! (`unwitnessed_checkpoint`, `witness_quorum`, `bad_witnessed_checkpoint`) and carried in
+//! the verified checkpoint: answers are fresh only as of a witnessed checkpoint, and the note
+//! is stored beside the checkpoint in the replica.
 //!
 //! Any fault keeps the last verified view in service, is reported like the feed's
 //! (`/readyz`, metrics) and retried with backoff.
 
+pub mod bundle;
 pub mod client;
 pub mod tree;
 
@@ -46,9 +57,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dgsp_core::revocation::SignedSnapshot;
+use dgsp_wire::coverage::Covers;
 use dgsp_wire::log::{unhex32, Entry, Hash};
-use dgsp_wire::snapshot_bundle::{self, SnapshotBundle};
 use tokio::sync::watch;
 
 use crate::clock::WallClock;
@@ -85,8 +95,12 @@ pub struct TilesConfig {
     pub max_backoff: Duration,
     /// Stall timeout of every read.
     pub timeout: Duration,
-    /// Most entries applied in one step (bootstrap: the entries after the snapshot).
+    /// Most entries read and applied in one step; more are applied in several steps, each
+    /// covered by a `checkpoint` entry of the log.
     pub max_entries: u64,
+    /// Most memory one step's entries hold, by their parsed size (as the feed's pending
+    /// entries: `--max-pending-bytes`); a step ends before the entry that would pass it.
+    pub max_bytes: usize,
     /// Read the tiles from this store (an S3 bucket, with credentials) instead of over
     /// HTTP; `url` then only names it.
     pub store: Option<Arc<dyn dgsp_tilestore::TileStore>>,
@@ -100,7 +114,8 @@ pub struct TilesConfig {
 
 impl TilesConfig {
     /// Defaults for `url`: 500 ms polls (or the checkpoint's `max-age`), 10 s timeouts,
-    /// backoff to 10 s, at most [`crate::follower::MAX_PENDING`] entries a step.
+    /// backoff to 10 s, at most [`crate::follower::MAX_PENDING`] entries and
+    /// [`crate::follower::MAX_PENDING_BYTES`] of them parsed a step.
     pub fn new(url: impl Into<String>) -> Self {
         TilesConfig {
             url: url.into().trim_end_matches('/').to_owned(),
@@ -108,6 +123,7 @@ impl TilesConfig {
             max_backoff: Duration::from_secs(10),
             timeout: Duration::from_secs(10),
             max_entries: crate::follower::MAX_PENDING as u64,
+            max_bytes: crate::follower::MAX_PENDING_BYTES,
             store: None,
             witness_max_age: Duration::from_secs(60),
             roots: Vec::new(),
@@ -268,8 +284,9 @@ impl TileFollower {
 
     /// Reads `checkpoint` and, when `witnessing`, [`WITNESSED_CHECKPOINT`] (`None` when the
     /// tiles have none); when the witnessed note names another size than the checkpoint
-    /// (the mirror writes it just after `checkpoint`), both are read once more. Returns the
-    /// pause before the next poll, the note and the witnessed note.
+    /// (the mirror writes it just after `checkpoint`), both are read once more, and another
+    /// size again is [`Fault::Unsettled`] (a cache holding one older than the other: read
+    /// again later). Returns the pause before the next poll, the note and the witnessed note.
     async fn read_checkpoint(
         &self,
         witnessing: bool,
@@ -300,14 +317,24 @@ impl TileFollower {
             };
             let size = |n: &str| n.lines().nth(1).map(str::to_owned);
             let same_size = witnessed.as_deref().is_none_or(|w| size(w) == size(&note));
-            if same_size || !again {
+            if same_size {
                 return Ok((pause, note, witnessed));
+            }
+            if !again {
+                let shown = |n: Option<String>| n.unwrap_or_else(|| "no".into());
+                return Err(Fault::Unsettled(format!(
+                    "{WITNESSED_CHECKPOINT} names a tree of {} entries, checkpoint one of {}, read twice",
+                    shown(witnessed.as_deref().and_then(size)),
+                    shown(size(&note))
+                )));
             }
             again = false;
         }
     }
 
-    /// Starts an empty replica from the checkpoint `verified` and the snapshot it names.
+    /// Starts an empty replica from the checkpoint `verified` and the snapshot it names:
+    /// the first step written with the base ([`crate::replica::Replica::commit_bootstrap`]),
+    /// the steps after it as following writes them ([`TileFollower::advance`]).
     pub async fn bootstrap(&mut self, view: &View, verified: Arc<Verified>) -> Result<(), Fault> {
         let started = Instant::now();
         let cp = &verified.checkpoint;
@@ -322,21 +349,7 @@ impl TileFollower {
             number: named.number,
             detail,
         };
-        let path = snapshot_bundle::path(named.number);
-        let bytes = self
-            .client
-            .get(&path, MAX_SNAPSHOT_BUNDLE_BYTES)
-            .await?
-            .bytes;
-        let group = view.group.clone();
-        let (snapshot, set) = tokio::task::spawn_blocking(move || {
-            let bundle = SnapshotBundle::decode(&bytes).map_err(|e| e.to_string())?;
-            let set = bundle.verify(&group, &named).map_err(|e| e.to_string())?;
-            Ok::<_, String>((bundle.snapshot, set))
-        })
-        .await
-        .map_err(|e| Fault::Storage(format!("snapshot bundle task: {e}")))?
-        .map_err(bad_bundle)?;
+        let (snapshot, set) = bundle::read(&self.client, view.group.clone(), named).await?;
         let cut = snapshot.record.log_seq;
         if cut >= cp.size {
             return Err(bad_bundle(format!(
@@ -344,17 +357,9 @@ impl TileFollower {
                 cp.size
             )));
         }
-        if cp.size - cut > self.config.max_entries {
-            return Err(Fault::PendingLimit(format!(
-                "{} entries after snapshot {} (at most {} a step)",
-                cp.size - cut,
-                named.number,
-                self.config.max_entries
-            )));
-        }
-        // The entry at the cut (for its hash) and every one after it.
-        let mut entries = tree.entries(&self.client, cut.max(1), cp.size).await?;
-        let (base_hash, rest) = if cut == 0 {
+        // The entry at the cut (for its hash) and those after it, one step's worth.
+        let mut entries = self.read_step(&mut tree, cut.max(1), cp.size).await?;
+        let (base_hash, mut rest) = if cut == 0 {
             ([0u8; 32], entries)
         } else {
             let rest = entries.split_off(1);
@@ -372,42 +377,44 @@ impl TileFollower {
                 apply::check_group(view, first)?;
             }
         }
+        // What covers this step: the checkpoint when the step reaches it, else the last
+        // `checkpoint` entry among its entries (verified here: it is in the log, signed).
+        let (covering, at) = if rest.last().map(|e| e.seq) == Some(cp.size) {
+            (verified.clone(), cp.size)
+        } else {
+            let e = self.cut_at_checkpoint(&mut rest, cut, cp.size)?;
+            (Arc::new(apply::check_checkpoint(view, &e)?), e.seq)
+        };
         tree.read_edge(&self.client, cut).await?;
         let edge = tree.frontier_at(cut)?;
         check_earlier(&mut tree, &self.client, &rest, cut).await?;
-        let (leaves, frontier) = roots::range_tree(&edge, &base_hash, &rest, cp)?;
-        // The snapshot's own entry must be among them; the checkpoint must name the newest
-        // snapshot among them and hold every revocation among them.
+        let (leaves, frontier) = roots::range_tree(&edge, &base_hash, &rest, &covering.checkpoint)?;
+        // The snapshot's own entry must be among them; the covering checkpoint must name the
+        // newest snapshot among them and hold every revocation among them that revokes a
+        // zeta (the log's rule: `dgsp_wire::coverage`).
         let mut found = false;
-        let mut latest: Option<SignedSnapshot> = None;
-        let mut first_revocation = None;
+        let mut covers = Covers::default();
         for e in &rest {
             match e.kind.as_str() {
-                "member_revoked" => {
-                    apply::revoked_zetas(e)?;
-                    first_revocation.get_or_insert(e.seq);
-                }
+                "member_revoked" => covers.revoked(e.seq, &apply::revoked_zetas(e)?),
                 "snapshot_published" => {
                     let s = dgsp_wire::follow::parse_snapshot(e)?;
                     found |= s == snapshot;
-                    latest = Some(s);
+                    covers.published(e.seq, Arc::new(s));
                 }
                 _ => {}
             }
         }
+        let covered = covering.checkpoint.size;
         if !found {
             return Err(bad_bundle(format!(
-                "its snapshot_published entry is not among entries {}..={}",
+                "its snapshot_published entry is not among entries {}..={covered}",
                 cut + 1,
-                cp.size
             )));
         }
-        apply::check_covers(cp, latest.as_ref(), first_revocation).map_err(|detail| {
-            Fault::BadCheckpoint {
-                seq: cp.size,
-                detail,
-            }
-        })?;
+        let (newest, uncovered) = covers.at(covered);
+        apply::check_covers(&covering.checkpoint, newest.as_deref(), uncovered)
+            .map_err(|detail| Fault::BadCheckpoint { seq: at, detail })?;
         let base = Base {
             size: cut,
             hash: base_hash,
@@ -432,9 +439,10 @@ impl TileFollower {
             applied,
             revocations: set.iter().map(|z| (*z, cut)).collect(),
             snapshots: vec![snapshot.clone()],
-            checkpoint: verified.note.to_string(),
-            witnessed: verified.witness.as_ref().map(|w| w.note.to_string()),
+            checkpoint: covering.note.to_string(),
+            witnessed: covering.witness.as_ref().map(|w| w.note.to_string()),
         };
+        drop(rest);
         let replica = self.replica.clone();
         tokio::task::spawn_blocking(move || replica.commit_bootstrap(&base, &update))
             .await
@@ -446,7 +454,7 @@ impl TileFollower {
             View {
                 group: view.group.clone(),
                 applied,
-                checkpoint: Some(verified.clone()),
+                checkpoint: Some(covering),
                 snapshot: Some(snapshot),
                 set,
                 unsnapshotted: Arc::new(HashMap::new()),
@@ -454,11 +462,17 @@ impl TileFollower {
                 witness_policy: view.witness_policy.clone(),
             },
         );
-        let ms = started.elapsed().as_millis() as u64;
-        let since_start = self.started.elapsed().as_millis() as u64;
         if let Some(t) = lock(&self.status).tiles.as_mut() {
             t.bootstrap_snapshot = Some(named.number);
             t.history_from_seq = Some(cut);
+        }
+        // The rest, in steps, as a replica that holds entries follows.
+        tree.forget_before(applied.seq);
+        self.advance(current(&self.view), &mut tree, verified.clone())
+            .await?;
+        let ms = started.elapsed().as_millis() as u64;
+        let since_start = self.started.elapsed().as_millis() as u64;
+        if let Some(t) = lock(&self.status).tiles.as_mut() {
             t.bootstrap_ms = Some(since_start);
             t.checkpoints_applied += 1;
         }
@@ -533,13 +547,6 @@ impl TileFollower {
             replace(&self.view, next);
             return Ok(());
         }
-        if cp.size - applied > self.config.max_entries {
-            return Err(Fault::PendingLimit(format!(
-                "{} new entries in one checkpoint (at most {} a step)",
-                cp.size - applied,
-                self.config.max_entries
-            )));
-        }
         let mut tree = TileTree::open(&self.client, cp.size, &cp.root).await?;
         // Consistency: the new tree's first `applied` entries are the applied tree.
         tree.read_edge(&self.client, applied).await?;
@@ -555,36 +562,111 @@ impl TileFollower {
                 ),
             });
         }
-        let entries = tree.entries(&self.client, applied + 1, cp.size).await?;
-        check_chain(applied, &view.applied.hash, &entries)?;
-        check_earlier(&mut tree, &self.client, &entries, applied).await?;
-        let replica = self.replica.clone();
-        let current_view = view.clone();
-        let (next, superseded) = tokio::task::spawn_blocking(move || {
-            let at = verified.checkpoint.size;
-            let (update, next, superseded) =
-                apply::apply_range(&current_view, &entries, verified, at)?;
-            replica
-                .commit(&update)
-                .map_err(|e| Fault::Storage(e.to_string()))?;
-            Ok::<_, Fault>((next, superseded))
-        })
-        .await
-        .map_err(|e| Fault::Storage(format!("apply task: {e}")))??;
-        let seq = next.applied.seq;
-        replace(&self.view, next);
-        for fault in superseded {
-            tracing::warn!(kind = fault.kind(), error = %fault, "a superseded snapshot does not match the log");
-            self.report(&fault);
-        }
-        let mut st = lock(&self.status);
-        st.ranges_applied += 1;
-        if let Some(t) = st.tiles.as_mut() {
+        tree.forget_before(applied);
+        self.advance(current(&self.view), &mut tree, verified)
+            .await?;
+        if let Some(t) = lock(&self.status).tiles.as_mut() {
             t.checkpoints_applied += 1;
         }
-        drop(st);
-        tracing::debug!(seq, "applied a checkpoint through the tiles");
         Ok(())
+    }
+
+    /// Applies the entries after `view`'s up to `verified`'s size, whose verified tiles
+    /// `tree` holds (the applied tree is its prefix), in steps ([`TileFollower::read_step`]):
+    /// each step is covered by the last `checkpoint` entry among its entries (the last step
+    /// by `verified`), applied with the feed follower's rules
+    /// ([`apply::apply_range`]) and written in one batch, and its view swapped in.
+    async fn advance(
+        &mut self,
+        mut view: Arc<View>,
+        tree: &mut TileTree,
+        verified: Arc<Verified>,
+    ) -> Result<(), Fault> {
+        let size = verified.checkpoint.size;
+        while view.applied.seq < size {
+            let applied = view.applied.seq;
+            let mut entries = self.read_step(tree, applied + 1, size).await?;
+            check_chain(applied, &view.applied.hash, &entries)?;
+            let covering = if entries.last().map(|e| e.seq) == Some(size) {
+                None
+            } else {
+                Some(self.cut_at_checkpoint(&mut entries, applied, size)?)
+            };
+            check_earlier(tree, &self.client, &entries, applied).await?;
+            let replica = self.replica.clone();
+            let last = verified.clone();
+            let (next, superseded) = tokio::task::spawn_blocking(move || {
+                let (checkpoint, at) = match covering {
+                    None => (last, size),
+                    Some(e) => (Arc::new(apply::check_checkpoint(&view, &e)?), e.seq),
+                };
+                let (update, next, superseded) =
+                    apply::apply_range(&view, &entries, checkpoint, at)?;
+                replica
+                    .commit(&update)
+                    .map_err(|e| Fault::Storage(e.to_string()))?;
+                Ok::<_, Fault>((next, superseded))
+            })
+            .await
+            .map_err(|e| Fault::Storage(format!("apply task: {e}")))??;
+            let seq = next.applied.seq;
+            replace(&self.view, next);
+            for fault in superseded {
+                tracing::warn!(kind = fault.kind(), error = %fault, "a superseded snapshot does not match the log");
+                self.report(&fault);
+            }
+            lock(&self.status).ranges_applied += 1;
+            tracing::debug!(seq, "applied a step through the tiles");
+            tree.forget_before(seq);
+            view = current(&self.view);
+        }
+        Ok(())
+    }
+
+    /// The entries `from..=to` (`to` at most the tree's size), or as many of them as one
+    /// step holds: at most [`TilesConfig::max_entries`] entries and
+    /// [`TilesConfig::max_bytes`] of them parsed.
+    async fn read_step(
+        &self,
+        tree: &mut TileTree,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Entry>, Fault> {
+        let last = to.min(from.saturating_add(self.config.max_entries.max(1) - 1));
+        tree.entries(&self.client, from, last, self.config.max_bytes)
+            .await
+    }
+
+    /// Ends `entries` (a step of the entries after `after`, short of `to`) at the last
+    /// `checkpoint` entry among them that covers more than `after` entries, and returns
+    /// that entry (the step's covering checkpoint, its note not yet verified). None among
+    /// them: `pending_limit`, as the feed's entries that no checkpoint covers within its
+    /// bounds.
+    fn cut_at_checkpoint(
+        &self,
+        entries: &mut Vec<Entry>,
+        after: u64,
+        to: u64,
+    ) -> Result<Entry, Fault> {
+        let read = entries.last().map_or(after, |e| e.seq);
+        let mut found = None;
+        for e in entries.iter().rev().filter(|e| e.kind == "checkpoint") {
+            let covers = roots::claim(e)?.size;
+            if covers > after {
+                found = Some((e.clone(), covers));
+                break;
+            }
+        }
+        let Some((e, covers)) = found else {
+            return Err(Fault::PendingLimit(format!(
+                "entries {}..={read} of the {to} to apply, no checkpoint among them (a step holds at most {} entries and {} bytes of them parsed, --max-pending-bytes)",
+                after + 1,
+                self.config.max_entries,
+                self.config.max_bytes
+            )));
+        };
+        entries.truncate((covers - after) as usize);
+        Ok(e)
     }
 }
 

@@ -16,6 +16,7 @@ use dgsp_wire::merkle::{self, leaf_hash, Frontier, ProofError};
 use dgsp_wire::tiles::{decode_bundle, decode_hash_tile, Tile, TileNodes, TILE_WIDTH};
 
 use super::client::TileClient;
+use crate::follower::size::parsed_size;
 use crate::follower::Fault;
 
 /// Largest entry bundle read: 256 entries of at most 65535 bytes, each with its length.
@@ -187,12 +188,15 @@ impl TileTree {
     }
 
     /// Entries `from..=to` (seqs, within the tree) from their bundles, each bundle's leaves
-    /// checked against the verified level-0 hash tile first.
+    /// checked against the verified level-0 hash tile first, as many as fit in `max_bytes`
+    /// by their parsed size ([`parsed_size`]): the entries end before `to` when the next
+    /// one would pass it (an entry that alone passes it is `pending_limit`).
     pub async fn entries(
         &mut self,
         client: &TileClient,
         from: u64,
         to: u64,
+        max_bytes: usize,
     ) -> Result<Vec<Entry>, Fault> {
         if from == 0 || from > to || to > self.size {
             return Err(Fault::BadTile {
@@ -203,7 +207,8 @@ impl TileTree {
                 ),
             });
         }
-        let mut out = Vec::with_capacity((to - from + 1) as usize);
+        let mut out = Vec::new();
+        let mut held = 0usize;
         for k in (from - 1) / TILE_WIDTH..=(to - 1) / TILE_WIDTH {
             let hashes = self.tile(client, 0, k).await?;
             let bundle = Tile {
@@ -238,10 +243,30 @@ impl TileTree {
                         detail: format!("in {path}, it says it is entry {}", e.seq),
                     });
                 }
+                let size = parsed_size(&e);
+                if held.saturating_add(size) > max_bytes {
+                    if out.is_empty() {
+                        return Err(Fault::PendingLimit(format!(
+                            "{size} bytes of entry {seq} parsed, over the {max_bytes} a step holds (--max-pending-bytes)"
+                        )));
+                    }
+                    return Ok(out);
+                }
+                held += size;
                 out.push(e);
             }
         }
         Ok(out)
+    }
+
+    /// Lets go of the full level-0 hash tiles of entries before entry `seq` (they are read
+    /// again, and verified again, if asked for): what a follower applying many entries in
+    /// steps holds stays bounded.
+    pub fn forget_before(&mut self, seq: u64) {
+        let keep_from = seq.saturating_sub(1) / TILE_WIDTH;
+        self.tiles.retain(|&(level, index), tile| {
+            level != 0 || index >= keep_from || tile.len() as u64 != TILE_WIDTH
+        });
     }
 }
 
