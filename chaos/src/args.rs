@@ -60,6 +60,15 @@ pub struct Args {
     /// Keep the state directory even when the run passes.
     #[arg(long)]
     pub keep_state: bool,
+    /// The journal scenario (docs/chaos.md): a writer and a standby on one bucket of the
+    /// tests' SeaweedFS (`scripts/s3.sh`), each through a fault proxy of the suite's own
+    /// (delay, hang, drop, 503), behind one front; the writer frozen past its lease and
+    /// thawed, either one SIGKILLed; no clock faults. Without it: one registry, no journal.
+    #[arg(long)]
+    pub journal: bool,
+    /// The journal scenario's --lease-ttl-ms of the registries.
+    #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(500..=60_000))]
+    pub lease_ttl_ms: u64,
 }
 
 impl Args {
@@ -67,10 +76,15 @@ impl Args {
     pub fn reproduce(&self, seed: u64, bin_dir: &Path) -> String {
         let me = std::env::current_exe()
             .map_or_else(|_| "dgsp-chaos".into(), |p| p.display().to_string());
+        let journal = if self.journal {
+            format!(" --journal --lease-ttl-ms {}", self.lease_ttl_ms)
+        } else {
+            String::new()
+        };
         format!(
             "{me} --bin-dir {} --seed {seed} --duration-secs {} --params {} \
              --gateways {} --members {} --checkpoint-interval-secs {} --poll-ms {} --max-staleness-secs {} \
-             --clock-tolerance-secs {} --catch-up-grace-ms {}",
+             --clock-tolerance-secs {} --catch-up-grace-ms {}{journal}",
             bin_dir.display(),
             self.duration_secs,
             self.params,
@@ -91,6 +105,7 @@ impl Args {
             poll_ms: self.poll_ms,
             max_staleness_secs: self.max_staleness_secs,
             clock_tolerance_ms: self.clock_tolerance_secs * 1000,
+            lease_ttl_ms: self.journal.then_some(self.lease_ttl_ms),
         }
     }
 }

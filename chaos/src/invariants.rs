@@ -350,7 +350,7 @@ pub fn acked_in_log(log: &Log, ledger: &Ledger, complete: bool) -> Row {
     }
     let acks = ledger.acks.lock().unwrap().clone();
     let mut failures = Vec::new();
-    for a in &acks {
+    for a in acks.iter().map(|a| &a.ack) {
         // None: not in the log as read (which may end early: `complete`).
         let found = match a {
             Ack::Joined { id, username } => joined.get(id).map(|u| u == username),

@@ -1,19 +1,23 @@
 //! `dgsp-chaos`: the chaos suite (docs/chaos.md). Starts a fresh group's registry and
 //! gateways from the built binaries on loopback, runs concurrent clients against the
 //! registry while SIGKILLing and restarting it, restarting gateways and moving its clock,
-//! then quiesces and checks the invariants, printing a table. Exits 1 when any invariant
-//! fails, printing the seed and the command that runs the same schedule again.
+//! then quiesces and checks the invariants, printing a table. With `--journal`, a writer
+//! and a standby on one bucket instead, behind fault proxies (`journal`). Exits 1 when any
+//! invariant fails, printing the seed and the command that runs the same schedule again.
 
 mod args;
 mod clock;
 mod episode;
 mod faults;
+mod fencing;
 mod group;
 mod http;
 mod invariants;
+mod journal;
 mod log_copy;
 mod monitor;
 mod processes;
+mod proxy;
 mod quiesce;
 mod report;
 mod rng;
@@ -116,43 +120,87 @@ async fn run(
 /// Setup, chaos, quiescing, checks.
 async fn run_in(args: &Args, seed: u64, bin_dir: &Path, state: &Path) -> Result<Vec<Row>, String> {
     let t0 = Instant::now();
-    let need = episode::longest(&args.settings()).as_secs() + 5;
+    let need = if args.journal {
+        // A few of the faults, each up to four and a half lease ttls.
+        args.lease_ttl_ms * 18 / 1000 + 10
+    } else {
+        episode::longest(&args.settings()).as_secs() + 5
+    };
     if args.duration_secs < need {
         return Err(format!(
-            "--duration-secs {} is too short for a clock episode with these settings: at least {need}",
-            args.duration_secs
+            "--duration-secs {} is too short for {} with these settings: at least {need}",
+            args.duration_secs,
+            if args.journal {
+                "the journal faults"
+            } else {
+                "a clock episode"
+            }
         ));
     }
     let bins = Binaries::in_dir(bin_dir)?;
-    let library = clock::find_library(args.faketime_lib.as_deref())?;
-    step(
-        t0,
-        &format!(
-            "state in {}, binaries from {}, libfaketime {}",
-            state.display(),
-            bin_dir.display(),
-            library.display()
-        ),
-    );
-    let clock = Clock::new(state.join("registry.faketime"), library)?;
-    let group = Group::create(&bins, state, args.params.name())?;
-    let stack = Stack::launch(
-        &bins,
-        &group,
-        state,
-        args.settings(),
-        clock,
-        args.gateways as usize,
-    )
-    .await?;
+    let (stack, group) = if args.journal {
+        step(
+            t0,
+            &format!(
+                "journal scenario: state in {}, binaries from {}",
+                state.display(),
+                bin_dir.display()
+            ),
+        );
+        let group = Group::create(&bins, state, args.params.name())?;
+        let stack = journal::launch(
+            &bins,
+            &group,
+            state,
+            args.settings(),
+            args.gateways as usize,
+        )
+        .await?;
+        (stack, group)
+    } else {
+        let library = clock::find_library(args.faketime_lib.as_deref())?;
+        step(
+            t0,
+            &format!(
+                "state in {}, binaries from {}, libfaketime {}",
+                state.display(),
+                bin_dir.display(),
+                library.display()
+            ),
+        );
+        let clock = Clock::new(state.join("registry.faketime"), library)?;
+        let group = Group::create(&bins, state, args.params.name())?;
+        let stack = Stack::launch(
+            &bins,
+            &group,
+            state,
+            args.settings(),
+            clock,
+            args.gateways as usize,
+        )
+        .await?;
+        (stack, group)
+    };
     let registry_url = stack.registry_url().await;
-    step(
-        t0,
-        &format!(
-            "{} group: registry {registry_url}, {} gateways ready",
-            args.params, args.gateways
+    match &stack.journal {
+        Some(rig) => step(
+            t0,
+            &format!(
+                "{} group: registries {} behind the front {registry_url} ({}), {} gateways ready",
+                args.params,
+                journal::NAMES.join(" and "),
+                rig.describe(),
+                args.gateways
+            ),
         ),
-    );
+        None => step(
+            t0,
+            &format!(
+                "{} group: registry {registry_url}, {} gateways ready",
+                args.params, args.gateways
+            ),
+        ),
+    }
 
     // Setup: members with one certificate each, patiently.
     let api = Api::new(stack.http.clone(), &registry_url, &group.admin_token)?;
@@ -167,12 +215,18 @@ async fn run_in(args: &Args, seed: u64, bin_dir: &Path, state: &Path) -> Result<
     );
 
     // Chaos: clients and faults, watched from now until the checks.
-    let watch = Watch::start(&stack);
+    let watch = Watch::start(&stack, seed);
     let deadline = Instant::now() + Duration::from_secs(args.duration_secs);
     let clients = work.spawn_clients(seed);
     let faults = {
         let stack = stack.clone();
-        tokio::spawn(async move { faults::inject(&stack, Rng::new(seed, 50), deadline).await })
+        tokio::spawn(async move {
+            let rng = Rng::new(seed, 50);
+            match stack.journal.clone() {
+                Some(rig) => rig.inject(&stack, rng, deadline).await,
+                None => faults::inject(&stack, rng, deadline).await,
+            }
+        })
     };
     tokio::time::sleep_until(deadline.into()).await;
     work.stop.store(true, Ordering::Relaxed);
@@ -193,24 +247,35 @@ async fn run_in(args: &Args, seed: u64, bin_dir: &Path, state: &Path) -> Result<
 }
 
 /// The tasks that watch the services from the start of the chaos until the checks: the
-/// monitor and the suite's log follower.
+/// monitor and the suite's log follower; in the journal scenario also the registries'
+/// monitor (`fencing`) and the supervisor that starts exited registries again.
 struct Watch {
     stop: Arc<AtomicBool>,
-    tasks: [tokio::task::JoinHandle<()>; 2],
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Watch {
-    fn start(stack: &Stack) -> Watch {
+    fn start(stack: &Stack, seed: u64) -> Watch {
         let stop = Arc::new(AtomicBool::new(false));
         let (s1, stop1) = (stack.clone(), stop.clone());
         let (s2, stop2) = (stack.clone(), stop.clone());
-        Watch {
-            stop,
-            tasks: [
-                tokio::spawn(async move { monitor::watch(&s1, &stop1).await }),
-                tokio::spawn(async move { s2.follow_log(&stop2).await }),
-            ],
+        let mut tasks = vec![
+            tokio::spawn(async move { monitor::watch(&s1, &stop1).await }),
+            tokio::spawn(async move { s2.follow_log(&stop2).await }),
+        ];
+        if let Some(rig) = &stack.journal {
+            for slot in 0..stack.registries.len() {
+                let (s, rig, stop) = (stack.clone(), rig.clone(), stop.clone());
+                tasks.push(tokio::spawn(async move {
+                    fencing::watch(&s, &rig.fencing, slot, &stop).await
+                }));
+            }
+            let (s, rig, stop) = (stack.clone(), rig.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                rig.supervise(&s, Rng::new(seed, 51), &stop).await
+            }));
         }
+        Watch { stop, tasks }
     }
 
     async fn finish(self) {
@@ -264,11 +329,33 @@ async fn check(
     stack.stop_all().await;
     let observations = stack.observations.lock().unwrap();
     let faults = stack.faults.lock().unwrap();
-    rows.extend(observations.rows(stack.settings.clock_tolerance_ms));
-    rows.extend(faults.rows());
+    let journaled = stack.journal.is_some();
+    rows.extend(observations.rows(stack.settings.clock_tolerance_ms, !journaled));
+    rows.extend(faults.rows(!journaled));
+    if let Some(rig) = &stack.journal {
+        let acks = work.ledger.acks.lock().unwrap().clone();
+        let bound_ms = stack.settings.max_staleness_secs * 1000;
+        rows.extend(rig.fencing.rows(&log, &acks, bound_ms));
+        if let Err(e) = rig.fencing.dump(state, &log, &acks) {
+            println!("dgsp-chaos: {e}");
+        }
+        let jlog = rig.log.lock().unwrap();
+        rows.push(fencing::exits_row(&jlog.exits, &jlog.spawn_failures));
+    }
     rows.push(audit);
     println!("{}", work.ledger.stats);
-    println!("{faults}");
+    match &stack.journal {
+        Some(rig) => {
+            let jlog = rig.log.lock().unwrap();
+            println!("{jlog}");
+            for (name, start, line) in &jlog.exits {
+                println!("  {name} exited in its start {start}: {line}");
+            }
+            println!("{}", rig.fencing);
+            println!("{}", rig.traffic());
+        }
+        None => println!("{faults}"),
+    }
     println!("{observations}");
     println!("{log}");
     Ok(rows)

@@ -19,8 +19,13 @@
 //! its `/metrics`) hold, read with each sample and just before each stop of the gateway,
 //! so that a refusal that came and went between two samples is a finding too.
 //!
+//! Each gateway's applied view (the seq it applied and the size of the checkpoint it
+//! serves, read before and after `/readyz`) never goes back, across its restarts too.
+//!
 //! The registry is sampled too (`GET /readyz`): a registry that halts (`registry-halted`)
-//! other than when the suite set its clock behind its last signed time has failed.
+//! other than when the suite set its clock behind its last signed time has failed. Not in
+//! the journal scenario, where a writer halts when it loses its lease (`crate::fencing`
+//! watches the registries there).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -129,22 +134,35 @@ pub struct Observations {
     registry_samples: u64,
     /// Halts of the registry the suite did not provoke (reason, with the start it was in).
     unprompted_halts: Vec<String>,
+    /// Each gateway's applied view at its last sample: (applied seq, checkpoint size, its
+    /// start, when).
+    applied: BTreeMap<String, (u64, u64, u32, u64)>,
+    /// Samples whose applied view was behind the gateway's previous one.
+    went_back: Vec<String>,
 }
 
 impl Observations {
     /// The rows of the invariants the monitor checks (`tolerance_ms`: how far ahead a note
-    /// may be signed).
-    pub fn rows(&self, tolerance_ms: u64) -> [Row; 4] {
-        [
-            Row::new(
-                "no gateway finds fault with what the registry signed",
-                self.samples,
-                self.registry_faults_counted(),
-            ),
-            Row::new(
+    /// may be signed; `halts`: whether a halt of the registry is a finding, as it is without
+    /// a journal).
+    pub fn rows(&self, tolerance_ms: u64, halts: bool) -> Vec<Row> {
+        let mut rows = vec![Row::new(
+            "no gateway finds fault with what the registry signed",
+            self.samples,
+            self.registry_faults_counted(),
+        )];
+        if halts {
+            rows.push(Row::new(
                 "the registry never halts unprompted",
                 self.registry_samples,
                 self.unprompted_halts.clone(),
+            ));
+        }
+        rows.extend([
+            Row::new(
+                "no gateway's applied view goes backwards",
+                self.samples,
+                self.went_back.clone(),
             ),
             Row::new(
                 "no gateway ready while stale",
@@ -159,7 +177,24 @@ impl Observations {
                 self.samples,
                 self.future.clone(),
             ),
-        ]
+        ]);
+        rows
+    }
+
+    /// Records gateway `name`'s applied view (its start `start`, sampled at `at`): its
+    /// applied seq and the size of the checkpoint it serves never go back, across its
+    /// restarts too (it keeps its replica).
+    fn applied(&mut self, name: &str, start: u32, at: u64, applied: u64, size: u64) {
+        if let Some(&(a, s, st, t)) = self.applied.get(name) {
+            if applied < a || size < s {
+                self.went_back.push(format!(
+                    "{name}: applied {a} with a checkpoint of size {s} at {t} (start {st}), \
+                     then {applied} with size {size} at {at} (start {start})"
+                ));
+            }
+        }
+        let e = self.applied.entry(name.to_owned()).or_default();
+        *e = (e.0.max(applied), e.1.max(size), start, at);
     }
 
     /// The findings against the registry: those reported with what was wrong, then every
@@ -223,7 +258,7 @@ async fn sample(stack: &Stack, gw: &Shared) -> Option<()> {
     let max_staleness_ms = stack.settings.max_staleness_secs * 1000;
     let tolerance_ms = stack.settings.clock_tolerance_ms;
     let svc = gw.lock().await;
-    let (name, url) = (svc.name.clone(), svc.url.clone());
+    let (name, url, start) = (svc.name.clone(), svc.url.clone(), svc.starts);
     let (_, before) = http::json::<GroupAnswer>(client, &format!("{url}/v1/group")).await?;
     let asked = now_ms();
     let (code, r) = http::json::<Readiness>(client, &format!("{url}/readyz")).await?;
@@ -233,6 +268,21 @@ async fn sample(stack: &Stack, gw: &Shared) -> Option<()> {
     drop(svc);
     let mut o = stack.observations.lock().unwrap();
     o.samples += 1;
+    let size = |f: &Freshness| f.checkpoint.as_ref().map_or(0, |c| c.size);
+    o.applied(
+        &name,
+        start,
+        asked,
+        before.freshness.applied_seq,
+        size(&before.freshness),
+    );
+    o.applied(
+        &name,
+        start,
+        answered,
+        after.freshness.applied_seq,
+        size(&after.freshness),
+    );
     *o.statuses.entry(r.status.clone()).or_default() += 1;
     if let Some(f) = &r.fault {
         *o.faults.entry(f.kind.clone()).or_default() += 1;
@@ -315,7 +365,7 @@ pub async fn read_counters(stack: &Stack, svc: &Service) -> Option<BTreeMap<Stri
 /// One sample of the registry's readiness: a halt is recorded unless the suite expects it.
 async fn sample_registry(stack: &Stack) -> Option<()> {
     let expected = &stack.halt_expected;
-    let svc = stack.registry.lock().await;
+    let svc = stack.registry().lock().await;
     let start = svc.starts;
     // Read before and after: the flag is set just before the clock is set back and cleared
     // only once a restart (which takes the lock held here) is ready.
@@ -341,7 +391,9 @@ async fn sample_registry(stack: &Stack) -> Option<()> {
 /// Samples the registry and every gateway of `stack` in turn until `stop`.
 pub async fn watch(stack: &Stack, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
-        sample_registry(stack).await;
+        if stack.journal.is_none() {
+            sample_registry(stack).await;
+        }
         for gw in &stack.gateways {
             sample(stack, gw).await;
         }

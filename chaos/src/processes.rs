@@ -107,6 +107,36 @@ impl Service {
         &self.log
     }
 
+    /// The id of its process, while one was spawned and not stopped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(|c| c.id())
+    }
+
+    /// Sends `signal` to its process (SIGSTOP, SIGCONT), if one runs.
+    pub fn signal(&self, signal: libc::c_int) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: kill(2) on the id of a child this process spawned and has not
+            // reaped yet (so the id cannot have been reused).
+            unsafe {
+                libc::kill(pid as libc::pid_t, signal);
+            }
+        }
+    }
+
+    /// Replaces the value that follows `flag` in its command line (the next start uses it).
+    pub fn set_arg(&mut self, flag: &str, value: OsString) {
+        if let Some(i) = self.args.iter().position(|a| a == flag) {
+            if let Some(v) = self.args.get_mut(i + 1) {
+                *v = value;
+            }
+        }
+    }
+
+    /// The last error line its current (or last) start logged.
+    pub fn last_error(&self) -> String {
+        last_error(&self.log)
+    }
+
     /// Spawns it, its output appended to its log after a line saying which start this is.
     pub fn spawn(&mut self, why: &str) -> Result<(), String> {
         let mut log = OpenOptions::new()
@@ -166,9 +196,11 @@ impl Service {
                 Stop::Term => libc::SIGTERM,
             };
             // SAFETY: kill(2) on the id of a child this process spawned and has not
-            // reaped yet (so the id cannot have been reused).
+            // reaped yet (so the id cannot have been reused). SIGCONT after the signal: a
+            // process the suite froze (SIGSTOP) handles SIGTERM only once it runs.
             unsafe {
                 libc::kill(pid as libc::pid_t, sig);
+                libc::kill(pid as libc::pid_t, libc::SIGCONT);
             }
         }
         if tokio::time::timeout(Duration::from_secs(15), child.wait())
@@ -214,12 +246,14 @@ impl Service {
     }
 }
 
-/// The last line of `log` that reports an error (for a start that failed).
+/// The last line of `log` that reports an error, since the suite's last start line (for a
+/// start that failed, or a process that exited).
 fn last_error(log: &Path) -> String {
     let text = std::fs::read(log).unwrap_or_default();
     String::from_utf8_lossy(&text)
         .lines()
         .rev()
+        .take_while(|l| !l.starts_with("==== dgsp-chaos: start"))
         .find(|l| l.starts_with("error") || l.contains("ERROR") || l.contains("panicked"))
         .unwrap_or("no error line")
         .chars()
@@ -240,6 +274,79 @@ pub struct Settings {
     /// registry's clock may fall, in ms: the services' own tolerance (their default, not
     /// passed to them).
     pub clock_tolerance_ms: u64,
+    /// The journal scenario's `--lease-ttl-ms` of the registries (`None`: one registry,
+    /// no journal).
+    pub lease_ttl_ms: Option<u64>,
+}
+
+/// Where a journaled registry keeps its journal (a bucket of the tests' SeaweedFS, reached
+/// at `endpoint`: the registry's fault proxy), and its manager key.
+pub struct Bucket<'a> {
+    /// `--tiles-s3-endpoint`
+    pub endpoint: String,
+    /// `--tiles-s3-bucket`
+    pub bucket: &'a str,
+    /// `--tiles-s3-prefix`
+    pub prefix: &'a str,
+    /// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+    pub credentials: (&'a str, &'a str),
+    /// `--key-file`: outside every data directory, so that a standby on an empty one has it
+    pub key_file: &'a Path,
+}
+
+/// A registry of the journal scenario: `serve` on `data` (the group's own directory, or an
+/// empty one: a standby), its journal and lease in `bucket` (`--lease-ttl-ms` of
+/// `settings`), on the real clock.
+pub fn journaled_registry(
+    bins: &Binaries,
+    group: &Group,
+    state: &Path,
+    settings: &Settings,
+    name: &str,
+    data: &Path,
+    bucket: &Bucket<'_>,
+) -> Result<Service, String> {
+    let addr = free_addr()?;
+    let ttl = settings.lease_ttl_ms.unwrap_or(15_000);
+    let args: Vec<OsString> = vec![
+        "serve".into(),
+        "--data".into(),
+        data.into(),
+        "--listen".into(),
+        addr.to_string().into(),
+        "--checkpoint-interval-secs".into(),
+        settings.cadence_secs.to_string().into(),
+        "--key-file".into(),
+        bucket.key_file.into(),
+        "--tiles-s3-bucket".into(),
+        bucket.bucket.into(),
+        "--tiles-s3-endpoint".into(),
+        bucket.endpoint.clone().into(),
+        "--tiles-s3-prefix".into(),
+        bucket.prefix.into(),
+        "--lease-ttl-ms".into(),
+        ttl.to_string().into(),
+    ];
+    let env = vec![
+        (
+            "DGSP_KEY_PASSPHRASE_FILE".into(),
+            group.passphrase.display().to_string(),
+        ),
+        (
+            "DGSP_ADMIN_TOKEN_FILE".into(),
+            group.admin_token_file.display().to_string(),
+        ),
+        ("AWS_ACCESS_KEY_ID".into(), bucket.credentials.0.into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), bucket.credentials.1.into()),
+    ];
+    Ok(Service::new(
+        name,
+        addr,
+        &bins.registry,
+        args,
+        env,
+        state.join(format!("{name}.log")),
+    ))
 }
 
 /// The registry's service: `serve` on the faked clock.

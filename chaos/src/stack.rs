@@ -1,7 +1,8 @@
 //! The running services and what the suite records about them: the registry (on the faked
-//! clock) and the gateways, each stopped and started under its lock with every start
-//! checked; the suite's copy of the log, read up to date before each stop of the registry;
-//! what the faults did and what the monitor saw.
+//! clock; or, in the journal scenario, a writer and its standby behind one front,
+//! `crate::journal`) and the gateways, each stopped and started under its lock with every
+//! start checked; the suite's copy of the log, read up to date before each stop of the
+//! registry; what the faults did and what the monitor saw.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,7 @@ use crate::clock::Clock;
 use crate::faults::FaultLog;
 use crate::group::Group;
 use crate::http;
+use crate::journal::Rig;
 use crate::log_copy::LogCopy;
 use crate::monitor::{self, Observations};
 use crate::processes::{self, Binaries, Service, Settings, Stop};
@@ -29,14 +31,20 @@ pub type Shared = Arc<tokio::sync::Mutex<Service>>;
 /// The running services, and what the tasks record about them.
 #[derive(Clone)]
 pub struct Stack {
-    /// The registry.
-    pub registry: Shared,
+    /// The registries: one, or the journal scenario's pair (the first one the group's
+    /// first writer).
+    pub registries: Vec<Shared>,
+    /// Where the clients, the gateways and the checks reach the registry: its own address,
+    /// or the journal scenario's front (the same across restarts).
+    url: String,
+    /// The journal scenario: the bucket, the proxies, the front, what they saw.
+    pub journal: Option<Arc<Rig>>,
     /// The gateways.
     pub gateways: Vec<Shared>,
     /// A plain client for the suite's reads.
     pub http: reqwest::Client,
-    /// The registry's clock.
-    clock: Arc<Clock>,
+    /// The registry's clock (none in the journal scenario: real time).
+    clock: Option<Arc<Clock>>,
     /// The services' settings.
     pub settings: Settings,
     /// Set while the registry's clock is behind its last signed time by more than the
@@ -65,25 +73,46 @@ impl Stack {
         clock: Clock,
         gateways: usize,
     ) -> Result<Stack, String> {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(16)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let http = client()?;
         let mut registry = processes::registry(bins, group, state, &settings, clock.env())?;
         registry.spawn("first start")?;
         registry.wait_for(&http, "/readyz", START_TIMEOUT).await?;
-        let mut started = Vec::new();
-        for i in 1..=gateways {
-            let mut gw = processes::gateway(bins, group, state, &settings, &registry.url, i)?;
-            gw.spawn("first start")?;
-            gw.wait_for(&http, "/readyz", START_TIMEOUT).await?;
-            started.push(Arc::new(tokio::sync::Mutex::new(gw)));
-        }
-        Ok(Stack {
-            registry: Arc::new(tokio::sync::Mutex::new(registry)),
-            gateways: started,
+        let url = registry.url.clone();
+        let gateways = start_gateways(bins, group, state, &settings, &url, gateways, &http).await?;
+        Ok(Stack::assemble(
+            vec![registry],
+            url,
+            None,
+            gateways,
             http,
-            clock: Arc::new(clock),
+            Some(clock),
+            settings,
+            group,
+        ))
+    }
+
+    /// The stack of `registries` reached at `url`, and `gateways` following it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn assemble(
+        registries: Vec<Service>,
+        url: String,
+        journal: Option<Arc<Rig>>,
+        gateways: Vec<Shared>,
+        http: reqwest::Client,
+        clock: Option<Clock>,
+        settings: Settings,
+        group: &Group,
+    ) -> Stack {
+        Stack {
+            registries: registries
+                .into_iter()
+                .map(|r| Arc::new(tokio::sync::Mutex::new(r)))
+                .collect(),
+            url,
+            journal,
+            gateways,
+            http,
+            clock: clock.map(Arc::new),
             settings,
             halt_expected: Arc::default(),
             log_copy: Arc::default(),
@@ -91,19 +120,24 @@ impl Stack {
             faults: Arc::default(),
             observations: Arc::default(),
             served: Arc::default(),
-        })
+        }
     }
 
-    /// The registry's base URL (the same across restarts).
+    /// The registry's base URL (the same across restarts): its own, or the front's.
     pub async fn registry_url(&self) -> String {
-        self.registry.lock().await.url.clone()
+        self.url.clone()
+    }
+
+    /// The one registry of the scenario without a journal.
+    pub fn registry(&self) -> &Shared {
+        &self.registries[0]
     }
 
     /// Stops and restarts the registry after `pause` (its log read up to date first);
     /// waits until it is ready.
     pub async fn restart_registry(&self, how: Stop, pause: Duration) {
         self.sync_log().await;
-        let mut reg = self.registry.lock().await;
+        let mut reg = self.registry().lock().await;
         reg.stop(how).await;
         tokio::time::sleep(pause).await;
         self.start(&mut reg, "/readyz", "restart").await;
@@ -120,7 +154,7 @@ impl Stack {
     }
 
     /// Starts `svc` and waits until `path` answers 200; a start that fails is recorded.
-    async fn start(&self, svc: &mut Service, path: &str, why: &str) {
+    pub async fn start(&self, svc: &mut Service, path: &str, why: &str) {
         self.faults.lock().unwrap().starts_checked += 1;
         let result = match svc.spawn(why) {
             Ok(()) => svc.wait_for(&self.http, path, START_TIMEOUT).await,
@@ -132,9 +166,16 @@ impl Stack {
     }
 
     /// Records a failure for each service that exited without being stopped, and restarts
-    /// it (the registry until ready, a gateway until listening).
+    /// it (the registry until ready, a gateway until listening). The journal scenario's
+    /// registries exit when they halt: its supervisor restarts them (`crate::journal`).
     pub async fn check_running(&self) {
-        let services = std::iter::once((&self.registry, "/readyz"))
+        let registries: &[Shared] = match self.journal {
+            None => &self.registries,
+            Some(_) => &[],
+        };
+        let services = registries
+            .iter()
+            .map(|r| (r, "/readyz"))
             .chain(self.gateways.iter().map(|g| (g, "/healthz")));
         for (svc, path) in services {
             let mut svc = svc.lock().await;
@@ -157,7 +198,9 @@ impl Stack {
             monitor::read_counters(self, &g).await;
             g.stop(Stop::Term).await;
         }
-        self.registry.lock().await.stop(Stop::Term).await;
+        for r in &self.registries {
+            r.lock().await.stop(Stop::Term).await;
+        }
     }
 
     /// Brings the suite's copy of the log up to date, if the registry answers within 5 s.
@@ -194,10 +237,12 @@ impl Stack {
         http::status(&self.http, &format!("{}/readyz", self.registry_url().await)).await
     }
 
-    /// Moves the registry's clock to `ms` from real time (recorded).
+    /// Moves the registry's clock to `ms` from real time (recorded); nothing in the
+    /// journal scenario (real time).
     pub fn set_clock(&self, ms: i64) {
+        let Some(clock) = &self.clock else { return };
         let mut log = self.faults.lock().unwrap();
-        if let Err(e) = self.clock.set_ms(ms) {
+        if let Err(e) = clock.set_ms(ms) {
             log.episode_failures.push(e);
         }
         log.offsets.push(ms);
@@ -227,11 +272,45 @@ impl Stack {
     }
 
     /// Brings the registry's clock back to real time and the registry to a state that
-    /// serves: past its last signed time, ready (restarted if it halted).
+    /// serves: past its last signed time, ready (restarted if it halted). In the journal
+    /// scenario: the faults lifted and a writer ready behind the front.
     pub async fn settle(&self) {
+        if let Some(rig) = &self.journal {
+            rig.settle(self).await;
+            self.check_running().await;
+            return;
+        }
         self.set_clock(0);
         self.wait_past_signed_time(0, 200).await;
         self.ensure_registry_ready().await;
         self.check_running().await;
     }
+}
+
+/// The suite's HTTP client.
+pub fn client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(16)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Starts `n` gateways following `url`, each until ready.
+pub async fn start_gateways(
+    bins: &Binaries,
+    group: &Group,
+    state: &Path,
+    settings: &Settings,
+    url: &str,
+    n: usize,
+    http: &reqwest::Client,
+) -> Result<Vec<Shared>, String> {
+    let mut started = Vec::new();
+    for i in 1..=n {
+        let mut gw = processes::gateway(bins, group, state, settings, url, i)?;
+        gw.spawn("first start")?;
+        gw.wait_for(http, "/readyz", START_TIMEOUT).await?;
+        started.push(Arc::new(tokio::sync::Mutex::new(gw)));
+    }
+    Ok(started)
 }

@@ -65,11 +65,20 @@ pub struct Stats {
     pub replays: AtomicU64,
 }
 
+/// An acknowledged write and when its answer arrived.
+#[derive(Clone, Debug)]
+pub struct Acked {
+    /// Unix ms (the suite's clock) at which the 2xx answer was read.
+    pub at_ms: u64,
+    /// What was acknowledged.
+    pub ack: Ack,
+}
+
 /// Everything the clients record.
 #[derive(Default)]
 pub struct Ledger {
-    /// Acknowledged writes.
-    pub acks: Mutex<Vec<Ack>>,
+    /// Acknowledged writes, in the order their answers were read.
+    pub acks: Mutex<Vec<Acked>>,
     /// Keys answered twice with different answers: (key, first, second).
     pub replay_mismatches: Mutex<Vec<String>>,
     /// What happened.
@@ -77,9 +86,10 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// Records an acknowledged write.
-    pub fn ack(&self, a: Ack) {
-        self.acks.lock().unwrap().push(a);
+    /// Records an acknowledged write, answered now.
+    pub fn ack(&self, ack: Ack) {
+        let at_ms = dgsp_wire::log::now_ms();
+        self.acks.lock().unwrap().push(Acked { at_ms, ack });
     }
 }
 

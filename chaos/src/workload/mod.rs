@@ -28,7 +28,7 @@ use self::answer::typed;
 pub use self::api::Api;
 use self::api::Sent;
 use self::ledger::Member;
-pub use self::ledger::{Ack, Ledger};
+pub use self::ledger::{Ack, Acked, Ledger};
 use self::send::{Mode, PATIENT};
 use crate::rng::Rng;
 
