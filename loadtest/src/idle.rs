@@ -198,6 +198,9 @@ pub struct IdleSummary {
     pub open_during_held: [usize; 2],
     /// Seconds the slow clients were held in all.
     pub held_s: f64,
+    /// How often the kernel found an accept queue full while they were held (machine-wide
+    /// counters, `slow_clients::accept_queue_counters`).
+    pub accept_queues: Option<std::collections::BTreeMap<String, u64>>,
     /// Per listener.
     pub listeners: Vec<ListenerResult>,
     /// Per listener and kind.
@@ -291,12 +294,15 @@ pub async fn run(a: Args) -> Result<()> {
         "idle: opening {} slow clients ({per_kind} of each kind per listener)",
         groups.iter().map(|g| g.count).sum::<usize>()
     );
+    let queues_before = slow_clients::accept_queue_counters();
     let opened_at = Instant::now();
     let clients = SlowClients::start(
         groups.clone(),
         slow_clients::Options {
             connect_timeout: Duration::from_millis(a.connect_timeout_ms),
-            connect_parallel: 1024,
+            // Few enough SYNs at once that a listener accepting as fast as it can keeps its
+            // queue (1 024) from overflowing: an overflow is then the server's own.
+            connect_parallel: 128,
             trickle: Duration::from_millis(a.trickle_ms.max(1)),
         },
     )
@@ -322,6 +328,16 @@ pub async fn run(a: Args) -> Result<()> {
     }
     let held_s = opened_at.elapsed().as_secs_f64();
     let records = clients.stop();
+    let accept_queues = queues_before
+        .zip(slow_clients::accept_queue_counters())
+        .map(|(b, a)| {
+            a.into_iter()
+                .map(|(k, v)| {
+                    let was = b.get(&k).copied().unwrap_or(0);
+                    (k, v.saturating_sub(was))
+                })
+                .collect()
+        });
     let slow = slow_clients::summarise(&groups, &records);
 
     let results: Vec<ListenerResult> = listeners
@@ -352,6 +368,7 @@ pub async fn run(a: Args) -> Result<()> {
         open_s,
         open_during_held: [open_before, open_after],
         held_s,
+        accept_queues,
         failures: failures(&results, &slow),
         listeners: results,
         slow_clients: slow,
@@ -593,6 +610,11 @@ impl IdleSummary {
                     .unwrap_or_default(),
                 if g.answers.is_empty() { String::new() } else { format!(", saying {:?}", g.answers) },
                 g.still_open,
+            ));
+        }
+        if let Some(q) = &self.accept_queues {
+            t.push_str(&format!(
+                "\n  full accept queues while they were held (the kernel's counters, the whole machine): {q:?}; an idle client answered by a SYN cookie may look open although the server never accepted it"
             ));
         }
         if self.failures.is_empty() {

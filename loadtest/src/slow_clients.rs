@@ -457,6 +457,31 @@ pub fn summarise(groups: &[Group], records: &[Record]) -> Vec<GroupSummary> {
         .collect()
 }
 
+/// The kernel's counters of full accept queues (`/proc/net/netstat`: `ListenOverflows`,
+/// `ListenDrops`, `TCPReqQFullDoCookies`, `TCPReqQFullDrop`), machine-wide; none where
+/// they cannot be read. A connection answered with a SYN cookie while its listener's queue
+/// was full may be dropped by the server without the client hearing of it: an idle client
+/// then looks open although the server never accepted it.
+pub fn accept_queue_counters() -> Option<BTreeMap<String, u64>> {
+    let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (lines.next()?, lines.next()?);
+    let wanted = [
+        "ListenOverflows",
+        "ListenDrops",
+        "TCPReqQFullDoCookies",
+        "TCPReqQFullDrop",
+    ];
+    Some(
+        names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .filter(|(n, _)| wanted.contains(n))
+            .filter_map(|(n, v)| Some((n.to_owned(), v.parse().ok()?)))
+            .collect(),
+    )
+}
+
 /// The soft and hard limits on this process's open files (`/proc/self/limits`; none where
 /// it cannot be read). `unlimited` reads as `u64::MAX`.
 pub fn open_files_limit() -> Option<(u64, u64)> {
@@ -632,6 +657,12 @@ mod tests {
             "{:?}",
             summary[1]
         );
+    }
+
+    #[test]
+    fn reads_the_accept_queue_counters() {
+        let c = accept_queue_counters().unwrap();
+        assert!(c.contains_key("ListenOverflows"), "{c:?}");
     }
 
     #[test]
