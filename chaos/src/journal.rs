@@ -335,7 +335,12 @@ impl Rig {
                 Err(e) => self.log.lock().unwrap().spawn_failures.push(e),
             }
         }
-        if let Err(e) = svc.spawn(why) {
+        let data = match svc.arg("--data") {
+            Some(d) if fresh => format!("{why}, on the new empty data directory {}", d.display()),
+            Some(d) => format!("{why}, on its data directory {}", d.display()),
+            None => why.to_owned(),
+        };
+        if let Err(e) = svc.spawn(&data) {
             self.log.lock().unwrap().spawn_failures.push(e);
         }
     }

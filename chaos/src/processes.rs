@@ -123,6 +123,12 @@ impl Service {
         }
     }
 
+    /// The value that follows `flag` in its command line.
+    pub fn arg(&self, flag: &str) -> Option<&Path> {
+        let i = self.args.iter().position(|a| a == flag)?;
+        self.args.get(i + 1).map(Path::new)
+    }
+
     /// Replaces the value that follows `flag` in its command line (the next start uses it).
     pub fn set_arg(&mut self, flag: &str, value: OsString) {
         if let Some(i) = self.args.iter().position(|a| a == flag) {
