@@ -7,9 +7,16 @@
 //! - **At most [`Limits::max_connections`] open connections** per listener: one accepted
 //!   past it is closed at once (logged at debug level, with a warning at most once a minute
 //!   saying how many were closed), and the ones already open keep being served.
-//! - **TLS handshakes** take a slot of [`Limits::max_handshakes`] only once the client has
-//!   sent something (an idle socket takes none), and only for the handshake; a connection
-//!   that finds every slot taken is closed, not queued. A client has
+//! - **TLS handshakes** come in two parts. The ClientHello is read without a slot (rustls
+//!   parses it and does no cryptography), at most [`MAX_CLIENT_HELLO_BYTES`] of it: an idle
+//!   socket or a client trickling its ClientHello costs only its connection until its
+//!   timeout. The rest of the handshake (the key exchange and signature, the client's
+//!   answer) takes one of [`Limits::max_handshakes`] slots, which bound that work. When
+//!   every slot is taken, the newcomer evicts the handshake that has held its slot longest,
+//!   if that one has held it at least [`Limits::handshake_evict_after`] (the evicted
+//!   connection is closed); only when every slot is younger is the newcomer closed, never
+//!   queued. So a client that stalls after its ClientHello keeps a slot only until someone
+//!   needs it, and a burst of fast handshakes is not churned. A client has
 //!   [`Limits::handshake_timeout`] from the accept to the end of its handshake.
 //! - **A header-read timeout on every connection** ([`Limits::header_read_timeout`]): a
 //!   request's head (request line and headers) must arrive within it, or the connection is
@@ -20,16 +27,21 @@
 //!   serving ends once all have closed (a connection still in its handshake is
 //!   dropped).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_rustls::{LazyConfigAcceptor, StartHandshake};
 
 use crate::tls::Tls;
 
@@ -45,6 +57,13 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of [`Limits::max_handshakes`].
 pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
 
+/// Default of [`Limits::handshake_evict_after`].
+pub const DEFAULT_HANDSHAKE_EVICT_AFTER: Duration = Duration::from_millis(250);
+
+/// The most bytes a TLS client may send before its ClientHello is complete (a ClientHello
+/// with a post-quantum key share is about 1.5 KB); past it the connection is closed.
+pub const MAX_CLIENT_HELLO_BYTES: usize = 16 * 1024;
+
 /// What one listener allows its clients.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -56,8 +75,12 @@ pub struct Limits {
     /// How long a TLS client has from the accept to the end of its handshake
     /// (`--tls-handshake-timeout-ms`).
     pub handshake_timeout: Duration,
-    /// The most TLS handshakes in progress at once; at least 1.
+    /// The most TLS handshakes past their ClientHello at once (the module's
+    /// documentation); at least 1.
     pub max_handshakes: usize,
+    /// When every handshake slot is taken, a new handshake evicts the one that has held its
+    /// slot longest if that one has held it at least this long; else the new one is closed.
+    pub handshake_evict_after: Duration,
 }
 
 impl Default for Limits {
@@ -67,6 +90,7 @@ impl Default for Limits {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            handshake_evict_after: DEFAULT_HANDSHAKE_EVICT_AFTER,
         }
     }
 }
@@ -81,7 +105,7 @@ pub(crate) async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let handshakes = Arc::new(Semaphore::new(limits.max_handshakes.max(1)));
+    let handshakes = Arc::new(Slots::new(&limits));
     // `true` once shutting down; every connection task holds a receiver of `closed`, so
     // `closed_tx.closed()` completes when the last one has ended.
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -140,20 +164,33 @@ struct Connection {
 }
 
 impl Connection {
-    /// The TLS handshake (once the client has sent something, in a slot of `handshakes`,
-    /// within the handshake timeout), then [`serve`](Self::serve).
-    async fn handshake(self, tcp: TcpStream, tls: Arc<Tls>, handshakes: Arc<Semaphore>) {
+    /// The TLS handshake within the handshake timeout: the ClientHello without a slot, the
+    /// rest in one of `slots` (the module's documentation); then [`serve`](Self::serve).
+    async fn handshake(self, tcp: TcpStream, tls: Arc<Tls>, slots: Arc<Slots>) {
         let peer = self.peer;
         let handshake = async {
-            // An idle socket takes no handshake slot: it only waits for its timeout. (A
-            // peek, not `readable()`, which may report a socket that has nothing to read.)
-            if tcp.peek(&mut [0u8; 1]).await? == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            let Ok(_slot) = handshakes.try_acquire() else {
-                return Err(std::io::Error::other("every handshake slot is taken"));
+            // rustls reads and parses the ClientHello and does no cryptography: an idle or
+            // trickling client waits here for its timeout, holding no slot.
+            let hello = LazyConfigAcceptor::new(
+                rustls::server::Acceptor::default(),
+                HelloCap { tcp, read: 0 },
+            )
+            .await?;
+            let StartHandshake { accepted, io, .. } = hello;
+            let Some((_slot, evicted)) = slots.take() else {
+                return Err(std::io::Error::other(
+                    "every handshake slot is taken, none for longer than the eviction age",
+                ));
             };
-            tls.acceptor().accept(tcp).await
+            // What rustls read past the ClientHello stays in `accepted`.
+            let rest = StartHandshake::from_parts(accepted, io.tcp)
+                .into_stream(tls.acceptor().config().clone());
+            tokio::select! {
+                done = rest => done,
+                _ = evicted => Err(std::io::Error::other(
+                    "evicted: every handshake slot was wanted and this one held its slot longest",
+                )),
+            }
         };
         let mut stop = self.stop.clone();
         let done = tokio::select! {
@@ -203,6 +240,118 @@ impl Connection {
                 }
             }
         }
+    }
+}
+
+/// A listener's TLS handshake slots: who holds one since when, and how to evict it.
+struct Slots {
+    max: usize,
+    evict_after: Duration,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    /// By when the slot was taken (and a number, unique): the first is the oldest. Each
+    /// sender tells its holder it is evicted.
+    by_age: BTreeMap<(Instant, u64), oneshot::Sender<()>>,
+    next: u64,
+}
+
+/// A slot held, given back when dropped (unless it was evicted, and so given back already).
+struct Slot {
+    slots: Arc<Slots>,
+    key: (Instant, u64),
+}
+
+impl Slots {
+    fn new(limits: &Limits) -> Slots {
+        Slots {
+            max: limits.max_handshakes.max(1),
+            evict_after: limits.handshake_evict_after,
+            held: Mutex::new(Held::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A slot, and what completes if it is evicted; evicts the oldest holder when every
+    /// slot is taken and it has held its slot at least `evict_after`; `None` when every
+    /// holder is younger.
+    fn take(self: &Arc<Self>) -> Option<(Slot, oneshot::Receiver<()>)> {
+        let now = Instant::now();
+        let mut held = self.lock();
+        while held.by_age.len() >= self.max {
+            let oldest = held.by_age.first_entry()?;
+            if now.saturating_duration_since(oldest.key().0) < self.evict_after {
+                return None;
+            }
+            // Its holder may be gone already (its drop waits for this lock): nothing to do.
+            let _ = oldest.remove().send(());
+        }
+        let key = (now, held.next);
+        held.next += 1;
+        let (evict, evicted) = oneshot::channel();
+        held.by_age.insert(key, evict);
+        Some((
+            Slot {
+                slots: self.clone(),
+                key,
+            },
+            evicted,
+        ))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.slots.lock().by_age.remove(&self.key);
+    }
+}
+
+/// A TLS connection until its ClientHello is complete: at most [`MAX_CLIENT_HELLO_BYTES`]
+/// read from it.
+struct HelloCap {
+    tcp: TcpStream,
+    read: usize,
+}
+
+impl AsyncRead for HelloCap {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.tcp).poll_read(cx, buf))?;
+        self.read += buf.filled().len() - before;
+        if self.read > MAX_CLIENT_HELLO_BYTES {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("over {MAX_CLIENT_HELLO_BYTES} bytes before the ClientHello was complete"),
+            )));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for HelloCap {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
     }
 }
 
