@@ -293,6 +293,9 @@ pub struct Submitter {
     client: WitnessClient,
     key: Option<Vkey>,
     status: WitnessStatus,
+    /// After a success: the status's last success and failure count before it, which
+    /// [`refuse`](Submitter::refuse) puts back (a refused cosignature is no success).
+    before_success: Option<(Option<u64>, u32)>,
 }
 
 impl Submitter {
@@ -307,6 +310,7 @@ impl Submitter {
             client,
             key: None,
             status,
+            before_success: None,
         }
     }
 
@@ -322,8 +326,14 @@ impl Submitter {
     }
 
     /// Records that the caller did not count the witness's last cosignature (e.g. dated
-    /// too far ahead), as a failure of this witness's.
+    /// too far ahead), as a failure of this witness's: the status's last success and
+    /// failure count are those before that answer, plus this failure (the size it cosigned
+    /// stays: the witness holds it).
     pub fn refuse(&mut self, why: String) {
+        if let Some((last_success, failures)) = self.before_success.take() {
+            self.status.last_success_unix = last_success;
+            self.status.consecutive_failures = failures;
+        }
         self.status.last_error = Some(why);
         self.status.consecutive_failures = self.status.consecutive_failures.saturating_add(1);
     }
@@ -358,8 +368,13 @@ impl Submitter {
         if let (Ok(lines), Some(key)) = (&result, &self.key) {
             result = judge(key, note, lines);
         }
+        self.before_success = None;
         match &result {
             Ok(_) => {
+                self.before_success = Some((
+                    self.status.last_success_unix,
+                    self.status.consecutive_failures,
+                ));
                 self.status.size = size;
                 self.status.last_success_unix = Some(unix_now());
                 self.status.last_error = None;

@@ -407,8 +407,19 @@ async fn a_refused_cosignature_is_the_witness_failure() {
     let mine = w.cosign("example.com/log", 5, &[4; 32], 1).unwrap();
     let (mut s, r) = judged(&w, mine).await;
     assert!(r.is_ok());
+    assert!(s.status().last_success_unix.is_some());
     s.refuse("dated 60 s ahead".into());
     let st = s.status();
     assert_eq!(st.last_error.as_deref(), Some("dated 60 s ahead"));
     assert_eq!(st.consecutive_failures, 1);
+    // A refused answer is no success: the last success is the one before it (none), and
+    // the size it cosigned stays (the witness holds it).
+    assert_eq!(st.last_success_unix, None);
+    assert_eq!(st.size, 5);
+    // Refused twice with no answer between: both count.
+    let again = w.cosign("example.com/log", 5, &[4; 32], 2).unwrap();
+    let (mut s2, _) = judged(&w, again).await;
+    s2.refuse("first".into());
+    s2.refuse("second, with no answer between".into());
+    assert_eq!(s2.status().consecutive_failures, 2);
 }
