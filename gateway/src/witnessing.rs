@@ -16,15 +16,18 @@
 //!   replica can be lost and rebuilt, the trees a witness cosigned cannot), its answers
 //!   counted for `/metrics`, its report for `/readyz`. It cosigns once the group's log key
 //!   is known ([`start`]): from a `log` line for the group's log in `--witness-policy` or
-//!   `--witness-logs`, else from the registry's `GET /v1/log/key` statement verified under
-//!   the pinned group key and required to name an ML-DSA-44 key of the group's log (until
-//!   then it answers 503).
+//!   `--witness-logs`, else from the registry's `GET /v1/log/key` statement, judged by
+//!   [`verify_log_key_statement`] against the configuration: signed by the pinned group
+//!   key, naming the group's origin and an ML-DSA-44 key under it, and of no lower
+//!   generation (nor another key of the same generation) than the statement kept in the
+//!   witness state (`log-key`), where each newer one it accepts is kept. Until then it
+//!   answers 503, naming why the last statement was refused.
 
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -36,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use dgsp_core::checkpoint::origin_for;
 use dgsp_core::ManagerPublicKey;
 use dgsp_wire::note::cosignature::MlDsaCosigner;
-use dgsp_wire::note::{KeyKind, Policy, Vkey};
+use dgsp_wire::note::{verify_log_key_statement, LearnedLogKey, Policy, Vkey};
 use dgsp_witness::server::{
     DirStore, KnownLogs, TreeHead, Witness, WitnessAnswer, WitnessStore, TEXT_PLAIN,
 };
@@ -284,7 +287,8 @@ const ANSWERS: [(u16, &str); 9] = [
     (503, "not_ready"),
 ];
 
-/// The body of the 503 answered before the group's log key is known.
+/// The body of the 503 answered before the group's log key is known (with why the last
+/// try failed, when one did: [`WitnessService::not_ready`]).
 pub const NOT_READY: &str = "this witness does not know its log's key yet: retry later\n";
 
 /// The gateway's running witness.
@@ -295,6 +299,8 @@ pub struct WitnessService {
     /// The group's log origin.
     origin: String,
     witness: OnceLock<Arc<Witness>>,
+    /// Why the last try to learn the group's log key failed (the 503's body says it).
+    learn_error: Mutex<Option<String>>,
     answers: [AtomicU64; ANSWERS.len()],
 }
 
@@ -349,6 +355,7 @@ impl WitnessService {
             store,
             origin: origin_for(group),
             witness: OnceLock::new(),
+            learn_error: Mutex::new(None),
             answers: Default::default(),
         })
     }
@@ -396,16 +403,42 @@ impl WitnessService {
         Ok(())
     }
 
+    /// Records why the last try to learn the group's log key failed.
+    fn learn_failed(&self, why: String) {
+        *self
+            .learn_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(why);
+    }
+
+    /// The 503 answered before the group's log key is known: [`NOT_READY`], or, once a try
+    /// to learn it failed, `this witness does not know its log's key yet (<why>): retry
+    /// later`, so a registry's witness client reports why as this witness's failure.
+    pub fn not_ready(&self) -> Response {
+        let why = self
+            .learn_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let body = match why {
+            None => NOT_READY.to_owned(),
+            Some(why) => {
+                format!("this witness does not know its log's key yet ({why}): retry later\n")
+            }
+        };
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(CONTENT_TYPE, TEXT_PLAIN), (RETRY_AFTER, "5")],
+            body,
+        )
+            .into_response()
+    }
+
     /// Judges one request body (the route's handler, counted).
     async fn answer(&self, body: Result<Bytes, BytesRejection>) -> Response {
         let Some(witness) = self.witness().cloned() else {
             self.count(503);
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(CONTENT_TYPE, TEXT_PLAIN), (RETRY_AFTER, "5")],
-                NOT_READY,
-            )
-                .into_response();
+            return self.not_ready();
         };
         let answer = match body {
             Ok(body) => witness.add_checkpoint_async(body).await,
@@ -534,12 +567,7 @@ pub async fn latest_checkpoint(
     };
     match service.witness() {
         Some(witness) => dgsp_witness::server::latest_checkpoint(witness, &origin_hash),
-        None => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(CONTENT_TYPE, TEXT_PLAIN), (RETRY_AFTER, "5")],
-            NOT_READY,
-        )
-            .into_response(),
+        None => service.not_ready(),
     }
 }
 
@@ -562,8 +590,10 @@ fn configured_log_keys(
 /// (the replica only lends its trees to a new state): with the group's log key from a `log`
 /// line of `policy` or of `config.logs` for the group's log, it cosigns at once; otherwise a
 /// task reads the registry's `GET /v1/log/key` (retrying until it has a statement that
-/// verifies under `group`, or `stop` turns true) and the witness answers 503 until then.
-/// Refused when neither a log line nor a registry can give the key.
+/// passes [`verify_log_key_statement`] against `group` and the statement the state keeps,
+/// or `stop` turns true) and the witness answers 503 until then. Refused when neither a log
+/// line nor a registry can give the key, and when the statement the state keeps does not
+/// verify under `group`.
 pub fn start(
     config: &WitnessConfig,
     group: &ManagerPublicKey,
@@ -575,7 +605,7 @@ pub fn start(
     let mut origins: Vec<String> = config.logs.origins().map(str::to_owned).collect();
     origins.push(origin_for(group));
     let store = Arc::new(open_state(config, &origins, &replica)?);
-    let service = Arc::new(WitnessService::new(config, group, store)?);
+    let service = Arc::new(WitnessService::new(config, group, store.clone())?);
     let mut logs = config.logs.clone();
     let keys = configured_log_keys(config, group, policy);
     if !keys.is_empty() {
@@ -591,6 +621,7 @@ pub fn start(
             service.origin
         ));
     }
+    let held = held_log_key(&store, group)?;
     let client =
         crate::follower::client(follow.timeout, &follow.roots).map_err(|e| e.to_string())?;
     tokio::spawn(learn_log_key(
@@ -598,22 +629,76 @@ pub fn start(
         logs,
         client,
         follow.clone(),
-        Arc::new(group.clone()),
+        Learner {
+            group: Arc::new(group.clone()),
+            store,
+            held: held.map(Arc::new),
+        },
         stop,
     ));
     Ok(service)
 }
 
-/// Reads the registry's log-key statement until one verifies under `group` and names a key
-/// for the group's log, then installs the witness's logs with it.
+/// The log key of the statement the witness state keeps (`<state>/log-key`), verified
+/// under `group`; `None` if it keeps none. A kept statement that does not verify refuses
+/// the start (the state is damaged or another group's).
+fn held_log_key(
+    store: &DirStore,
+    group: &ManagerPublicKey,
+) -> Result<Option<LearnedLogKey>, String> {
+    let file = || store.dir().join("log-key").display().to_string();
+    let Some(text) = store
+        .log_key_statement()
+        .map_err(|e| format!("--witness-state {}", e.0))?
+    else {
+        return Ok(None);
+    };
+    verify_log_key_statement(group, &text, None)
+        .map(Some)
+        .map_err(|e| {
+            format!(
+                "--witness-state {}: the log-key statement kept there: {e}",
+                file()
+            )
+        })
+}
+
+/// What judges and keeps the log-key statements the witness learns.
+struct Learner {
+    group: Arc<ManagerPublicKey>,
+    store: Arc<DirStore>,
+    /// The newest statement accepted so far (kept in the state).
+    held: Option<Arc<LearnedLogKey>>,
+}
+
+impl Learner {
+    /// Judges `statement` against the group and the statement held, and keeps it in the
+    /// state if it is newer; the key it names. Blocking (a SPHINCS+ verification, a synced
+    /// write).
+    fn accept(&self, statement: &str) -> Result<Vkey, String> {
+        let held = self.held.as_deref();
+        let learned = verify_log_key_statement(&self.group, statement, held)
+            .map_err(|e| format!("the registry's log-key statement: {e}"))?;
+        if held.is_none_or(|h| learned.is_newer_than(h)) {
+            self.store
+                .keep_log_key_statement(statement)
+                .map_err(|e| format!("keeping the log-key statement: {e}"))?;
+        }
+        Ok(learned.vkey)
+    }
+}
+
+/// Reads the registry's log-key statement until one passes [`Learner::accept`], then
+/// installs the witness's logs with the key it names.
 async fn learn_log_key(
     service: Arc<WitnessService>,
     mut logs: KnownLogs,
     client: reqwest::Client,
     follow: FollowConfig,
-    group: Arc<ManagerPublicKey>,
+    learner: Learner,
     mut stop: watch::Receiver<bool>,
 ) {
+    let learner = Arc::new(learner);
     let mut pause = Duration::from_millis(100);
     loop {
         let fetched = tokio::select! {
@@ -622,8 +707,8 @@ async fn learn_log_key(
         };
         let checked = match fetched {
             Ok(Some(statement)) => {
-                let (g, origin) = (group.clone(), service.origin.clone());
-                tokio::task::spawn_blocking(move || log_key_of(&g, &origin, &statement))
+                let learner = learner.clone();
+                tokio::task::spawn_blocking(move || learner.accept(&statement))
                     .await
                     .unwrap_or_else(|e| Err(format!("the log-key task: {e}")))
             }
@@ -636,7 +721,8 @@ async fn learn_log_key(
         }) {
             Ok(()) => return,
             Err(e) => {
-                tracing::warn!(error = %e, "witness: the group's log key is not known yet; retrying")
+                tracing::warn!(error = %e, "witness: the group's log key is not known yet; retrying");
+                service.learn_failed(e);
             }
         }
         tokio::select! {
@@ -645,32 +731,6 @@ async fn learn_log_key(
         }
         pause = (pause * 2).min(follow.max_backoff);
     }
-}
-
-/// The log key a statement names, once it verifies under `group` (a SPHINCS+ verification:
-/// call off the async runtime).
-fn log_key_of(group: &ManagerPublicKey, origin: &str, statement: &str) -> Result<Vkey, String> {
-    let s = group
-        .verify_log_key(statement)
-        .map_err(|e| format!("the registry's log-key statement: {e}"))?;
-    let vkey = Vkey::parse(&s.vkey).map_err(|e| {
-        format!("the registry's log-key statement names a key that is not a verifier key ({e})")
-    })?;
-    if vkey.name != origin {
-        return Err(format!(
-            "the registry's log-key statement names a key for {:?}, not for the group's log {origin:?}",
-            vkey.name
-        ));
-    }
-    // A registry signs its checkpoints with an ML-DSA-44 key (`Manager::log_key_seed`);
-    // a statement naming another type is not one of its statements.
-    if !matches!(vkey.kind, KeyKind::MlDsa44Cosignature(_)) {
-        return Err(format!(
-            "the registry's log-key statement names a key of type 0x{:02x}, not an ML-DSA-44 (0x06) log key",
-            vkey.kind.type_byte()
-        ));
-    }
-    Ok(vkey)
 }
 
 #[cfg(test)]

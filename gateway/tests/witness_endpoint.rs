@@ -431,3 +431,128 @@ async fn without_the_log_key_the_witness_answers_503_and_says_so() {
     gw.shutdown().await;
     reg.shutdown().await;
 }
+
+/// A registry whose `GET /v1/log/key` serves the statement `statement(manager)` makes in
+/// place of its own (it still signs with its generation-0 log key).
+async fn registry_serving_statement(
+    statement: impl FnOnce(&Manager) -> String + Send + 'static,
+) -> Registry {
+    support::registry_publishing(Box::new(move |manager: &Arc<Manager>| {
+        let mut log_key = LogKey::derive(manager, 0, now_ms()).unwrap();
+        log_key.statement = statement(manager);
+        PublisherConfig {
+            checkpoint_interval: Duration::from_secs(1),
+            log_key: Some(Arc::new(log_key)),
+            ..PublisherConfig::default()
+        }
+    }))
+    .await
+}
+
+/// Waits until the witness's 503 names why it refused the registry's statement (its body
+/// is what a registry's witness client reports as this witness's failure), and checks it
+/// still does not cosign.
+async fn refused_naming(gw: &Gateway, manager: &Manager, why: &str) {
+    let log = TestLog::of(manager);
+    let req = AddCheckpoint {
+        old: 0,
+        proof: Vec::new(),
+        checkpoint: log.note(1, &log.root(1)),
+    };
+    let body = wait_for(
+        "the witness to name why it refused the statement",
+        || async {
+            match client(gw, "gw").add_checkpoint(&req).await {
+                Err(SubmitError::Server { status: 503, body }) if body.contains(why) => Some(body),
+                _ => None,
+            }
+        },
+    )
+    .await;
+    assert!(
+        body.starts_with("this witness does not know its log's key yet ("),
+        "{body}"
+    );
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["witness"]["ready"], false, "{ready}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_key_statement_is_checked_against_the_pinned_group_and_its_origin() {
+    use dgsp_core::log_key::LogKeyStatement;
+    use dgsp_core::ParamSet;
+    let key = WitnessKey::generate("gw1.test.invalid").unwrap();
+    let other = Arc::new(Manager::generate(
+        ParamSet::Sha2_128f,
+        &mut rand_core::OsRng,
+    ));
+
+    // Signed by another group key, naming this group's origin and log key: refused.
+    let by_other = other.clone();
+    let reg = registry_serving_statement(move |m| {
+        by_other
+            .sign_log_key(&LogKeyStatement {
+                origin: origin_for(m.public_key()),
+                vkey: TestLog::of(m).key.vkey(),
+                generation: 0,
+                time_unix_ms: now_ms(),
+            })
+            .unwrap()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(config_in(&reg, dir.path(), Some(&key))).await;
+    refused_naming(&gw, &reg.manager, "no signature by this group's key").await;
+    gw.shutdown().await;
+    reg.shutdown().await;
+
+    // Signed by the group key, naming a key under another origin than the group's log
+    // (its checkpoints are signed under the origin): refused.
+    let elsewhere = MlDsaCosigner::from_seed("other.example/log", &[3; 32]).unwrap();
+    let reg = registry_serving_statement(move |m| {
+        m.sign_log_key(&LogKeyStatement {
+            origin: origin_for(m.public_key()),
+            vkey: elsewhere.vkey(),
+            generation: 0,
+            time_unix_ms: now_ms(),
+        })
+        .unwrap()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(config_in(&reg, dir.path(), Some(&key))).await;
+    refused_naming(&gw, &reg.manager, "not under the log's origin").await;
+    gw.shutdown().await;
+    reg.shutdown().await;
+
+    // Another group's own statement (another origin): refused.
+    let theirs = other.clone();
+    let reg = registry_serving_statement(move |_| {
+        LogKey::derive(&theirs, 0, now_ms()).unwrap().statement
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(config_in(&reg, dir.path(), Some(&key))).await;
+    refused_naming(&gw, &reg.manager, "not this group's").await;
+    gw.shutdown().await;
+    reg.shutdown().await;
+
+    // The group's own statement: accepted, and kept in the witness state.
+    let reg = registry_with_log_key().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(config_in(&reg, dir.path(), Some(&key))).await;
+    witness_ready(&gw).await;
+    let served = reg
+        .client
+        .get(format!("{}/v1/log/key", reg.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let kept = std::fs::read_to_string(dir.path().join("witness-state/log-key")).unwrap();
+    assert_eq!(kept, served);
+    gw.shutdown().await;
+    reg.shutdown().await;
+}

@@ -194,3 +194,103 @@ async fn a_witness_without_its_state_starts_only_when_told_and_from_the_replica(
     gw.shutdown().await;
     reg.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_witness_keeps_its_log_key_statement_and_never_takes_an_older_generation() {
+    use dgsp_core::log_key::LogKeyStatement;
+    // The registry serves generation 0.
+    let reg = registry_with_log_key().await;
+    let m = reg.manager.clone();
+    let origin = origin_for(m.public_key());
+    let key = WitnessKey::generate("gw1.test.invalid").unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let state = keep.path().join("state");
+    let data = tempfile::tempdir().unwrap();
+    let gen1 = MlDsaCosigner::from_seed(&origin, &m.log_key_seed(1)).unwrap();
+    let statement = |vkey: String, generation: u64| {
+        m.sign_log_key(&LogKeyStatement {
+            origin: origin.clone(),
+            vkey,
+            generation,
+            time_unix_ms: now_ms(),
+        })
+        .unwrap()
+    };
+    // The state already holds the group's statement of generation 1 (the registry was at
+    // generation 1 when this witness last learned its key): generation 0 is a retired
+    // key's statement, refused.
+    dgsp_witness::server::DirStore::create(&state, &[])
+        .unwrap()
+        .keep_log_key_statement(&statement(gen1.vkey(), 1))
+        .unwrap();
+    let gw = gateway(config(&reg, data.path(), &key, &state, false)).await;
+    let (_, n) = note(&m, 1, b"a");
+    let req = AddCheckpoint {
+        old: 0,
+        proof: Vec::new(),
+        checkpoint: n,
+    };
+    let body = wait_for("the witness to refuse generation 0", || async {
+        match client(&gw).add_checkpoint(&req).await {
+            Err(SubmitError::Server { status: 503, body }) if body.contains("generation") => {
+                Some(body)
+            }
+            _ => None,
+        }
+    })
+    .await;
+    assert!(
+        body.contains("generation 0, older than generation 1"),
+        "{body}"
+    );
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["witness"]["ready"], false, "{ready}");
+    gw.shutdown().await;
+
+    // A state holding another key for generation 0 than the registry's: refused too.
+    let other = MlDsaCosigner::from_seed(&origin, &[7; 32]).unwrap();
+    std::fs::write(state.join("log-key"), statement(other.vkey(), 0)).unwrap();
+    let gw = gateway(config(&reg, data.path(), &key, &state, false)).await;
+    wait_for(
+        "the witness to refuse another key of generation 0",
+        || async {
+            match client(&gw).add_checkpoint(&req).await {
+                Err(SubmitError::Server { status: 503, body })
+                    if body.contains("another key for generation 0") =>
+                {
+                    Some(())
+                }
+                _ => None,
+            }
+        },
+    )
+    .await;
+    gw.shutdown().await;
+
+    // A kept statement that does not verify under the group key refuses the start.
+    std::fs::write(state.join("log-key"), "not a statement\n").unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let err = gw::start(config(&reg, data.path(), &key, &state, false), listener)
+        .await
+        .err()
+        .expect("a damaged kept statement must not start")
+        .to_string();
+    assert!(
+        err.contains("--witness-state") && err.contains("log-key"),
+        "{err}"
+    );
+
+    // An older statement of the same generation (each registry signs its own at its
+    // start) names the same key: taken, and the newer one stays kept.
+    let gen0 = MlDsaCosigner::from_seed(&origin, &m.log_key_seed(0)).unwrap();
+    let newer = statement(gen0.vkey(), 0);
+    std::fs::write(state.join("log-key"), &newer).unwrap();
+    let gw = gateway(config(&reg, data.path(), &key, &state, false)).await;
+    witness_ready(&gw).await;
+    assert_eq!(
+        std::fs::read_to_string(state.join("log-key")).unwrap(),
+        newer
+    );
+    gw.shutdown().await;
+    reg.shutdown().await;
+}

@@ -20,7 +20,9 @@ mod store;
 mod witness;
 
 pub use http::{latest_checkpoint, router};
-pub use store::{DirStore, MemoryStore, StoreError, TreeHead, WitnessStore, STATE_FORMAT};
+pub use store::{
+    DirStore, MemoryStore, StoreError, TreeHead, WitnessStore, MAX_LOG_KEY_STATEMENT, STATE_FORMAT,
+};
 pub use witness::{
     origin_hash, system_clock, KnownLogs, KnownLogsError, UnixClock, Witness, WitnessAnswer,
     BAD_PROOF, BAD_TRUSTED_SIGNATURE, MAX_ORIGIN_LEN, NOT_EMPTY_ROOT, NO_TRUSTED_SIGNATURE,

@@ -108,6 +108,11 @@ pub const STATE_FORMAT: &str = "dgsp-witness-state/v1";
 const HEADS: &str = "heads";
 /// The file of a [`DirStore`] that one process holds locked while it uses the state.
 const LOCK: &str = "lock";
+/// The file of a [`DirStore`] that holds the log-key statement kept with the state.
+const LOG_KEY: &str = "log-key";
+/// The most bytes a kept log-key statement may have (a DGSP statement: a 1.8 KB vkey and a
+/// SPHINCS+ signature of at most 49 856 bytes, base64).
+pub const MAX_LOG_KEY_STATEMENT: usize = 128 * 1024;
 /// The most origins a state file may hold (a witness cosigns for a few logs).
 const MAX_ORIGINS: usize = 1024;
 
@@ -117,6 +122,7 @@ const MAX_ORIGINS: usize = 1024;
 /// ```text
 /// <dir>/heads   dgsp-witness-state/v1\n then one `<origin> <size> <64 hex root>\n` per log
 /// <dir>/lock    locked (flock) by the one process using the state
+/// <dir>/log-key the newest statement binding the log's key its owner accepted (optional)
 /// ```
 ///
 /// A compare-and-set writes the whole file anew (a temporary file, synced, renamed into
@@ -190,16 +196,62 @@ impl DirStore {
         &self.dir
     }
 
-    /// Writes `heads` as the state, durably: a temporary file, synced, renamed over
-    /// `heads`, the directory synced.
+    /// The log-key statement kept with the state ([`keep_log_key_statement`]), `None` if
+    /// none was. The store does not judge it: its owner verifies it as it verified it before
+    /// keeping it. Refused over [`MAX_LOG_KEY_STATEMENT`] bytes or not UTF-8.
+    ///
+    /// [`keep_log_key_statement`]: DirStore::keep_log_key_statement
+    pub fn log_key_statement(&self) -> Result<Option<String>, StoreError> {
+        use std::io::Read as _;
+        let path = self.dir.join(LOG_KEY);
+        let f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("reading", &path, e)),
+        };
+        let mut bytes = Vec::new();
+        f.take(MAX_LOG_KEY_STATEMENT as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_error("reading", &path, e))?;
+        if bytes.len() > MAX_LOG_KEY_STATEMENT {
+            return Err(StoreError(format!(
+                "{}: over {MAX_LOG_KEY_STATEMENT} bytes",
+                path.display()
+            )));
+        }
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| StoreError(format!("{}: not UTF-8", path.display())))
+    }
+
+    /// Keeps `statement` (the log-key statement its owner verified and accepted) with the
+    /// state, durably, in place of the one kept before; refused over
+    /// [`MAX_LOG_KEY_STATEMENT`] bytes.
+    pub fn keep_log_key_statement(&self, statement: &str) -> Result<(), StoreError> {
+        if statement.len() > MAX_LOG_KEY_STATEMENT {
+            return Err(StoreError(format!(
+                "a log-key statement of {} bytes, over {MAX_LOG_KEY_STATEMENT}",
+                statement.len()
+            )));
+        }
+        self.write_file(LOG_KEY, statement.as_bytes())
+    }
+
+    /// Writes `heads` as the state, durably.
     fn write(&self, heads: &BTreeMap<String, TreeHead>) -> Result<(), StoreError> {
         let mut text = format!("{STATE_FORMAT}\n");
         for (origin, h) in heads {
             let root: String = h.root.iter().map(|b| format!("{b:02x}")).collect();
             text.push_str(&format!("{origin} {} {root}\n", h.size));
         }
-        let tmp = self.dir.join(format!("{HEADS}.tmp"));
-        let path = self.dir.join(HEADS);
+        self.write_file(HEADS, text.as_bytes())
+    }
+
+    /// Writes the file `name` of the directory durably: a temporary file, synced, renamed
+    /// over `name`, the directory synced.
+    fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let tmp = self.dir.join(format!("{name}.tmp"));
+        let path = self.dir.join(name);
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
@@ -207,7 +259,7 @@ impl DirStore {
             .mode(0o600)
             .open(&tmp)
             .map_err(|e| io_error("writing", &tmp, e))?;
-        f.write_all(text.as_bytes())
+        f.write_all(bytes)
             .and_then(|()| f.sync_all())
             .map_err(|e| io_error("writing", &tmp, e))?;
         fs::rename(&tmp, &path).map_err(|e| io_error("renaming into", &path, e))?;
@@ -343,6 +395,19 @@ mod tests {
         let s = DirStore::open(&dir).unwrap();
         assert_eq!((s.get("o"), s.get("p")), (Ok(Some(b)), Ok(Some(a))));
         assert_eq!(s.get("q"), Ok(None));
+        // A log-key statement is kept beside the trees, replaced, read back after a reopen.
+        assert_eq!(s.log_key_statement(), Ok(None));
+        s.keep_log_key_statement("first\n").unwrap();
+        s.keep_log_key_statement("second\n").unwrap();
+        assert!(s
+            .keep_log_key_statement(&"x".repeat(MAX_LOG_KEY_STATEMENT + 1))
+            .is_err());
+        drop(s);
+        let s = DirStore::open(&dir).unwrap();
+        assert_eq!(s.log_key_statement(), Ok(Some("second\n".to_owned())));
+        fs::write(dir.join(LOG_KEY), "y".repeat(MAX_LOG_KEY_STATEMENT + 1)).unwrap();
+        assert!(s.log_key_statement().is_err(), "over the cap");
+        fs::write(dir.join(LOG_KEY), "second\n").unwrap();
         drop(s);
         let text = fs::read_to_string(dir.join(HEADS)).unwrap();
         assert_eq!(
