@@ -213,7 +213,7 @@ async fn clients_slow_in_their_client_hello_take_no_handshake_slot() {
     let (listen, ca) = tls_listen(dir.path()).await;
     let limits = Limits {
         max_handshakes: 8,
-        handshake_timeout: Duration::from_secs(20),
+        handshake_timeout: Duration::from_secs(60),
         ..Limits::default()
     };
     let addr = serve(listen.with_limits(limits));
@@ -259,7 +259,7 @@ async fn handshakes_stalled_after_their_client_hello_are_evicted_for_new_clients
     let (listen, ca) = tls_listen(dir.path()).await;
     let limits = Limits {
         max_handshakes: 8,
-        handshake_timeout: Duration::from_secs(20),
+        handshake_timeout: Duration::from_secs(60),
         ..Limits::default()
     };
     let addr = serve(listen.with_limits(limits));
