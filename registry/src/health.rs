@@ -9,12 +9,16 @@
 //! retried silently.
 //!
 //! With a journal the registry is the writer only while it holds the write lease
-//! ([`Fence`], implemented by `crate::journal::Lease`): while the lease is not provably held
-//! it signs no checkpoint and serves none as fresh, and `/readyz` fails, even before the
-//! halt that the lease's loss leads to.
+//! ([`Fence`], implemented by `crate::journal::Lease`) and once its first segment since it
+//! took the lease has landed and the checkpoint it carries is served ([`Health::claim`]):
+//! that segment takes the seq after everything it read from the journal, so a predecessor
+//! that still believes it holds the lease can no longer write there, and what was served
+//! before it (a note stored by an earlier run) is never served as fresh. Until both hold it signs no checkpoint and serves none
+//! as fresh, and `/readyz` fails, even before the halt that the lease's loss leads to.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Whether this process may act as the group's writer now.
@@ -31,6 +35,8 @@ pub trait Fence: Send + Sync {
 pub struct Health {
     halted: Mutex<Option<String>>,
     fence: Option<Arc<dyn Fence>>,
+    /// set once this process's first journal segment landed
+    claimed: AtomicBool,
 }
 
 impl std::fmt::Debug for Health {
@@ -48,7 +54,20 @@ impl Health {
         Health {
             halted: Mutex::new(None),
             fence: Some(fence),
+            claimed: AtomicBool::new(false),
         }
+    }
+
+    /// Records that this process's first checkpoint since it took the lease is in the
+    /// journal and served (the publisher).
+    pub fn claim(&self) {
+        self.claimed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether this process may serve as fresh without a first write of its own: without
+    /// a fence, always; with one, once [`claim`](Self::claim)ed.
+    pub fn claimed(&self) -> bool {
+        self.fence.is_none() || self.claimed.load(Ordering::SeqCst)
     }
 
     /// Halts the registry (the first reason is kept; later ones are only logged).
@@ -71,8 +90,22 @@ impl Health {
             .clone()
     }
 
-    /// `Ok` while the fence holds by this process's own knowledge (always, without one).
+    /// `Ok` while the fence holds by this process's own knowledge and this process has
+    /// claimed the journal (always, without a fence).
     pub fn fence(&self) -> Result<(), String> {
+        let Some(f) = &self.fence else { return Ok(()) };
+        f.check()?;
+        if !self.claimed() {
+            return Err(
+                "this registry's first journal segment since it took the lease has not landed yet"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// `Ok` while the lease holds by this process's own knowledge, claimed or not.
+    pub fn lease_holds(&self) -> Result<(), String> {
         self.fence.as_ref().map_or(Ok(()), |f| f.check())
     }
 

@@ -426,6 +426,7 @@ impl Publisher {
         let cadence_due = Instant::now() >= self.due;
         if head.seq == self.processed
             && !cadence_due
+            && self.writer.health().claimed()
             && !self.owes_checkpoint()
             && !self.owes_snapshot()
         {
@@ -448,7 +449,7 @@ impl Publisher {
                 return Ok(());
             }
         }
-        if !(self.owes_checkpoint() || cadence_due) {
+        if !(self.owes_checkpoint() || cadence_due || !self.writer.health().claimed()) {
             return Ok(());
         }
         // Nothing is signed as fresh by a registry that cannot prove it is the writer now
@@ -684,8 +685,15 @@ impl Publisher {
             Some(w) => SignedCheckpoint::witnessed(signed.checkpoint, signed.note, Some(w)),
             None => signed,
         };
+        // A registry that has not written since it took the lease logs this checkpoint
+        // first: that segment fences every earlier writer out of the journal, and only
+        // then is anything served as fresh.
+        let claim = !self.writer.health().claimed();
+        if claim {
+            self.log_checkpoint(&signed, size, root).await?;
+        }
         // The witnesses may have taken seconds: still the writer?
-        if let Err(why) = self.writer.health().fence() {
+        if let Err(why) = self.writer.health().lease_holds() {
             tracing::warn!(size, %why, "checkpoint not published: the write lease is not held");
             self.due = Instant::now() + self.interval.min(LEASE_RETRY);
             return Ok(());
@@ -694,19 +702,32 @@ impl Publisher {
         // checkpoint entry it has already read from the log.
         self.store.put_latest_note(&signed.json)?;
         write(&self.published).checkpoint = Some(signed.clone());
-        if self.owes_checkpoint() {
-            let event = Event::Checkpoint {
-                size,
-                head: hex::encode(root),
-                note: signed.note,
-            };
-            self.writer.submit(Command::Append { event }, None).await?;
-            self.last_logged_checkpoint = size;
-            // Our own entry, folded now, so that it alone does not wake
-            // another round (a fence and a fold for nothing after every change).
-            self.fold()?;
+        if claim {
+            self.writer.health().claim();
+        } else if self.owes_checkpoint() {
+            self.log_checkpoint(&signed, size, root).await?;
         }
         self.due = Instant::now() + self.interval;
+        Ok(())
+    }
+
+    /// Appends `signed` (of `size` entries, `root`) to the log.
+    async fn log_checkpoint(
+        &mut self,
+        signed: &SignedCheckpoint,
+        size: u64,
+        root: [u8; 32],
+    ) -> Result<(), StepError> {
+        let event = Event::Checkpoint {
+            size,
+            head: hex::encode(root),
+            note: signed.note.clone(),
+        };
+        self.writer.submit(Command::Append { event }, None).await?;
+        self.last_logged_checkpoint = size;
+        // Our own entry, folded now, so that it alone does not wake another round (a
+        // fence and a fold for nothing after every change).
+        self.fold()?;
         Ok(())
     }
 }

@@ -110,6 +110,7 @@ struct Holder {
     writer: Writer,
     lease: Arc<Lease>,
     key: Arc<JournalKey>,
+    manager: Arc<dgsp_core::Manager>,
     _thread: std::thread::JoinHandle<()>,
     _keeper: tokio::task::JoinHandle<LeaseError>,
 }
@@ -134,11 +135,13 @@ async fn holder(
         tokio::runtime::Handle::current(),
     ));
     let health = Arc::new(Health::fenced(lease.clone()));
-    let (writer, thread) = Writer::start_journaled(store, manager, health, Some(j)).unwrap();
+    let (writer, thread) =
+        Writer::start_journaled(store, manager.clone(), health, Some(j)).unwrap();
     Holder {
         writer,
         lease,
         key,
+        manager,
         _thread: thread,
         _keeper: keeper,
     }
@@ -158,6 +161,16 @@ async fn take_over(
     key: Arc<JournalKey>,
     ttl: Duration,
 ) -> Result<Arc<Store>, JournalError> {
+    take_over_leased(db, bucket, key, ttl).await.map(|(s, _)| s)
+}
+
+/// [`take_over`], keeping the lease.
+async fn take_over_leased(
+    db: &std::path::Path,
+    bucket: Arc<dyn TileStore>,
+    key: Arc<JournalKey>,
+    ttl: Duration,
+) -> Result<(Arc<Store>, Arc<Lease>), JournalError> {
     let store = Arc::new(Store::open(db).unwrap());
     let lease = {
         let (b, s, k) = (bucket.clone(), store.clone(), key.clone());
@@ -171,7 +184,7 @@ async fn take_over(
     };
     let done = journal::catch_up(bucket.as_ref(), &key, &store, Some(&lease)).await?;
     journal::check_head(&key, &store, &lease, done.journal_head)?;
-    Ok(store)
+    Ok((store, lease))
 }
 
 /// A write whose segment reaches the bucket only after the writer's lease has lapsed (the
@@ -356,7 +369,7 @@ async fn a_standby_refuses_a_journal_shorter_than_the_recorded_head() {
         let dir = tempfile::tempdir().unwrap();
         let bucket: Arc<dyn TileStore> =
             Arc::new(LocalDir::open(dir.path().join("bucket")).unwrap());
-        let ttl = Duration::from_millis(600);
+        let ttl = Duration::from_millis(1500);
         let w1 = holder(&dir.path().join("w1"), 4, bucket.clone(), ttl).await;
         let mut last = 0;
         for name in ["alice", "bob", "carol"] {
@@ -366,19 +379,23 @@ async fn a_standby_refuses_a_journal_shorter_than_the_recorded_head() {
                 last = seq;
             }
         }
-        // A renewal records the head; then the writer dies without releasing the lease.
-        w1.lease.renew().await.unwrap();
-        let lease_obj = bucket
-            .get(journal::lease::LEASE_KEY)
-            .await
-            .unwrap()
-            .unwrap();
-        let record: journal::lease::Record = serde_json::from_slice(&lease_obj.bytes).unwrap();
-        assert_eq!(
-            record.head.as_ref().map(|h| h.seq),
-            Some(last),
-            "{record:?}"
-        );
+        // A renewal records the head (the keeper's, or ours); then the writer dies without
+        // releasing the lease.
+        let mut record = None;
+        for _ in 0..100 {
+            w1.lease.renew().await.unwrap();
+            let lease_obj = bucket
+                .get(journal::lease::LEASE_KEY)
+                .await
+                .unwrap()
+                .unwrap();
+            let r: journal::lease::Record = serde_json::from_slice(&lease_obj.bytes).unwrap();
+            if r.head.as_ref().map(|h| h.seq) == Some(last) {
+                record = Some(r);
+                break;
+            }
+        }
+        let record = record.expect("a renewal recorded the journal head");
         w1._keeper.abort();
         match tamper {
             "delete the newest segment" => {
@@ -406,4 +423,86 @@ async fn a_standby_refuses_a_journal_shorter_than_the_recorded_head() {
             _ => panic!("{tamper}: {:?}", refused.map(|s| s.head().unwrap().seq)),
         }
     }
+}
+
+/// A registry that took over serves nothing as fresh before its own first segment lands
+/// at the seq after everything it read. Here a segment of the previous writer lands there
+/// first (as one from a writer paused with its clock, which would acknowledge it): the new
+/// writer's claim finds the seq taken and it halts, and never serves a checkpoint that
+/// lacks the previous writer's entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_writer_serves_nothing_fresh_before_its_first_segment_lands() {
+    use dgsp_wire::events::Event;
+    use dgsp_wire::log::Entry;
+    let dir = tempfile::tempdir().unwrap();
+    let bucket: Arc<dyn TileStore> = Arc::new(LocalDir::open(dir.path().join("bucket")).unwrap());
+    let ttl = Duration::from_millis(1500);
+    let w1 = holder(&dir.path().join("w1"), 5, bucket.clone(), ttl).await;
+    for name in ["alice", "bob"] {
+        w1.writer.submit(join(name), None).await.unwrap();
+    }
+    // W1 stops renewing (paused); W2 takes over and reads the journal.
+    w1._keeper.abort();
+    let (store, lease) =
+        take_over_leased(&dir.path().join("w2"), bucket.clone(), w1.key.clone(), ttl)
+            .await
+            .unwrap();
+    // W1's late segment lands at the seq after W2's head.
+    let head = store.head().unwrap();
+    let late = Entry::seal(
+        head.seq + 1,
+        1_700_000_000_000,
+        &Event::MemberJoined {
+            id: 2,
+            username: "carol".into(),
+        },
+        &head.hash,
+    );
+    let name = journal::segment_key(head.seq + 1);
+    bucket
+        .put_new(&name, w1.key.seal(&name, &[late], &[]))
+        .await
+        .unwrap();
+    // W2 serves.
+    let manager = w1.manager.clone();
+    let j = Arc::new(Journal::new(
+        bucket.clone(),
+        w1.key.clone(),
+        lease,
+        tokio::runtime::Handle::current(),
+    ));
+    let mut config = support::config(TOKEN);
+    config.publisher.checkpoint_interval = Duration::from_secs(1);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let running = dgsp_registry::server::start_journaled(store, manager, listener, config, Some(j))
+        .await
+        .unwrap();
+    let base = running.url();
+    let client = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let cp = client
+            .get(format!("{base}/v1/checkpoint"))
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(
+            cp.status(),
+            StatusCode::OK,
+            "served a checkpoint while the journal holds an entry it lacks: {}",
+            cp.text().await.unwrap()
+        );
+        let (ready, why) = support::readyz(&client, &base).await;
+        assert_ne!(ready, StatusCode::OK, "{why}");
+        if why.contains("halted") {
+            assert!(why.contains("another registry"), "{why}");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the new writer neither halted nor stayed unready: {why}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(running);
 }

@@ -277,19 +277,36 @@ impl Lease {
     /// and finds this holder's record in it. Whatever this process wrote to the store
     /// before the call began is then seen by any later holder's catch-up (a takeover is a
     /// write of the lease, after this read). `Lost` when another holds it (remembered);
-    /// `Unproven` when the store did not answer within [`request_bound`].
+    /// `Unproven` when no read, each bounded by [`request_bound`], was answered before
+    /// the lease's trusted time ran out.
     pub async fn confirm(&self) -> Result<(), LeaseError> {
-        self.check()?;
         let holder = self.holder();
         let bound = request_bound(self.ttl);
-        match bounded(bound, "reading the lease", self.tiles.get(LEASE_KEY)).await {
-            Ok(Some(o)) => match serde_json::from_slice::<Record>(&o.bytes) {
-                Ok(r) if r.holder == holder && !r.released => Ok(()),
-                Ok(r) => Err(self.lose(r.describe())),
-                Err(_) => Err(self.lose("unreadable lease".into())),
-            },
-            Ok(None) => Err(self.lose("lease deleted".into())),
-            Err(e) => Err(LeaseError::Unproven(e)),
+        let mut wait = Duration::from_millis(10);
+        loop {
+            // A read that fails is tried again while the lease is trusted: a proof read
+            // later proves as much.
+            if let Err(e) = self.check() {
+                return Err(match e {
+                    LeaseError::Expired(_) => LeaseError::Unproven(e.to_string()),
+                    other => other,
+                });
+            }
+            match bounded(bound, "reading the lease", self.tiles.get(LEASE_KEY)).await {
+                Ok(Some(o)) => {
+                    return match serde_json::from_slice::<Record>(&o.bytes) {
+                        Ok(r) if r.holder == holder && !r.released => Ok(()),
+                        Ok(r) => Err(self.lose(r.describe())),
+                        Err(_) => Err(self.lose("unreadable lease".into())),
+                    }
+                }
+                Ok(None) => return Err(self.lose("lease deleted".into())),
+                Err(e) => {
+                    tracing::warn!(error = %e, "proving the write lease failed; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(bound);
+                }
+            }
         }
     }
 
@@ -345,8 +362,13 @@ impl Lease {
             (h.version.clone(), h.record.clone(), h.valid_until)
         };
         let sent = Instant::now();
-        // Raced against the deadline: past it nothing the answer says can help.
-        let bound = request_bound(self.ttl).min(until.saturating_duration_since(sent));
+        // Raced against the deadline, so a renewal that hangs loses to expiry; one sent
+        // after it still learns whether the lease was lost.
+        let left = until.saturating_duration_since(sent);
+        let bound = match left.is_zero() {
+            true => request_bound(self.ttl),
+            false => request_bound(self.ttl).min(left),
+        };
         let put = put_confirmed(
             self.tiles.as_ref(),
             encode(&record),

@@ -15,9 +15,11 @@
 //! requests queue, and the next segment carries all of them (up to
 //! the writer's `MAX_GROUP` commands). See docs/event-log.md, "The journal".
 //!
-//! A segment is acknowledged only once the writer has proven, after it landed, that it
-//! still holds the lease ([`Journal::append_then`]): otherwise the outcome is unknown and
-//! the writer halts. See docs/event-log.md, "Fencing".
+//! A segment is acknowledged only if the lease is still trusted after it landed
+//! ([`Journal::append`]): otherwise the outcome is unknown and the writer halts. A registry
+//! that takes over writes a segment of its own before it serves anything as fresh, at the
+//! seq after all it read, so no predecessor can land one there. See docs/event-log.md,
+//! "Fencing".
 
 pub mod lease;
 pub mod segment;
@@ -163,8 +165,7 @@ impl Journal {
     /// Writes one segment holding `entries` (consecutive, continuing the journal) and
     /// `idem`, create-if-absent, each try bounded by the lease's request bound and retried
     /// for up to half the lease's time to live while the lease holds. `Ok` once the store
-    /// holds it and the lease is still trusted by this process's clock; the proof that no
-    /// other registry took the lease meanwhile is [`confirm`](Self::confirm).
+    /// holds it and the lease is still trusted by this process's clock.
     pub async fn append(
         &self,
         entries: &[Entry],
@@ -175,35 +176,7 @@ impl Journal {
         };
         let key = segment_key(first);
         let bytes = self.key.seal(&key, entries, idem);
-        let started = tokio::time::Instant::now();
-        let bound = self.lease.request_bound();
-        let mut wait = Duration::from_millis(20);
-        loop {
-            self.lease.check()?;
-            let tried =
-                match tokio::time::timeout(bound, self.tiles.put_new(&key, bytes.clone())).await {
-                    Ok(Ok(_)) => break,
-                    Ok(Err(StoreError::Conflict { .. })) => {
-                        return Err(JournalError::Superseded { key })
-                    }
-                    Ok(Err(e)) => e.to_string(),
-                    Err(_) => format!("no answer within {bound:?}"),
-                };
-            if started.elapsed() + wait >= self.retry_for {
-                return Err(JournalError::Unavailable {
-                    key,
-                    secs: started.elapsed().as_secs(),
-                    last: tried,
-                });
-            }
-            tracing::warn!(%key, error = %tried, retry_in = ?wait, "writing a journal segment failed");
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(1));
-        }
-        // After the durable step: the lease may have lapsed while the write was in flight.
-        self.lease
-            .check()
-            .map_err(|why| JournalError::OutcomeUnknown { key, why })
+        put_segment(self.tiles.as_ref(), &self.lease, key, bytes, self.retry_for).await
     }
 
     /// The journal head (`seq`, `hash`) with its tag, as the lease records it.
@@ -216,43 +189,25 @@ impl Journal {
     }
 
     /// From the writer thread (not a runtime thread): [`append`](Self::append), then
-    /// `local` (the commit to the local store) on this thread while [`confirm`](Self::confirm)
-    /// asks the store, so the proof costs no extra round trip after the local commit. The
-    /// result is `local`'s only if both succeed; a local commit of a segment that landed is
-    /// never wrong (the bucket holds it), even when the proof then fails.
+    /// `local` (the commit to the local store), then the journal's new head recorded for
+    /// the next renewal. A local commit of a segment that landed is never wrong (the bucket
+    /// holds it).
     pub fn append_then<T>(
         &self,
         entries: &[Entry],
         idem: &[(String, Vec<u8>)],
         local: impl FnOnce() -> Result<T, String>,
     ) -> Result<T, String> {
-        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        let Some(last) = entries.last() else {
             return local();
         };
         let last = (last.seq, hash_of(last).map_err(|e| e.to_string())?);
         self.rt
             .block_on(self.append(entries, idem))
             .map_err(|e| format!("the journal: {e}"))?;
-        let proof = {
-            let (lease, first) = (self.lease.clone(), first.seq);
-            self.rt.spawn(async move {
-                lease
-                    .confirm()
-                    .await
-                    .map_err(|why| JournalError::OutcomeUnknown {
-                        key: segment_key(first),
-                        why,
-                    })
-            })
-        };
-        let committed = local();
-        let proven = match self.rt.block_on(proof) {
-            Ok(r) => r.map_err(|e| format!("the journal: {e}")),
-            Err(e) => Err(format!("the journal: proving the lease: {e}")),
-        };
-        proven?;
+        let committed = local()?;
         self.lease.set_head(self.head(last.0, &last.1));
-        committed
+        Ok(committed)
     }
 }
 
@@ -341,32 +296,9 @@ pub async fn catch_up(
             let (Some(first), Some(last)) = (chunk.first(), chunk.last()) else {
                 break;
             };
-            lease.check()?;
             let name = segment_key(first.seq);
-            let bound = lease.request_bound();
-            match tokio::time::timeout(bound, tiles.put_new(&name, key.seal(&name, &chunk, &[])))
-                .await
-            {
-                Ok(Ok(_)) => {}
-                Ok(Err(StoreError::Conflict { .. })) => {
-                    return Err(JournalError::Superseded { key: name })
-                }
-                Ok(Err(e)) => return Err(e.into()),
-                Err(_) => {
-                    return Err(JournalError::Unavailable {
-                        key: name,
-                        secs: bound.as_secs(),
-                        last: format!("no answer within {bound:?}"),
-                    })
-                }
-            }
-            lease
-                .confirm()
-                .await
-                .map_err(|why| JournalError::OutcomeUnknown {
-                    key: name.clone(),
-                    why,
-                })?;
+            let bytes = key.seal(&name, &chunk, &[]);
+            put_segment(tiles, lease, name, bytes, lease.ttl() / 2).await?;
             store.put_journal_segment(first.seq)?;
             done.uploaded += chunk.len() as u64;
             next = last.seq;
@@ -418,6 +350,45 @@ pub fn check_head(
         }
     }
     Ok(())
+}
+
+/// Creates the segment object `key` holding `bytes`, each try bounded by the lease's request
+/// bound and retried for up to `retry_for` while the lease holds; `Ok` once the store holds
+/// it and the lease is still trusted by this process's clock (it may have lapsed while the
+/// write was in flight: then the outcome is unknown).
+async fn put_segment(
+    tiles: &dyn TileStore,
+    lease: &Lease,
+    key: String,
+    bytes: dgsp_tilestore::Bytes,
+    retry_for: Duration,
+) -> Result<(), JournalError> {
+    let started = tokio::time::Instant::now();
+    let bound = lease.request_bound();
+    let mut wait = Duration::from_millis(20);
+    loop {
+        lease.check()?;
+        let tried = match tokio::time::timeout(bound, tiles.put_new(&key, bytes.clone())).await {
+            Ok(Ok(_)) => break,
+            Ok(Err(StoreError::Conflict { .. })) => return Err(JournalError::Superseded { key }),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {bound:?}"),
+        };
+        if started.elapsed() + wait >= retry_for {
+            return Err(JournalError::Unavailable {
+                key,
+                secs: started.elapsed().as_secs(),
+                last: tried,
+            });
+        }
+        tracing::warn!(%key, error = %tried, retry_in = ?wait, "writing a journal segment failed");
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(1));
+    }
+    // After the durable step: the lease may have lapsed while the write was in flight.
+    lease
+        .check()
+        .map_err(|why| JournalError::OutcomeUnknown { key, why })
 }
 
 fn hash_of(e: &Entry) -> Result<Hash, JournalError> {
