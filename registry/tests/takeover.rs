@@ -107,6 +107,18 @@ fn bucket(dir: &Path) -> Bucket {
 
 /// A `serve` process on an empty (or given) data directory, writing its log to `log`.
 fn start(b: &Bucket, data: &Path, key: &Path, port: u16, log: &Path) -> Child {
+    start_with(b, data, key, port, log, &[])
+}
+
+/// [`start`], with `extra` arguments.
+fn start_with(
+    b: &Bucket,
+    data: &Path,
+    key: &Path,
+    port: u16,
+    log: &Path,
+    extra: &[String],
+) -> Child {
     let out = std::fs::File::create(log).unwrap();
     let mut c = Command::new(support::BIN);
     c.args(["serve", "--data"])
@@ -117,6 +129,7 @@ fn start(b: &Bucket, data: &Path, key: &Path, port: u16, log: &Path) -> Child {
         .args(["--lease-ttl-ms", &TTL_MS.to_string()])
         .args(["--checkpoint-interval-secs", "1"])
         .args(&b.args)
+        .args(extra)
         .env("DGSP_KEY_PASSPHRASE", PASSPHRASE)
         .env("DGSP_ADMIN_TOKEN", TOKEN)
         .env("RUST_LOG", "info")
@@ -543,9 +556,11 @@ fn unsafe_free_kill(pid: i32, sig: &str) {
 }
 
 /// A standby sent SIGHUP while it stands by (a certificate rotation reaching every
-/// registry) keeps standing by, and takes over when the writer dies.
+/// registry) keeps standing by, and takes over when the writer dies, serving the TLS
+/// certificate its files hold then, not the one they held when it started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_standby_survives_sighup_and_still_takes_over() {
+async fn a_standby_survives_sighup_and_takes_over_with_the_rotated_certificate() {
+    use dgsp_http::tls::test_certs::{write_files, TestCa, Validity};
     let dir = tempfile::tempdir().unwrap();
     let b = bucket(dir.path());
     let first_data = dir.path().join("r0");
@@ -556,18 +571,30 @@ async fn a_standby_survives_sighup_and_still_takes_over() {
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
-    let spawn = |n: u64, data: PathBuf| {
-        let port = support::free_port();
-        let log = dir.path().join(format!("r{n}.log"));
-        Registry {
-            child: start(&b, &data, &key, port, &log),
-            port,
-            log,
-        }
+    let port = support::free_port();
+    let log = dir.path().join("r0.log");
+    let mut writer = Registry {
+        child: start(&b, &first_data, &key, port, &log),
+        port,
+        log,
     };
-    let mut writer = spawn(0, first_data);
     serving(&client, &writer).await;
-    let mut standby = spawn(1, dir.path().join("r1"));
+    // The standby serves HTTPS once it takes over; its files are rotated while it waits.
+    let (old_ca, new_ca) = (TestCa::new("ca at start"), TestCa::new("ca after rotation"));
+    let files = old_ca.write_server(dir.path(), "standby", Validity::Now);
+    let tls = [
+        "--tls-cert".to_owned(),
+        files.cert.display().to_string(),
+        "--tls-key".to_owned(),
+        files.key.display().to_string(),
+    ];
+    let port = support::free_port();
+    let log = dir.path().join("r1.log");
+    let mut standby = Registry {
+        child: start_with(&b, &dir.path().join("r1"), &key, port, &log, &tls),
+        port,
+        log,
+    };
     // Standing by: it has read the journal and watches the lease.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(&standby.log)
@@ -581,6 +608,8 @@ async fn a_standby_survives_sighup_and_still_takes_over() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let (cert, tls_key) = new_ca.server(Validity::Now);
+    write_files(&files, &cert, &tls_key);
     for _ in 0..3 {
         unsafe_free_kill(standby.child.id() as i32, "HUP");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -596,5 +625,28 @@ async fn a_standby_survives_sighup_and_still_takes_over() {
     );
     unsafe_free_kill(writer.child.id() as i32, "KILL");
     let _ = writer.child.wait();
-    serving(&client, &standby).await;
+    let trusting = |ca: &TestCa| {
+        reqwest::Client::builder()
+            .tls_certs_only(reqwest::Certificate::from_pem_bundle(ca.pem().as_bytes()).unwrap())
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap()
+    };
+    let url = format!("https://127.0.0.1:{}/readyz", standby.port);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match trusting(&new_ca).get(&url).send().await {
+            Ok(r) if r.status().is_success() => break,
+            other => assert!(
+                Instant::now() < deadline,
+                "the standby never served HTTPS with the rotated certificate: {other:?}\n{}",
+                log_tail(&standby.log)
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        trusting(&old_ca).get(&url).send().await.is_err(),
+        "the new writer served the certificate its files held at start"
+    );
 }
