@@ -187,6 +187,30 @@ async fn take_over_leased(
     Ok((store, lease))
 }
 
+/// Serves `store` in process on loopback, every write journaled in `tiles` under `lease`,
+/// with a checkpoint every second.
+async fn serve_journaled(
+    store: Arc<Store>,
+    manager: Arc<dgsp_core::Manager>,
+    tiles: Arc<dyn TileStore>,
+    key: Arc<JournalKey>,
+    lease: Arc<Lease>,
+) -> dgsp_registry::server::Running {
+    let journal = Journal::new(tiles, key, lease, tokio::runtime::Handle::current());
+    let mut config = support::config(TOKEN);
+    config.publisher.checkpoint_interval = Duration::from_secs(1);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    dgsp_registry::server::start_journaled(
+        store,
+        manager,
+        listener,
+        config,
+        Some(Arc::new(journal)),
+    )
+    .await
+    .unwrap()
+}
+
 /// A write whose segment reaches the bucket only after the writer's lease has lapsed (the
 /// proxy in front of the bucket holds it for 6 s; the lease lives 2 s) is not
 /// acknowledged, and whatever was acknowledged is in the log of the registry that took over.
@@ -276,18 +300,7 @@ async fn a_registry_that_cannot_prove_its_lease_serves_no_fresh_checkpoint() {
     journal::catch_up(tiles.as_ref(), &key, &store, Some(&lease))
         .await
         .unwrap();
-    let j = Arc::new(Journal::new(
-        tiles,
-        key,
-        lease,
-        tokio::runtime::Handle::current(),
-    ));
-    let mut config = support::config(TOKEN);
-    config.publisher.checkpoint_interval = Duration::from_secs(1);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running = dgsp_registry::server::start_journaled(store, manager, listener, config, Some(j))
-        .await
-        .unwrap();
+    let running = serve_journaled(store, manager, tiles, key, lease).await;
     let base = running.url();
     let client = reqwest::Client::new();
     support::wait_covering(&client, &base, 1, support::polls(200, 100)).await;
@@ -464,19 +477,14 @@ async fn a_new_writer_serves_nothing_fresh_before_its_first_segment_lands() {
         .await
         .unwrap();
     // W2 serves.
-    let manager = w1.manager.clone();
-    let j = Arc::new(Journal::new(
+    let running = serve_journaled(
+        store,
+        w1.manager.clone(),
         bucket.clone(),
         w1.key.clone(),
         lease,
-        tokio::runtime::Handle::current(),
-    ));
-    let mut config = support::config(TOKEN);
-    config.publisher.checkpoint_interval = Duration::from_secs(1);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running = dgsp_registry::server::start_journaled(store, manager, listener, config, Some(j))
-        .await
-        .unwrap();
+    )
+    .await;
     let base = running.url();
     let client = reqwest::Client::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

@@ -160,6 +160,17 @@ fn etag(op: &'static str, key: &str, tag: Option<String>) -> Result<Version> {
 }
 
 impl S3 {
+    /// The `GET` of `key` (its body not yet read), or `None` when there is none.
+    async fn get_object(&self, key: &str) -> Result<Option<object_store::GetResult>> {
+        validate_key(key)?;
+        let path = self.path(key)?;
+        match self.inner.get(&path).await {
+            Ok(r) => Ok(Some(r)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(s3_err("get", key, e)),
+        }
+    }
+
     /// Builds the client (no request is sent: a wrong endpoint or credentials show at the
     /// first operation).
     pub fn open(cfg: S3Config) -> Result<Self> {
@@ -279,12 +290,8 @@ enum PutFailure {
 #[async_trait::async_trait]
 impl TileStore for S3 {
     async fn get(&self, key: &str) -> Result<Option<Object>> {
-        validate_key(key)?;
-        let path = self.path(key)?;
-        let res = match self.inner.get(&path).await {
-            Ok(r) => r,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(s3_err("get", key, e)),
+        let Some(res) = self.get_object(key).await? else {
+            return Ok(None);
         };
         let version = etag("get", key, res.meta.e_tag.clone())?;
         let bytes = res.bytes().await.map_err(|e| s3_err("get", key, e))?;
@@ -295,12 +302,8 @@ impl TileStore for S3 {
     /// follows) drops the answer and nothing more is read. The `Content-Length` is the
     /// reader's reported size.
     async fn read(&self, key: &str) -> Result<Option<Reader>> {
-        validate_key(key)?;
-        let path = self.path(key)?;
-        let res = match self.inner.get(&path).await {
-            Ok(r) => r,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(s3_err("get", key, e)),
+        let Some(res) = self.get_object(key).await? else {
+            return Ok(None);
         };
         let size = res.meta.size;
         let key = key.to_owned();

@@ -306,14 +306,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn decoding_refuses_damage_without_allocating_on_claims() {
+    /// A snapshot of two zetas (its signature not checked here) and its set.
+    fn two_zetas() -> (SignedSnapshot, RevocationSet) {
         let set = RevocationSet::from_zetas([Zeta([3; 16]), Zeta([1; 16])]);
         let record = dgsp_core::revocation::SnapshotRecord::genesis([1; 32], 5, 2, set.root(), 7);
         let s = SignedSnapshot {
             record,
             signature: vec![9; 10],
         };
+        (s, set)
+    }
+
+    #[test]
+    fn decoding_refuses_damage_without_allocating_on_claims() {
+        let (s, set) = two_zetas();
         let b = SnapshotBundle::encode(&s, &set);
         let d = SnapshotBundle::decode(&b).unwrap();
         assert_eq!(d.snapshot, s);
@@ -334,12 +340,7 @@ mod tests {
     /// decoded: from its header alone (the first bytes), and by `decode` whatever follows.
     #[test]
     fn a_count_other_than_the_records_is_refused_from_the_header() {
-        let set = RevocationSet::from_zetas([Zeta([3; 16]), Zeta([1; 16])]);
-        let record = dgsp_core::revocation::SnapshotRecord::genesis([1; 32], 5, 2, set.root(), 7);
-        let s = SignedSnapshot {
-            record,
-            signature: vec![9; 10],
-        };
+        let (s, set) = two_zetas();
         let good = SnapshotBundle::encode(&s, &set);
         let header_len = good.len() - 32;
         // The header is found in any prefix that holds it, and not before.
